@@ -1,0 +1,44 @@
+"""The one interface every token counter implements.
+
+A counter answers three questions: how many tokens a text is, how many a message costs in a chat
+prompt (its text plus per-message framing), and how many a whole prompt costs (messages plus reply
+priming, plus tool definitions). The manager asks the second question once per message, on add.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..messages import Message
+
+
+class TokenCounter(ABC):
+    """Base class for counters; subclasses override ``count_text`` and ``count_message``."""
+
+    #: Short identifier shown in stats and the CLI (e.g. ``"chars/4"``, ``"tiktoken:o200k_base"``).
+    name: str = "counter"
+    #: Tokens added once per prompt (the reply priming of OpenAI chat models).
+    prompt_overhead: int = 0
+
+    @abstractmethod
+    def count_text(self, text: str) -> int:
+        """Tokens of a bare text, without any chat framing."""
+
+    @abstractmethod
+    def count_message(self, message: Message) -> int:
+        """Tokens one message costs inside a chat prompt, framing included."""
+
+    def count_tools(self, tools: Sequence[Any]) -> int:
+        """Tokens of tool/function definitions sent with the prompt (0 when none)."""
+        if not tools:
+            return 0
+        from ..messages import to_json_text
+
+        return self.count_text(to_json_text(list(tools)))
+
+    def count_prompt(self, messages: Iterable[Message], tools: Sequence[Any] | None = None) -> int:
+        """Tokens of a whole request: every message, reply priming and tool definitions."""
+        total = sum(self.count_message(m) for m in messages)
+        return total + self.prompt_overhead + (self.count_tools(tools) if tools else 0)

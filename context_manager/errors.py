@@ -1,0 +1,54 @@
+"""One exception hierarchy, so callers can catch everything from this library with one clause.
+
+Every message says what was wrong, where (message index, line number) and how to fix it.
+"""
+
+from __future__ import annotations
+
+
+class ContextManagerError(Exception):
+    """Root of every error this library raises on purpose."""
+
+
+class InvalidMessageError(ContextManagerError, ValueError):
+    """A message cannot be understood or breaks the tool-call protocol."""
+
+    def __init__(self, reason: str, *, index: int | None = None, hint: str | None = None) -> None:
+        self.index = index
+        self.reason = reason
+        where = f"message {index}: " if index is not None else ""
+        text = f"{where}{reason}"
+        if hint:
+            text += f" ({hint})"
+        super().__init__(text)
+
+
+class ContextOverflowError(ContextManagerError):
+    """What must be sent cannot fit the budget; ``shortfall`` says by how many tokens."""
+
+    def __init__(self, message: str, *, required: int, budget: int) -> None:
+        self.required = required
+        self.budget = budget
+        self.shortfall = required - budget
+        super().__init__(message)
+
+
+class ConfigurationError(ContextManagerError, ValueError):
+    """An option is missing, unknown or out of range."""
+
+
+class TokenizerUnavailableError(ContextManagerError, RuntimeError):
+    """A real tokenizer was asked for but cannot be loaded (we never fall back silently)."""
+
+
+class StoreCorruptionError(ContextManagerError):
+    """A persisted log has a line that cannot be read (raised in strict mode)."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        super().__init__(message)
+
+
+class CompactionError(ContextManagerError):
+    """Compaction could not produce a summary (summarizer failed, cancelled, nothing to do)."""

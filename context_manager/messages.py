@@ -1,0 +1,339 @@
+"""Normalize every accepted message shape, once, at the door.
+
+Callers hand us OpenAI chat dicts, Anthropic content-block messages, LangChain message objects or
+our own :class:`Message`. Everything downstream (counting, grouping, compaction, persistence) reads
+one normalized record, so format quirks live here and nowhere else. The caller's object is kept
+untouched beside the record and is what ``get_context()`` gives back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from .errors import InvalidMessageError
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+_ROLE_SET = frozenset(ROLES)
+# LangChain message ``type`` values and the chat role they stand for.
+_LANGCHAIN_TYPES = {
+    "human": "user",
+    "ai": "assistant",
+    "system": "system",
+    "developer": "developer",
+    "tool": "tool",
+    "HumanMessageChunk": "user",
+    "AIMessageChunk": "assistant",
+    "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool",
+}
+_TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
+_IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
+
+
+class ToolCall(NamedTuple):
+    """One function call requested by the assistant; ``arguments`` is the JSON text sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+class ToolResult(NamedTuple):
+    """A result carried inside a message (Anthropic ``tool_result`` block)."""
+
+    call_id: str
+    text: str
+    is_error: bool = False
+
+
+class Image(NamedTuple):
+    """An image part; size and detail are optional and only refine real-tokenizer counts."""
+
+    detail: str | None = None
+    width: int | None = None
+    height: int | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class Message:
+    """The normalized record every module reads; also accepted as input in its own right.
+
+    ``text`` joins text parts with a newline. A tool result message (OpenAI shape) has role
+    ``"tool"`` and ``tool_call_id``; results embedded in a user turn (Anthropic shape) live in
+    ``tool_results``. ``other`` holds the compact JSON of content parts we do not model, so they
+    still cost tokens rather than silently counting as free.
+    """
+
+    role: str
+    text: str = ""
+    name: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    tool_results: tuple[ToolResult, ...] = ()
+    images: tuple[Image, ...] = ()
+    thinking: str = ""
+    other: str = ""
+
+    def __post_init__(self) -> None:
+        if self.role not in _ROLE_SET:
+            raise InvalidMessageError(
+                f"unknown role {self.role!r}", hint=f"use one of {', '.join(ROLES)}"
+            )
+
+    @property
+    def result_ids(self) -> tuple[str, ...]:
+        """Ids of the tool calls this message answers (empty for ordinary messages)."""
+        if self.tool_call_id is not None:
+            return (self.tool_call_id,)
+        return tuple(r.call_id for r in self.tool_results)
+
+    @property
+    def call_ids(self) -> tuple[str, ...]:
+        return tuple(c.id for c in self.tool_calls)
+
+    def to_openai(self) -> dict[str, Any]:
+        """Render as an OpenAI chat dict (used by the CLI, persistence and summaries)."""
+        out: dict[str, Any] = {"role": self.role}
+        content: Any = self.text
+        if self.images:
+            parts: list[dict[str, Any]] = []
+            if self.text:
+                parts.append({"type": "text", "text": self.text})
+            for img in self.images:
+                url: dict[str, Any] = {"url": ""}
+                if img.detail:
+                    url["detail"] = img.detail
+                parts.append({"type": "image_url", "image_url": url})
+            content = parts
+        out["content"] = content if (content or not self.tool_calls) else None
+        if self.name is not None:
+            out["name"] = self.name
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        return out
+
+
+def to_json_text(value: Any) -> str:
+    """Compact JSON, non-ASCII kept as is: the same text JS ``JSON.stringify`` produces."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+class _Parts:
+    __slots__ = ("images", "other", "results", "texts", "thinking", "tool_calls")
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.images: list[Image] = []
+        self.tool_calls: list[ToolCall] = []
+        self.results: list[ToolResult] = []
+        self.thinking: list[str] = []
+        self.other: list[str] = []
+
+
+def _image(part: Mapping[str, Any]) -> Image:
+    inner = part.get("image_url")
+    src: Mapping[str, Any] = inner if isinstance(inner, Mapping) else part
+    width = src.get("width", part.get("width"))
+    height = src.get("height", part.get("height"))
+    detail = src.get("detail", part.get("detail"))
+    return Image(
+        detail if isinstance(detail, str) else None,
+        width if isinstance(width, int) else None,
+        height if isinstance(height, int) else None,
+    )
+
+
+def _result_text(content: Any, index: int | None, parts: _Parts) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        inner = _Parts()
+        for part in content:
+            _part(part, index, inner)
+        parts.images.extend(inner.images)
+        return "\n".join(inner.texts + inner.other)
+    raise InvalidMessageError(
+        f"tool_result content must be a string or a list of blocks, got {type(content).__name__}",
+        index=index,
+    )
+
+
+def _tool_use(part: Mapping[str, Any], index: int | None) -> ToolCall:
+    call_id, name = part.get("id"), part.get("name")
+    if not isinstance(call_id, str) or not isinstance(name, str):
+        raise InvalidMessageError(
+            "tool_use block needs string 'id' and 'name'", index=index, hint=f"got {dict(part)!r}"
+        )
+    return ToolCall(call_id, name, to_json_text(part.get("input", {})))
+
+
+def _part(part: Any, index: int | None, out: _Parts) -> None:
+    if isinstance(part, str):
+        out.texts.append(part)
+        return
+    if not isinstance(part, Mapping):
+        raise InvalidMessageError(
+            f"content parts must be objects or strings, got {type(part).__name__}", index=index
+        )
+    kind = part.get("type")
+    if kind in _TEXT_PART_TYPES:
+        text = part.get("text", "")
+        if not isinstance(text, str):
+            raise InvalidMessageError("text part needs a string 'text'", index=index)
+        out.texts.append(text)
+    elif kind in _IMAGE_PART_TYPES:
+        out.images.append(_image(part))
+    elif kind == "tool_use":
+        out.tool_calls.append(_tool_use(part, index))
+    elif kind == "tool_result":
+        call_id = part.get("tool_use_id")
+        if not isinstance(call_id, str):
+            raise InvalidMessageError("tool_result block needs a string 'tool_use_id'", index=index)
+        text = _result_text(part.get("content"), index, out)
+        out.results.append(ToolResult(call_id, text, bool(part.get("is_error", False))))
+    elif kind == "thinking":
+        out.thinking.append(str(part.get("thinking", "")))
+    elif kind == "refusal":
+        out.texts.append(str(part.get("refusal", "")))
+    else:
+        out.other.append(to_json_text(part))
+
+
+def _openai_tool_call(raw: Any, index: int | None) -> ToolCall:
+    if not isinstance(raw, Mapping):
+        raise InvalidMessageError("each tool_calls entry must be an object", index=index)
+    call_id, fn = raw.get("id"), raw.get("function")
+    if not isinstance(call_id, str) or not call_id:
+        raise InvalidMessageError(
+            "tool call without a string 'id'",
+            index=index,
+            hint="every tool call needs the id its result will reference",
+        )
+    if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+        raise InvalidMessageError(
+            f"tool call {call_id!r} needs 'function': {{'name': str, 'arguments': str}}",
+            index=index,
+        )
+    args = fn.get("arguments", "")
+    if not isinstance(args, str):
+        args = to_json_text(args)
+    return ToolCall(call_id, fn["name"], args)
+
+
+def _langchain_tool_call(raw: Any, index: int | None) -> ToolCall:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
+        raise InvalidMessageError("LangChain tool call needs an 'id'", index=index)
+    return ToolCall(raw["id"], str(raw.get("name", "")), to_json_text(raw.get("args", {})))
+
+
+def _content(content: Any, index: int | None, parts: _Parts) -> None:
+    if content is None:
+        return
+    if isinstance(content, str):
+        parts.texts.append(content)
+    elif isinstance(content, list | tuple):
+        for part in content:
+            _part(part, index, parts)
+    else:
+        raise InvalidMessageError(
+            f"content must be a string or a list of parts, got {type(content).__name__}",
+            index=index,
+        )
+
+
+def _build(role: str, parts: _Parts, index: int | None, name: Any, call_id: Any) -> Message:
+    if name is not None and not isinstance(name, str):
+        raise InvalidMessageError("'name' must be a string", index=index)
+    if role == "tool":
+        if not isinstance(call_id, str) or not call_id:
+            raise InvalidMessageError(
+                "tool message without a string 'tool_call_id'",
+                index=index,
+                hint="set it to the id of the assistant tool call it answers",
+            )
+    else:
+        call_id = None
+    text = parts.texts[0] if len(parts.texts) == 1 else "\n".join(parts.texts)
+    return Message(
+        role=role,
+        text=text,
+        name=name,
+        tool_calls=tuple(parts.tool_calls),
+        tool_call_id=call_id,
+        tool_results=tuple(parts.results),
+        images=tuple(parts.images),
+        thinking="\n".join(parts.thinking),
+        other="\n".join(parts.other),
+    )
+
+
+def _from_mapping(msg: Mapping[str, Any], index: int | None) -> Message:
+    role = msg.get("role")
+    if not isinstance(role, str) or role not in _ROLE_SET:
+        raise InvalidMessageError(
+            f"unknown role {role!r}",
+            index=index,
+            hint=f"use one of {', '.join(ROLES)}",
+        )
+    parts = _Parts()
+    _content(msg.get("content"), index, parts)
+    raw_calls = msg.get("tool_calls")
+    if raw_calls is not None:
+        if role != "assistant" or not isinstance(raw_calls, list):
+            raise InvalidMessageError(
+                "'tool_calls' must be a list on an assistant message", index=index
+            )
+        parts.tool_calls.extend(_openai_tool_call(c, index) for c in raw_calls)
+    for key in ("reasoning_content", "reasoning"):
+        value = msg.get(key)
+        if isinstance(value, str) and value:
+            parts.thinking.append(value)
+    return _build(role, parts, index, msg.get("name"), msg.get("tool_call_id"))
+
+
+def _from_langchain(msg: Any, index: int | None) -> Message:
+    kind = msg.type
+    role = msg.role if kind == "chat" else _LANGCHAIN_TYPES.get(kind)
+    if role not in _ROLE_SET:
+        raise InvalidMessageError(
+            f"unsupported LangChain message type {kind!r}",
+            index=index,
+            hint="use HumanMessage, AIMessage, SystemMessage or ToolMessage",
+        )
+    parts = _Parts()
+    _content(msg.content, index, parts)
+    seen = {c.id for c in parts.tool_calls}
+    for raw in getattr(msg, "tool_calls", None) or ():
+        call = _langchain_tool_call(raw, index)
+        if call.id not in seen:
+            parts.tool_calls.append(call)
+    return _build(role, parts, index, getattr(msg, "name", None), getattr(msg, "tool_call_id", None))
+
+
+def normalize(message: Any, index: int | None = None) -> Message:
+    """Turn one accepted message into a :class:`Message`; raise ``InvalidMessageError`` if not."""
+    if isinstance(message, Message):
+        return message
+    if isinstance(message, Mapping):
+        return _from_mapping(message, index)
+    if hasattr(message, "type") and hasattr(message, "content"):
+        return _from_langchain(message, index)
+    raise InvalidMessageError(
+        f"unsupported message type {type(message).__name__}",
+        index=index,
+        hint="pass an OpenAI/Anthropic chat dict, a LangChain message or context_manager.Message",
+    )
