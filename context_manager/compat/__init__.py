@@ -1,0 +1,1 @@
+"""Exact Python reproductions of TypeScript behaviour, proven by ``compat_fixtures/``."""
