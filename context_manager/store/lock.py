@@ -1,0 +1,64 @@
+"""Advisory locking for one log: a thread lock plus an ``fcntl.flock`` on a sidecar file.
+
+``flock`` excludes other *processes* (and other open file descriptions), but threads of one process
+share a descriptor, so a ``threading.RLock`` is taken first. The lock lives on a sidecar
+``<log>.lock`` file rather than the log itself because the log's inode changes when it is rotated
+(revert / clear): a lock on the old inode would stop excluding writers of the new file.
+The lock is advisory: it only protects against writers that take it too (our store does; Kimi CLI
+does not lock, so do not run both on one file at the same time).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: thread lock only, documented
+    fcntl = None  # type: ignore[assignment]
+
+
+class LogLock:
+    """Exclusive lock guarding appends, rotations and tail repair of one log file."""
+
+    def __init__(self, log_path: Path) -> None:
+        self.path = log_path.with_name(log_path.name + ".lock")
+        self._thread_lock = threading.RLock()
+        self._fd: int | None = None
+        self._depth = 0
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the lock for the ``with`` body; re-entrant within one thread."""
+        with self._thread_lock:
+            if self._depth == 0:
+                self._acquire_file_lock()
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._release_file_lock()
+
+    def _acquire_file_lock(self) -> None:
+        if fcntl is None:  # pragma: no cover
+            return
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def _release_file_lock(self) -> None:
+        if fcntl is None or self._fd is None:  # pragma: no cover
+            return
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        with self._thread_lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
