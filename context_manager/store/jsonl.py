@@ -33,6 +33,7 @@ from .records import (
     USAGE,
     Replayer,
     RestoredLog,
+    StoredMessage,
     encode_compaction,
     encode_message,
     encode_meta,
@@ -75,11 +76,16 @@ class JsonlLog:
     # ------------------------------------------------------------------ reading
     def restore(self) -> RestoredLog:
         """Replay the whole file (missing file = empty log) and remember the next checkpoint id."""
+        return self.read()[0]
+
+    def read(self) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
+        """Like :meth:`restore`, plus every valid record in file order (metadata records carry
+        their 1-based line number under ``"_line"``)."""
         with self._lock.held():
             data = self._read_all()
-        state = self._replay(data)
-        self.next_checkpoint_id = state.next_checkpoint_id
-        return state
+        replayer = self._replayer(data)
+        self.next_checkpoint_id = replayer.state.next_checkpoint_id
+        return replayer.state, replayer.sequence
 
     def _read_all(self) -> bytes:
         try:
@@ -87,11 +93,11 @@ class JsonlLog:
         except FileNotFoundError:
             return b""
 
-    def _replay(self, data: bytes) -> RestoredLog:
+    def _replayer(self, data: bytes) -> Replayer:
         replayer = Replayer(str(self.path), strict=self.strict)
         for number, raw, complete in split_lines(data):
             replayer.feed(number, raw, complete)
-        return replayer.state
+        return replayer
 
     # ------------------------------------------------------------------ writing
     def append_message(
@@ -102,8 +108,8 @@ class JsonlLog:
     def append_usage(self, token_count: int) -> None:
         self._append(encode_meta({"role": USAGE, "token_count": int(token_count)}), durable=False)
 
-    def write_system_prompt(self, text: str | None) -> None:
-        """Append a ``_system_prompt`` record; on restore the last one wins (``None`` clears it)."""
+    def write_system_prompt(self, text: str) -> None:
+        """Append a ``_system_prompt`` record; on restore the last one wins (as in Kimi CLI)."""
         self._append(encode_meta({"role": SYSTEM_PROMPT, "content": text}), durable=True)
 
     def append_compaction(self, entry: Mapping[str, Any]) -> None:
@@ -191,9 +197,9 @@ class JsonlLog:
                     f"{self.next_checkpoint_id} checkpoints, ids from 0); pick an existing id"
                 )
             self._rotate_and_replace(b"".join(kept))
-            state = self._replay(b"".join(kept))
-            self.next_checkpoint_id = state.next_checkpoint_id
-            return state
+            replayer = self._replayer(b"".join(kept))
+            self.next_checkpoint_id = replayer.state.next_checkpoint_id
+            return replayer.state
 
     def clear(self) -> None:
         """Rotate the file and start an empty log (checkpoint ids restart at 0)."""

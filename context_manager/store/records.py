@@ -125,7 +125,7 @@ def parse_record(raw: bytes) -> dict[str, Any]:
     if not isinstance(role, str):
         raise _Invalid("missing or non-string 'role'")
     if role == SYSTEM_PROMPT:
-        if not (value.get("content") is None or isinstance(value.get("content"), str)):
+        if not isinstance(value.get("content"), str):
             raise _Invalid("'_system_prompt' needs a string 'content'")
     elif role == USAGE:
         if not _is_int(value.get("token_count")):
@@ -155,6 +155,8 @@ class Replayer:
         self.path = path
         self.strict = strict
         self.state = RestoredLog()
+        # Every valid record in file order (messages as StoredMessage), for ordered replay.
+        self.sequence: list[StoredMessage | dict[str, Any]] = []
 
     def feed(self, number: int, raw: bytes, complete: bool) -> dict[str, Any] | None:
         """Apply one line; return its record, or None when it is blank or skipped."""
@@ -198,13 +200,15 @@ class Replayer:
         elif role == COMPACTION:
             state.compaction = {k: v for k, v in record.items() if k not in ("role", "content")}
             state.messages_before_compaction = len(state.messages)
-        elif not role.startswith("_"):
+        if not role.startswith("_"):
             attrs = record.pop(ATTRS_KEY, None) or {}
-            state.messages.append(
-                StoredMessage(
-                    record,
-                    pinned=bool(attrs.get("pinned", False)),
-                    priority=int(attrs.get("priority", 0)),
-                    line=number,
-                )
+            stored = StoredMessage(
+                record,
+                pinned=bool(attrs.get("pinned", False)),
+                priority=int(attrs.get("priority", 0)),
+                line=number,
             )
+            state.messages.append(stored)
+            self.sequence.append(stored)
+        else:
+            self.sequence.append({**record, "_line": number})

@@ -1,0 +1,180 @@
+"""Glue between a :class:`MessageContextManager` and its :class:`~.jsonl.JsonlLog`.
+
+``MessageContextManager.open(path, **options)`` lands in :func:`open_session`: it reads the log,
+builds the manager, replays the history with no listener attached (so nothing is written twice),
+then attaches :class:`SessionStore` as a listener so every later add / system prompt / usage /
+clear / compaction is appended. Replay follows file order, so a ``_usage`` record anchors the
+count at the same point it did originally, and a ``_compaction`` record is re-applied (through the
+manager's ``apply_compaction`` hook, when it has one) after exactly the messages that preceded it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any, Protocol, TypeVar
+
+from ..errors import ContextManagerError, StoreCorruptionError
+from .jsonl import FsyncMode, JsonlLog
+from .records import CHECKPOINT, COMPACTION, SYSTEM_PROMPT, USAGE, RestoredLog, StoredMessage
+
+logger = logging.getLogger("context_manager.store")
+
+
+class _Manager(Protocol):
+    store: Any
+
+    @property
+    def system_prompt(self) -> str | None: ...
+
+    def add(self, message: Any, *, priority: int = 0, pinned: bool = False) -> int: ...
+    def set_system_prompt(self, prompt: str) -> None: ...
+    def record_usage(self, usage: Any) -> None: ...
+    def clear(self, *, keep_system_prompt: bool = True) -> None: ...
+    def add_listener(self, listener: Any) -> None: ...
+    def remove_listener(self, listener: Any) -> None: ...
+
+
+M = TypeVar("M", bound=_Manager)
+
+Sequence_ = list[StoredMessage | dict[str, Any]]
+
+
+class SessionStore:
+    """The ``manager.store`` of a persistent session: persists events, checkpoints, reverts."""
+
+    def __init__(self, log: JsonlLog, restored: RestoredLog) -> None:
+        self.log = log
+        #: What the log held when it was last read (opened or reverted).
+        self.restored = restored
+        self._manager: _Manager | None = None
+
+    @property
+    def path(self) -> os.PathLike[str]:
+        return self.log.path
+
+    def attach(self, manager: _Manager) -> None:
+        self._manager = manager
+        manager.store = self
+        manager.add_listener(self.on_event)
+
+    def detach(self) -> None:
+        if self._manager is not None:
+            self._manager.remove_listener(self.on_event)
+
+    def on_event(self, event: str, data: dict[str, Any]) -> None:
+        """Manager listener: append the record for ``event`` (runs under the manager's lock)."""
+        if event == "add":
+            self.log.append_message(
+                _persistable(data["message"], data.get("record")),
+                pinned=bool(data.get("pinned", False)),
+                priority=int(data.get("priority", 0)),
+            )
+        elif event == "system_prompt":
+            self.log.write_system_prompt(str(data["text"]))
+        elif event == "usage":
+            self.log.append_usage(int(data["input_tokens"]))
+        elif event == "clear":
+            self.log.clear()
+            manager = self._manager
+            if data.get("keep_system_prompt", True) and manager and manager.system_prompt:
+                self.log.write_system_prompt(manager.system_prompt)
+        elif event == "compaction":
+            entry = data["entry"]
+            self.log.append_compaction(entry.to_dict() if hasattr(entry, "to_dict") else entry)
+
+    def checkpoint(self) -> int:
+        return self.log.checkpoint()
+
+    def revert_to(self, checkpoint_id: int, manager: _Manager) -> None:
+        """Rewrite the log up to the checkpoint, then rebuild ``manager`` from it."""
+        self.log.revert_to(checkpoint_id)
+        restored, sequence = self.log.read()
+        self.restored = restored
+        manager.remove_listener(self.on_event)
+        try:
+            manager.clear(keep_system_prompt=False)
+            replay(manager, sequence, strict=self.log.strict, path=str(self.log.path))
+        finally:
+            manager.add_listener(self.on_event)
+
+    def close(self) -> None:
+        self.log.close()
+
+
+def _persistable(message: Any, record: Any) -> Mapping[str, Any]:
+    """The caller's dict as is when it is JSON-ready; anything else as its OpenAI rendering."""
+    if isinstance(message, Mapping):
+        try:
+            json.dumps(message, ensure_ascii=False)
+            return message
+        except (TypeError, ValueError):
+            pass
+    if record is None:
+        from ..messages import normalize
+
+        record = normalize(message)
+    rendered: dict[str, Any] = record.to_openai()
+    return rendered
+
+
+def replay(manager: _Manager, sequence: Sequence_, *, strict: bool, path: str) -> None:
+    """Apply logged records to ``manager`` in file order (no listener must be attached)."""
+    for item in sequence:
+        if isinstance(item, StoredMessage):
+            try:
+                manager.add(item.message, priority=item.priority, pinned=item.pinned)
+            except ContextManagerError as exc:
+                _rejected(path, item.line, str(exc), strict)
+            continue
+        role = item["role"]
+        if role == SYSTEM_PROMPT:
+            manager.set_system_prompt(item["content"])
+        elif role == USAGE:
+            manager.record_usage(item["token_count"])
+        elif role == COMPACTION:
+            apply = getattr(manager, "apply_compaction", None)
+            if apply is not None:
+                entry = {k: v for k, v in item.items() if k not in ("role", "content", "_line")}
+                apply(entry)
+        elif role != CHECKPOINT:
+            logger.debug("%s: ignoring unknown metadata record %r", path, role)
+
+
+def _rejected(path: str, line: int, reason: str, strict: bool) -> None:
+    if strict:
+        raise StoreCorruptionError(
+            f"{path}: line {line} cannot be replayed: {reason}. Open without strict=True to skip "
+            "it with a warning.",
+            path=path,
+            line=line,
+        )
+    logger.warning("%s: skipping line %d the manager rejected: %s", path, line, reason)
+
+
+def open_session(
+    cls: type[M],
+    path: str | os.PathLike[str],
+    *,
+    fsync: FsyncMode = "checkpoint",
+    strict: bool = False,
+    **options: Any,
+) -> M:
+    """Open or create the log at ``path`` and return a manager restored from it.
+
+    ``fsync`` and ``strict`` configure the log (see :class:`JsonlLog`); every other option goes to
+    the manager's constructor. A ``system_prompt`` option that differs from the logged one
+    replaces it (and is persisted); without the option the logged prompt is restored.
+    """
+    log = JsonlLog(path, fsync=fsync, strict=strict)
+    system_prompt = options.pop("system_prompt", None)
+    restored, sequence = log.read()
+    manager = cls(**options)
+    replay(manager, sequence, strict=strict, path=str(log.path))
+    store = SessionStore(log, restored)
+    store.attach(manager)
+    if system_prompt is not None and system_prompt != manager.system_prompt:
+        manager.set_system_prompt(system_prompt)
+    return manager
