@@ -1,27 +1,40 @@
 """Token counters behind one interface (see ``base.TokenCounter``).
 
 Loading a tokenizer, looking one up by name and counting are kept apart, as tiktoken does:
-``get_counter`` only resolves a spec to an instance; counters never load anything on the hot path.
+``tiktoken_loader`` loads and verifies rank files, ``resolve.get_counter`` only resolves a spec to
+an instance, and counters never load anything on the hot path.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..messages import normalize
 from .base import TokenCounter
 from .estimate import CharEstimator, message_chars, utf16_len
+from .resolve import counter_for_model, get_counter
 
-__all__ = ["CharEstimator", "TokenCounter", "get_counter", "message_chars", "utf16_len"]
+__all__ = [
+    "CharEstimator",
+    "TokenCounter",
+    "count_tokens",
+    "counter_for_model",
+    "get_counter",
+    "message_chars",
+    "utf16_len",
+]
 
-_ESTIMATOR_NAMES = frozenset({"chars", "estimate", "approximate", "chars/4"})
 
+def count_tokens(
+    messages: Iterable[Any], model: str = "gpt-4o", tools: Sequence[Any] | None = None
+) -> int:
+    """The whole prompt as ``model``'s provider would bill it: messages, priming and tools.
 
-def get_counter(spec: str | TokenCounter | None = "chars", *, model: str | None = None) -> TokenCounter:
-    """Resolve ``"chars"`` (default) or a ready :class:`TokenCounter` instance."""
-    from ..errors import ConfigurationError
-
-    if isinstance(spec, TokenCounter):
-        return spec
-    if spec is None or spec in _ESTIMATOR_NAMES:
-        return CharEstimator()
-    raise ConfigurationError(
-        f"unknown counter {spec!r}: pass 'chars' or a TokenCounter instance"
-    )
+    Accepts every message shape ``messages.normalize`` does (OpenAI / Anthropic dicts, LangChain
+    objects, :class:`~context_manager.messages.Message`). OpenAI models count exactly with
+    tiktoken; models without a public tokenizer use the registry's documented estimate.
+    """
+    counter = counter_for_model(model)
+    normalized = [normalize(message, index) for index, message in enumerate(messages)]
+    return counter.count_prompt(normalized, tools)

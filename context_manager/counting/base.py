@@ -38,6 +38,13 @@ class TokenCounter(ABC):
 
         return self.count_text(to_json_text(list(tools)))
 
+    def message_costs(self, messages: Sequence[Message]) -> list[int]:
+        """Per-message costs in context; with ``prompt_overhead`` they sum to ``count_prompt``.
+
+        Counters whose framing depends on neighbouring messages (chat templates) override this.
+        """
+        return [self.count_message(m) for m in messages]
+
     def count_prompt(self, messages: Iterable[Message], tools: Sequence[Any] | None = None) -> int:
         """Tokens of a whole request: every message, reply priming and tool definitions."""
         total = sum(self.count_message(m) for m in messages)

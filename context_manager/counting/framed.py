@@ -1,0 +1,72 @@
+"""Shared arithmetic for real-tokenizer counters whose chat framing is a fixed cost per message.
+
+A subclass supplies ``_encode_len(text)``; this class adds the bounded LRU keyed by text (so a
+repeated system prompt or tool output is tokenized once) and charges a message as its framing
+(``message_overhead``) plus the tokens of every text it carries: content, name, tool calls (name +
+arguments + ``tool_call_overhead``), embedded tool results (each framed like a message), reasoning
+text, unmodelled parts, and ``image_tokens`` per image.
+"""
+
+from __future__ import annotations
+
+import functools
+from abc import abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import ConfigurationError
+from ..messages import Message
+from .base import TokenCounter
+
+DEFAULT_CACHE_SIZE = 4096
+
+
+class FramedCounter(TokenCounter):
+    """A text tokenizer plus per-message framing constants."""
+
+    def __init__(
+        self,
+        *,
+        message_overhead: int = 3,
+        prompt_overhead: int = 3,
+        tool_call_overhead: int = 3,
+        image_tokens: int = 765,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ) -> None:
+        if min(message_overhead, prompt_overhead, tool_call_overhead, image_tokens) < 0:
+            raise ConfigurationError("overheads and image_tokens must be >= 0")
+        if cache_size < 0:
+            raise ConfigurationError(f"cache_size must be >= 0, got {cache_size}")
+        self.message_overhead = message_overhead
+        self.prompt_overhead = prompt_overhead
+        self.tool_call_overhead = tool_call_overhead
+        self.image_tokens = image_tokens
+        self._count_cached: Callable[[str], int] = functools.lru_cache(maxsize=cache_size)(
+            self._encode_len
+        )
+
+    @abstractmethod
+    def _encode_len(self, text: str) -> int:
+        """Token count of ``text``, uncached, without the tokenizer's BOS/EOS additions."""
+
+    def count_text(self, text: str) -> int:
+        return self._count_cached(text) if text else 0
+
+    def cache_info(self) -> Any:
+        """``functools`` cache statistics (hits, misses, currsize) of the text cache."""
+        return self._count_cached.cache_info()  # type: ignore[attr-defined]
+
+    def count_message(self, message: Message) -> int:
+        count = self.count_text
+        tokens = self.message_overhead + count(message.text)
+        if message.name:
+            tokens += count(message.name)
+        for call in message.tool_calls:
+            tokens += self.tool_call_overhead + count(call.name) + count(call.arguments)
+        for result in message.tool_results:
+            tokens += self.message_overhead + count(result.text)
+        if message.thinking:
+            tokens += count(message.thinking)
+        if message.other:
+            tokens += count(message.other)
+        return tokens + self.image_tokens * len(message.images)
