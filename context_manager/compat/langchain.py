@@ -21,15 +21,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from ..errors import ConfigurationError, InvalidMessageError
+from ..errors import ConfigurationError
 from .langchain_counting import (
     Msg,
     PerMessage,
     ResolvedCounter,
     chars4_tokens,
+    checked_type,
     content_of,
     count_tokens_approximately,
-    message_type,
     per_message,
     resolve_counter,
 )
@@ -112,22 +112,13 @@ def _trim(
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int | float):
         raise ConfigurationError(f"max_tokens must be a number, got {max_tokens!r}")
     items = list(enumerate(messages))
-    kinds = [message_type(_mapping(message, index), index) for index, message in items]
+    kinds = [checked_type(message, index) for index, message in items]
     trimmer = _Trimmer(resolve_counter(token_counter), text_splitter or default_text_splitter,
                        items, kinds, allow_partial)
     if strategy == "first":
         return trimmer.keep_head(items, max_tokens, "first", _type_set(end_on, "end_on"))
     return trimmer.keep_tail(items, max_tokens, include_system,
                              _type_set(start_on, "start_on"), _type_set(end_on, "end_on"))
-
-
-def _mapping(message: Any, index: int) -> Msg:
-    if not isinstance(message, Mapping):
-        raise InvalidMessageError(
-            f"expected an OpenAI-style dict, got {type(message).__name__}", index=index,
-            hint='e.g. {"role": "user", "content": "hi"}',
-        )
-    return message
 
 
 def _type_set(value: TypeNames, option: str) -> frozenset[str] | None:

@@ -54,6 +54,11 @@ def per_message(count: Callable[[Msg], int]) -> PerMessage:
 
 def message_type(message: Msg, index: int | None = None) -> str:
     """LangChain's type name for an OpenAI dict; raises on a role LangChain cannot convert."""
+    if not isinstance(message, Mapping):
+        raise InvalidMessageError(
+            f"expected an OpenAI-style dict, got {type(message).__name__}", index=index,
+            hint='e.g. {"role": "user", "content": "hi"}',
+        )
     role = message.get("role")
     kind = ROLE_TO_TYPE.get(role) if isinstance(role, str) else None
     if kind is None:
@@ -62,6 +67,22 @@ def message_type(message: Msg, index: int | None = None) -> str:
             index=index,
             hint="pass OpenAI chat dicts: system/developer/user/assistant/tool",
         )
+    return kind
+
+
+def checked_type(message: Any, index: int) -> str:
+    """Validate one message the way LangChain's conversion would, and return its type name."""
+    kind = message_type(message, index)
+    content = message.get("content")
+    if content is not None and not isinstance(content, str | list):
+        raise InvalidMessageError(
+            f"content must be a string, a list of parts or None, got {type(content).__name__}",
+            index=index,
+        )
+    if kind == "tool":
+        tool_call_id_of(message, index)
+    if kind == "ai":
+        langchain_tool_calls(message, index)
     return kind
 
 
