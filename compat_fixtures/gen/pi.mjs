@@ -338,7 +338,7 @@ export async function generate(outDir, writeSuite) {
   suite("pi.getOverflowPatterns", AI, "getOverflowPatterns", [{ id: "patterns", input: null, expected: ai.getOverflowPatterns().map((p) => ({ source: p.source, flags: p.flags })) }], "regex source and flags");
   suite("pi.defaultCompactionSettings", AGENT, "DEFAULT_COMPACTION_SETTINGS", [{ id: "defaults", input: null, expected: plain(agent.DEFAULT_COMPACTION_SETTINGS) }], "constant");
   suite("pi.fileOperations", AGENT, "extractFileOpsFromMessage+computeFileLists+formatFileOperations", fileOpsCases(compaction), "input messages; output fileOps sets as arrays, lists and formatted text");
-  suite("pi.buildSessionContext", AGENT, "buildSessionContext", buildContextCases(agent), "input entries (leaf = last entry)");
+  suite("pi.sessionContext", AGENT, "buildSessionContext", buildContextCases(agent), "input entries (leaf = last entry)");
   suite("pi.prepareCompaction", AGENT, "prepareCompaction", prepareCases(compaction), "input {entries, settings}; fileOps sets as arrays; undefined -> null");
 }
 

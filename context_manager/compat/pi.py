@@ -292,8 +292,12 @@ def find_cut_point(entries: Sequence[PiEntry], start_index: int, end_index: int,
     cached per-message counts; it must agree with :func:`estimate_tokens` to stay Pi-exact.
     Cost: O(entries walked back) plus a short forward scan.
     """
+    if start_index < end_index and (start_index < 0 or end_index > len(entries)):
+        # Pi reads `undefined` there and throws; Python would wrap or raise IndexError.
+        raise ConfigurationError(
+            f"cut range {start_index}..{end_index} is outside the {len(entries)} entries")
     first_valid = next((i for i in range(start_index, end_index)
-                        if _is_valid_cut(_entry(entries, i))), None)
+                        if _is_valid_cut(entries[i])), None)
     if first_valid is None:
         return CutPoint(start_index, -1, False)
     cut = first_valid
@@ -853,6 +857,6 @@ FIXTURE_SUITES: dict[str, Callable[[Any], Any]] = {
                                          for s, f in OVERFLOW_PATTERN_SOURCES],
     "pi.defaultCompactionSettings": lambda _: dict(DEFAULT_COMPACTION_SETTINGS),
     "pi.fileOperations": _run_file_operations,
-    "pi.buildSessionContext": lambda entries: build_session_context(entries).to_pi(),
+    "pi.sessionContext": lambda entries: build_session_context(entries).to_pi(),
     "pi.prepareCompaction": _run_prepare,
 }
