@@ -18,7 +18,7 @@ from context_manager.store import JsonlLog, RestoredLog
 
 KIMI_DIR = Path(__file__).resolve().parents[1] / "compat_fixtures" / "kimi"
 sys.path.insert(0, str(KIMI_DIR))
-from scenarios import COMMON, OURS_ONLY, log_files, run_ours  # noqa: E402
+from kimi_scenarios import COMMON, OURS_ONLY, log_files, run_ours  # noqa: E402
 
 ALL = {**COMMON, **OURS_ONLY}
 

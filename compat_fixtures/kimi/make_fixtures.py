@@ -3,7 +3,7 @@
     python3.13 -m venv /tmp/kimi-venv && /tmp/kimi-venv/bin/pip install 'kimi-cli==1.52.0'
     /tmp/kimi-venv/bin/python compat_fixtures/kimi/make_fixtures.py
 
-For every scenario in scenarios.py:
+For every scenario in kimi_scenarios.py:
 - ``kimi_written/<name>/``: the files Kimi's own ``Context`` writes for the operations, plus
   ``kimi_restore.json``: what ``Context.restore()`` gives for the final ``context.jsonl``.
 - ``ours_written/<name>/``: the files OUR ``JsonlLog`` writes for the same operations (imported
@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE))
 
 from kimi_cli.soul.context import Context  # noqa: E402
 from kosong.message import Message  # noqa: E402
-from scenarios import COMMON, OURS_ONLY, Op, log_files, run_ours  # noqa: E402
+from kimi_scenarios import COMMON, OURS_ONLY, Op, log_files, run_ours  # noqa: E402
 
 
 async def run_kimi(ops: list[Op], directory: Path) -> None:

@@ -1,0 +1,216 @@
+"""MessageContextManager.open: every change persisted, restored on reopen, revert and clear."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_manager.errors import StoreCorruptionError
+from context_manager.manager import MessageContextManager
+from context_manager.messages import Message
+from context_manager.store import CheckpointNotFoundError
+
+KIMI_DIR = Path(__file__).resolve().parents[1] / "compat_fixtures" / "kimi"
+CALL = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}
+RESULT = {"role": "tool", "tool_call_id": "c1", "content": "a.txt"}
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def open_manager(path: Path, **options: Any) -> MessageContextManager:
+    return MessageContextManager.open(path, max_tokens=100_000, **options)
+
+
+def test_every_add_is_persisted_and_restored(tmp_path: Path) -> None:
+    path = tmp_path / "context.jsonl"
+    manager = open_manager(path, system_prompt="be brief")
+    manager.add({"role": "user", "content": "hi"})
+    manager.add(CALL, pinned=True)
+    manager.add(RESULT, priority=2)
+    manager.record_usage(1234)
+    assert [r["role"] for r in records(path)] == [
+        "_system_prompt", "user", "assistant", "tool", "_usage"]
+    assert records(path)[2]["_cm"] == {"pinned": True}
+    assert records(path)[3]["_cm"] == {"priority": 2}
+
+    reopened = open_manager(path)
+    assert reopened.system_prompt == "be brief"
+    assert reopened.messages == manager.messages
+    assert reopened.used_tokens == manager.used_tokens == 1234
+    assert reopened.token_count == manager.token_count
+    assert reopened.store.restored.token_count == 1234
+    assert records(path)[-1]["role"] == "_usage"  # reopening wrote nothing
+
+
+def test_restored_pinned_message_survives_trimming(tmp_path: Path) -> None:
+    path = tmp_path / "context.jsonl"
+    small = {"max_tokens": 60, "reserve_tokens": 0}
+    manager = MessageContextManager.open(path, **small)
+    manager.add({"role": "user", "content": "PINNED " + "p" * 40}, pinned=True)
+    for i in range(6):
+        manager.add({"role": "user", "content": f"filler {i} " + "f" * 40})
+    reopened = MessageContextManager.open(path, **small)
+    context = reopened.get_context()
+    assert context[0]["content"].startswith("PINNED")
+    assert context == manager.get_context()
+    assert len(context) < 7
+
+
+def test_system_prompt_option_overrides_and_is_persisted(tmp_path: Path) -> None:
+    path = tmp_path / "context.jsonl"
+    open_manager(path, system_prompt="old").add({"role": "user", "content": "x"})
+    same = open_manager(path, system_prompt="old")
+    assert same.system_prompt == "old"
+    assert sum(r["role"] == "_system_prompt" for r in records(path)) == 1
+    changed = open_manager(path, system_prompt="new")
+    assert changed.system_prompt == "new"
+    assert open_manager(path).system_prompt == "new"
+
+
+def test_checkpoint_and_revert_rebuild_the_manager(tmp_path: Path) -> None:
+    path = tmp_path / "context.jsonl"
+    manager = open_manager(path, system_prompt="sys")
+    manager.add({"role": "user", "content": "one"})
+    first = manager.checkpoint()
+    manager.add({"role": "assistant", "content": "1"})
+    manager.record_usage(50)
+    second = manager.checkpoint()
+    manager.add({"role": "user", "content": "two"})
+    assert (first, second) == (0, 1)
+
+    manager.revert_to(second)
+    assert [m["content"] for m in manager.messages] == ["one", "1"]
+    assert manager.used_tokens == 50
+    assert (tmp_path / "context_1.jsonl").exists()
+    assert manager.checkpoint() == 1  # ids reused after revert
+    manager.add({"role": "user", "content": "after revert"})  # listener re-attached
+
+    manager.revert_to(first)
+    assert [m["content"] for m in manager.messages] == ["one"]
+    assert manager.system_prompt == "sys"
+    reopened = open_manager(path)
+    assert reopened.messages == manager.messages and reopened.system_prompt == "sys"
+    with pytest.raises(CheckpointNotFoundError):
+        manager.revert_to(5)
+
+
+def test_clear_rotates_and_keeps_the_system_prompt_on_request(tmp_path: Path) -> None:
+    path = tmp_path / "context.jsonl"
+    manager = open_manager(path, system_prompt="sys")
+    manager.add({"role": "user", "content": "old"})
+    manager.clear()
+    assert records(path) == [{"role": "_system_prompt", "content": "sys"}]
+    assert [r["role"] for r in records(tmp_path / "context_1.jsonl")] == ["_system_prompt", "user"]
+    manager.clear(keep_system_prompt=False)
+    assert path.read_text() == ""
+    assert open_manager(path).system_prompt is None
+
+
+def test_non_dict_messages_are_persisted_as_openai_dicts(tmp_path: Path) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    path = tmp_path / "context.jsonl"
+    manager = open_manager(path)
+    manager.add(HumanMessage("hello"))
+    manager.add(AIMessage("", tool_calls=[{"id": "t1", "name": "f", "args": {"x": 1}}]))
+    manager.add(ToolMessage("done", tool_call_id="t1"))
+    manager.add(Message(role="user", text="from a record"))
+    assert records(path) == [
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "t1", "type": "function", "function": {"name": "f", "arguments": '{"x":1}'}}]},
+        {"role": "tool", "content": "done", "tool_call_id": "t1"},
+        {"role": "user", "content": "from a record"},
+    ]
+    reopened = open_manager(path)
+    assert reopened.token_count == manager.token_count
+
+
+def test_a_dict_that_is_not_json_is_persisted_via_its_record(tmp_path: Path) -> None:
+    path = tmp_path / "context.jsonl"
+    manager = open_manager(path)
+    manager.add({"role": "user", "content": "x", "metadata": {1, 2}})  # a set: not JSON
+    assert records(path) == [{"role": "user", "content": "x"}]
+
+
+def test_corrupt_line_skipped_with_warning_or_strict_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "context.jsonl"
+    manager = open_manager(path)
+    manager.add({"role": "user", "content": "a"})
+    with open(path, "a") as handle:
+        handle.write("{oops\n")
+        handle.write(json.dumps(RESULT) + "\n")  # a result whose call is missing
+    manager.add({"role": "user", "content": "b"})
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        reopened = open_manager(path)
+    assert [m["content"] for m in reopened.messages] == ["a", "b"]
+    assert "corrupt line 2" in caplog.text
+    assert "line 3 the manager rejected" in caplog.text
+    with pytest.raises(StoreCorruptionError) as info:
+        open_manager(path, strict=True)
+    assert info.value.line == 2
+
+
+def test_store_options_reach_the_log(tmp_path: Path) -> None:
+    manager = open_manager(tmp_path / "c.jsonl", fsync="always", strict=True)
+    assert manager.store.log.fsync == "always" and manager.store.log.strict
+
+
+class Entry:
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.data
+
+
+class CompactingManager(MessageContextManager):
+    """Stands in for a manager with compaction: records what replay hands back."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.applied: list[tuple[dict[str, Any], int]] = []
+
+    def apply_compaction(self, entry: dict[str, Any]) -> None:
+        self.applied.append((entry, len(self.messages)))
+
+
+def test_compaction_event_is_persisted_and_replayed_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "context.jsonl"
+    manager = CompactingManager.open(path, max_tokens=100_000)
+    manager.add({"role": "user", "content": "a"})
+    manager.add({"role": "assistant", "content": "b"})
+    entry = {"summary": "S", "first_kept_index": 1, "tokens_before": 10, "details": {},
+             "reason": "threshold", "created_at": "2026-01-01T00:00:00Z"}
+    manager.store.on_event("compaction", {"entry": Entry(entry)})
+    manager.add({"role": "user", "content": "c"})
+    assert records(path)[2] == {"role": "_compaction", "content": None, **entry}
+    reopened = CompactingManager.open(path, max_tokens=100_000)
+    assert reopened.applied == [(entry, 2)]  # applied right after the two messages before it
+    assert reopened.store.restored.compaction == entry
+    assert len(reopened.messages) == 3
+
+
+def test_manager_opens_a_file_written_by_kimi(tmp_path: Path) -> None:
+    source = KIMI_DIR / "kimi_written" / "revert_then_continue"
+    shutil.copyfile(source / "context.jsonl", tmp_path / "context.jsonl")
+    expected = json.loads((source / "kimi_restore.json").read_text())
+    manager = open_manager(tmp_path / "context.jsonl")
+    assert manager.messages == expected["history"]
+    assert manager.system_prompt == expected["system_prompt"]
+    assert manager.store.restored.token_count == expected["token_count"]
+    # Like Kimi's token_count_with_pending: the last usage plus what was added after it.
+    after_usage = manager.count_message({"role": "user", "content": "second revert, second "
+                                         "rotated file"})
+    assert manager.used_tokens == expected["token_count"] + after_usage
+    assert manager.checkpoint() == expected["n_checkpoints"]
