@@ -31,8 +31,13 @@ from context_manager.counting.estimate import CharEstimator
 from context_manager.errors import ConfigurationError, InvalidMessageError
 from context_manager.messages import normalize
 
-lc_messages = pytest.importorskip("langchain_core.messages")
-lc_utils = pytest.importorskip("langchain_core.messages.utils")
+lc_utils: Any
+try:  # LangChain Python is a test extra; without it only the JS-fixture tests run
+    from langchain_core.messages import utils as lc_utils
+except ImportError:  # pragma: no cover - exercised only without the extra
+    lc_utils = None
+
+needs_langchain = pytest.mark.skipif(lc_utils is None, reason="needs langchain-core (test extra)")
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "compat_fixtures" / "fixtures"
@@ -50,7 +55,11 @@ def _load_reference() -> ModuleType:
     return module
 
 
-reference = _load_reference()
+@pytest.fixture(scope="module")
+def reference() -> ModuleType:
+    if lc_utils is None:
+        pytest.skip("needs langchain-core (test extra)")
+    return _load_reference()
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +112,7 @@ def _ours(case: Mapping[str, Any]) -> Any:
 
 
 def test_fixture_inputs_equal_langchain_python(
-    suite: dict[str, Any], js_only: dict[str, Any]
+    suite: dict[str, Any], js_only: dict[str, Any], reference: ModuleType
 ) -> None:
     cases = [c["input"] for c in suite["cases"]] + [d["input"] for d in js_only["divergences"]]
     differences = [case for case in cases if _ours(case) != reference.run(case)]
@@ -217,7 +226,7 @@ def _encode_theirs(kept: list[Any], originals: list[Any]) -> list[Any]:
 
 
 def _as_langchain(messages: list[dict[str, Any]]) -> list[Any]:
-    return list(lc_messages.convert_to_messages(
+    return list(lc_utils.convert_to_messages(
         [{**m, "id": f"m{i}"} for i, m in enumerate(messages)]))
 
 
@@ -276,11 +285,13 @@ def _compare(seed: int, cases: int, counter: str) -> list[Any]:
     return differences
 
 
+@needs_langchain
 @pytest.mark.parametrize("counter", ["approximate", "per_message", "list"])
 def test_seeded_conversations_equal_langchain_python(counter: str) -> None:
     assert _compare(seed=20261121, cases=1500, counter=counter)[:3] == []
 
 
+@needs_langchain
 def test_count_tokens_approximately_equals_langchain_python() -> None:
     rng = random.Random(7)
     tools = [{"type": "function", "function": {"name": "search", "description": "Sök 日本",
@@ -335,6 +346,7 @@ def test_include_system_keeps_system_even_when_it_alone_is_over_budget() -> None
     assert kept == [CHAT[0], CHAT[-2], CHAT[-1]]
 
 
+@needs_langchain
 def test_system_over_budget_leaves_zero_budget_not_a_negative_one() -> None:
     def cost(role: str) -> int:
         return {"system": 10, "tool": 0}.get(role, 1)
@@ -389,6 +401,7 @@ def test_allow_partial_on_parts_keeps_whole_parts_from_the_near_end() -> None:
     assert first == [{"role": "user", "content": parts[:2]}]
 
 
+@needs_langchain
 def test_default_text_splitter_keeps_newlines_and_round_trips() -> None:
     for text in ("", "a", "a\n", "a\nb", "\n\n", "x\ny\nz\n"):
         pieces = lc.default_text_splitter(text)
@@ -457,6 +470,7 @@ def test_bad_messages_raise_invalid_message_error_with_index(bad: Any) -> None:
 # ------------------------------------------------------------------ generator determinism
 
 @pytest.mark.slow
+@needs_langchain
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node to run the generator")
 def test_generator_is_deterministic(tmp_path: Path) -> None:
     fixtures_dir = ROOT / "compat_fixtures"
