@@ -1,0 +1,217 @@
+"""Command line: ``context-manager demo | count | trim | stats | verify`` (JSON in, JSON out).
+
+Machine-readable output (kept messages, counts) goes to stdout; the human summary with a usage
+bar goes to stderr, so ``context-manager trim chat.json --max-tokens 8000 > kept.json`` works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any, TextIO
+
+from .errors import ContextManagerError
+from .manager import ContextStats, MessageContextManager
+from .messages import normalize
+
+SAMPLE = "sample_conversation.json"
+
+
+class CliError(ContextManagerError):
+    """A problem with the command line's input (bad file, bad JSON)."""
+
+
+def load_messages(source: str) -> list[Any]:
+    """Read a JSON array of messages or JSONL (one message per line) from a path or ``-``."""
+    if source == "-":
+        text, name = sys.stdin.read(), "<stdin>"
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise CliError(f"{source}: no such file (pass a JSON array or JSONL file, or -)")
+        text, name = path.read_text(encoding="utf-8"), source
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"{name}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        if not isinstance(data, list):
+            raise CliError(f"{name}: expected a JSON array of messages")
+        return data
+    messages: list[Any] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"{name}:{number}: invalid JSON line: {exc.msg}") from None
+        if isinstance(item, dict) and str(item.get("role", "")).startswith("_"):
+            continue  # metadata lines of a session log
+        messages.append(item)
+    return messages
+
+
+def usage_bar(stats: ContextStats, width: int = 30) -> str:
+    ratio = min(stats.context_tokens / stats.budget_tokens, 1.0) if stats.budget_tokens else 1.0
+    filled = round(ratio * width)
+    return "[" + "#" * filled + "." * (width - filled) + f"] {ratio:6.1%}"
+
+
+def summary_line(stats: ContextStats, total_messages: int) -> str:
+    return (
+        f"kept {stats.context_message_count}/{total_messages} messages, "
+        f"{stats.context_tokens}/{stats.budget_tokens} tokens "
+        f"(window {stats.max_tokens}, reserve {stats.reserve_tokens}, "
+        f"history {stats.used_tokens}) {usage_bar(stats)}"
+    )
+
+
+def _manager(args: argparse.Namespace, **extra: Any) -> MessageContextManager:
+    return MessageContextManager(
+        getattr(args, "max_tokens", None),
+        model=args.model,
+        counter=args.counter,
+        strategy=getattr(args, "strategy", "sliding_window"),
+        reserve_tokens=getattr(args, "reserve_tokens", None),
+        max_messages=getattr(args, "max_messages", None),
+        repair=args.repair,
+        **extra,
+    )
+
+
+def _preview(message: Any, width: int = 90) -> str:
+    rec = normalize(message)
+    text = rec.text.replace("\n", " ")
+    if rec.tool_calls:
+        text = "calls " + ", ".join(f"{c.name}({c.arguments})" for c in rec.tool_calls)
+    elif rec.tool_call_id:
+        text = f"[{rec.tool_call_id}] {text}"
+    line = f"{rec.role:>9}: {text}"
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    messages = json.loads(resources.files("context_manager.data").joinpath(SAMPLE).read_text())
+    manager = MessageContextManager(args.max_tokens, strategy="sliding_window", reserve_ratio=0.2)
+    manager.extend(messages)
+    kept = manager.get_context()
+    out.write(f"Sample conversation: {len(messages)} messages; window {args.max_tokens} tokens, "
+              f"20% reserved for the reply.\nKept, in order:\n")
+    for message in kept:
+        out.write("  " + _preview(message) + "\n")
+    out.write(summary_line(manager.stats(), len(messages)) + "\n")
+    return 0
+
+
+def cmd_count(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    messages = load_messages(args.file)
+    manager = _manager(args)
+    rows = []
+    for i, message in enumerate(messages):
+        tokens = manager.add(message)
+        rows.append({"index": i, "role": normalize(message, i).role, "tokens": tokens})
+    stats = manager.stats()
+    json.dump({"messages": rows, "total": manager.token_count, "prompt_total": stats.used_tokens,
+               "by_role": stats.tokens_by_role, "counter": stats.counter}, out, indent=1)
+    out.write("\n")
+    return 0
+
+
+def cmd_trim(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    messages = load_messages(args.file)
+    manager = _manager(args)
+    manager.extend(messages)
+    kept = manager.get_context()
+    json.dump(kept, out, indent=1, ensure_ascii=False)
+    out.write("\n")
+    err.write(summary_line(manager.stats(), len(messages)) + "\n")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    messages = load_messages(args.file)
+    manager = _manager(args)
+    manager.extend(messages)
+    stats = manager.stats()
+    fields = {k: getattr(stats, k) for k in stats.__dataclass_fields__ if k != "extra"}
+    json.dump(fields, out, indent=1)
+    out.write("\n")
+    err.write(summary_line(stats, len(messages)) + "\n")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .compat.verify import describe_failure, verify_directory
+
+    directory = Path(args.dir)
+    if not directory.is_dir():
+        raise CliError(f"{args.dir}: not a directory of fixture files")
+    results = verify_directory(directory)
+    if not results:
+        raise CliError(f"{args.dir}: no fixture files (JSON with 'suite' and 'cases') found")
+    failed = 0
+    for result in results:
+        status = "PASS" if result.ok else "FAIL"
+        out.write(f"{status} {result.suite} ({result.package}): {result.passed}/{result.total}\n")
+        if result.error:
+            out.write(f"  {result.error}\n")
+        for case_id, expected, actual in result.failures:
+            out.write(describe_failure(case_id, expected, actual) + "\n")
+        failed += 0 if result.ok else 1
+    total = sum(r.total for r in results)
+    out.write(f"{len(results) - failed} suites passed, {failed} failed ({total} cases)\n")
+    return 1 if failed else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="context-manager", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser, budget: bool) -> None:
+        p.add_argument("file", help="JSON array of messages or JSONL; - for stdin")
+        p.add_argument("--model", default=None, help="model name (sets the window and limits)")
+        p.add_argument("--counter", default="chars", help="chars (default) or a tokenizer name")
+        p.add_argument("--repair", action="store_true", help="fix broken tool-call pairing")
+        if budget:
+            p.add_argument("--max-tokens", type=int, default=None, help="context window")
+            p.add_argument("--reserve-tokens", type=int, default=None, help="output reserve")
+            p.add_argument("--strategy", default="sliding_window",
+                           choices=["fifo", "sliding_window", "priority"])
+            p.add_argument("--max-messages", type=int, default=None)
+
+    demo = sub.add_parser("demo", help="trim the bundled sample conversation")
+    demo.add_argument("--max-tokens", type=int, default=600)
+    demo.set_defaults(func=cmd_demo)
+    count = sub.add_parser("count", help="tokens per message, total and by role")
+    common(count, budget=False)
+    count.set_defaults(func=cmd_count)
+    trim = sub.add_parser("trim", help="print the messages that fit as JSON")
+    common(trim, budget=True)
+    trim.set_defaults(func=cmd_trim)
+    stats = sub.add_parser("stats", help="budget statistics as JSON")
+    common(stats, budget=True)
+    stats.set_defaults(func=cmd_stats)
+    verify = sub.add_parser("verify", help="check TypeScript fixtures against Python")
+    verify.add_argument("dir", help="directory of fixture JSON files")
+    verify.set_defaults(func=cmd_verify)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        result: int = args.func(args, sys.stdout, sys.stderr)
+        return result
+    except ContextManagerError as exc:
+        sys.stderr.write(f"context-manager: error: {exc}\n")
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

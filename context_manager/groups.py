@@ -1,0 +1,161 @@
+"""Tool-call protocol: which messages belong together, and repairing histories that break it.
+
+An assistant message with tool calls opens a *group*; the messages carrying its results join it;
+the group closes when every call has a result. Groups are the atomic unit of trimming: a call is
+never sent without all its results, nor a result without its call. Only the newest group can be
+open, because any other message arriving while results are missing is a protocol error (the
+provider APIs reject such a history) unless the caller asked for repair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .errors import InvalidMessageError
+from .messages import Message, normalize
+
+#: Text of the result inserted for a call whose result never arrived.
+MISSING_RESULT_TEXT = "Error: no result was recorded for this tool call."
+
+
+class ToolProtocol:
+    """Incremental checker: ``accept`` says whether a message starts a group or joins the open one."""
+
+    __slots__ = ("_answered", "_issued", "pending")
+
+    def __init__(self) -> None:
+        self.pending: dict[str, None] = {}  # ids of the open group still awaiting results
+        self._issued: set[str] = set()
+        self._answered: set[str] = set()
+
+    def problem(self, rec: Message) -> str | None:
+        """Why ``rec`` cannot come next, or None when it can (nothing is changed)."""
+        result_ids = rec.result_ids
+        for rid in result_ids:
+            if rid in self.pending:
+                continue
+            if rid in self._answered:
+                return f"duplicate result for tool call {rid!r}"
+            if rid in self._issued:
+                return f"result for tool call {rid!r} arrives after other messages"
+            return f"tool result references unknown tool call id {rid!r}"
+        if self.pending and not result_ids:
+            waiting = ", ".join(self.pending)
+            return f"tool call(s) {waiting} still await results"
+        for call in rec.tool_calls:
+            if call.id in self._issued:
+                return f"tool call id {call.id!r} was already used"
+        return None
+
+    def accept(self, rec: Message, index: int | None = None) -> bool:
+        """Record ``rec``; True when it joins the open group. Raises on protocol errors."""
+        reason = self.problem(rec)
+        if reason is not None:
+            raise InvalidMessageError(
+                reason,
+                index=index,
+                hint="add every tool result right after its call, or pass repair=True",
+            )
+        joins = bool(self.pending) and bool(rec.result_ids)
+        for rid in rec.result_ids:
+            del self.pending[rid]
+            self._answered.add(rid)
+        for call in rec.tool_calls:
+            self._issued.add(call.id)
+            self.pending[call.id] = None
+        return joins
+
+    def reset(self) -> None:
+        self.pending.clear()
+        self._issued.clear()
+        self._answered.clear()
+
+
+def missing_results(call_message: Any, call_ids: Iterable[str]) -> list[Any]:
+    """Synthetic error results in the caller's own shape (OpenAI tool messages or Anthropic blocks)."""
+    ids = list(call_ids)
+    anthropic = isinstance(call_message, Mapping) and "tool_calls" not in call_message and any(
+        isinstance(p, Mapping) and p.get("type") == "tool_use"
+        for p in (call_message.get("content") or ())
+        if not isinstance(call_message.get("content"), str)
+    )
+    if anthropic:
+        blocks = [
+            {"type": "tool_result", "tool_use_id": i, "content": MISSING_RESULT_TEXT, "is_error": True}
+            for i in ids
+        ]
+        return [{"role": "user", "content": blocks}]
+    return [{"role": "tool", "tool_call_id": i, "content": MISSING_RESULT_TEXT} for i in ids]
+
+
+def _without_stale_results(original: Any, rec: Message, stale: set[str]) -> Any | None:
+    """A copy of a mixed message without the result blocks that answer nothing (None: drop it)."""
+    keeps_content = rec.text or rec.images or rec.tool_calls
+    if rec.tool_call_id is not None or not keeps_content or not isinstance(original, Mapping):
+        return None
+    content = [
+        p
+        for p in original.get("content") or ()
+        if not (isinstance(p, Mapping) and p.get("type") == "tool_result"
+                and p.get("tool_use_id") in stale)
+    ]
+    return {**original, "content": content}
+
+
+class Repairer:
+    """Streams messages and yields a history that satisfies the tool-call protocol.
+
+    Orphan, duplicate and late results are dropped (a mixed user turn keeps its other content);
+    calls whose results never arrived get a synthetic error result right before the next
+    unrelated message (or at the end, via ``finish``).
+    """
+
+    def __init__(self) -> None:
+        self.protocol = ToolProtocol()
+        self._last_call: Any = None
+        self.dropped = 0
+        self.inserted = 0
+
+    def feed(self, original: Any, index: int | None = None) -> list[Any]:
+        rec = normalize(original, index)
+        out: list[Any] = []
+        if self.protocol.pending and not rec.result_ids:
+            out.extend(self.finish())
+        stale = {r for r in rec.result_ids if r not in self.protocol.pending}
+        if stale:
+            self.dropped += 1
+            fixed = _without_stale_results(original, rec, stale)
+            if fixed is None:
+                return out
+            if self.protocol.pending:
+                out.extend(self.finish())
+            original, rec = fixed, normalize(fixed, index)
+        if self.protocol.problem(rec) is not None:  # e.g. a reused call id: drop the message
+            self.dropped += 1
+            return out
+        self.protocol.accept(rec, index)
+        if rec.tool_calls:
+            self._last_call = original
+        out.append(original)
+        return out
+
+    def finish(self) -> list[Any]:
+        """Close the open group with synthetic results (if any are missing)."""
+        if not self.protocol.pending:
+            return []
+        fillers = missing_results(self._last_call, list(self.protocol.pending))
+        self.inserted += len(self.protocol.pending)
+        for filler in fillers:
+            self.protocol.accept(normalize(filler))
+        return fillers
+
+
+def repair(messages: Iterable[Any]) -> list[Any]:
+    """Return a protocol-valid copy of ``messages`` (input untouched; see :class:`Repairer`)."""
+    fixer = Repairer()
+    out: list[Any] = []
+    for i, message in enumerate(messages):
+        out.extend(fixer.feed(message, i))
+    out.extend(fixer.finish())
+    return out

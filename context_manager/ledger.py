@@ -1,0 +1,235 @@
+"""The budget core: every held message, counted once, with prefix sums over groups.
+
+All strategies read this one structure. Messages live in flat parallel lists (caller's object,
+normalized record, tokens); groups (see ``groups.py``) are contiguous runs of those lists with
+per-group totals and a running prefix sum of *trimmable* tokens (pinned groups add 0), so "the
+longest recent run that fits" is one ``bisect``. Per-priority levels keep the same prefix sums per
+priority, so priority trimming walks levels instead of sorting the history.
+
+Eviction (FIFO) is logical: ``floor`` moves forward and groups below it are gone unless pinned or
+holding the latest user message; the lists are physically compacted only when more than half of
+them is dead, so adds stay O(1) amortized.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterator
+from typing import Any
+
+from .messages import Message
+
+_COMPACT_MIN = 4096
+
+
+class Level:
+    """The groups of one priority, in order, with prefix sums of their trimmable tokens."""
+
+    __slots__ = ("cum", "groups")
+
+    def __init__(self) -> None:
+        self.groups: list[int] = []
+        self.cum: list[int] = [0]
+
+    def span(self, lo_group: int, hi_group: int) -> tuple[int, int]:
+        """Positions in this level of the groups in ``[lo_group, hi_group)``."""
+        groups = self.groups
+        return bisect_left(groups, lo_group), bisect_left(groups, hi_group)
+
+
+class Ledger:
+    """Flat storage and bookkeeping; it decides nothing about what to drop."""
+
+    def __init__(self) -> None:
+        self.originals: list[Any] = []
+        self.records: list[Message] = []
+        self.tokens: list[int] = []
+        self.group_start: list[int] = []
+        self.group_tokens: list[int] = []
+        self.group_pinned: list[bool] = []
+        self.group_priority: list[int] = []
+        self.cum: list[int] = [0]
+        self.levels: dict[int, Level] = {}
+        self.pinned_groups: list[int] = []
+        self.pinned_total = 0
+        self.floor = 0
+        self.protected = -1
+        self.kept_protected = -1
+        self.open = False
+        self.total = 0
+        self.role_counts: dict[str, int] = {}
+        self.role_tokens: dict[str, int] = {}
+
+    # -- reading ---------------------------------------------------------------------------
+    @property
+    def group_count(self) -> int:
+        return len(self.group_start)
+
+    @property
+    def complete(self) -> int:
+        """Number of leading groups that are closed (an open tail group is never sent)."""
+        return len(self.group_start) - (1 if self.open else 0)
+
+    def group_end(self, g: int) -> int:
+        return self.group_start[g + 1] if g + 1 < len(self.group_start) else len(self.originals)
+
+    def held_groups(self) -> Iterator[int]:
+        """Every group still held, in order (retained groups below the floor first)."""
+        below = [g for g in self.pinned_groups if g < self.floor]
+        if 0 <= self.kept_protected < self.floor:
+            below.append(self.kept_protected)
+            below.sort()
+        yield from below
+        yield from range(self.floor, len(self.group_start))
+
+    def held_indices(self) -> Iterator[int]:
+        for g in self.held_groups():
+            yield from range(self.group_start[g], self.group_end(g))
+
+    def pinned_complete_tokens(self) -> int:
+        last = len(self.group_start) - 1
+        if self.open and last >= 0 and self.group_pinned[last]:
+            return self.pinned_total - self.group_tokens[last]
+        return self.pinned_total
+
+    def protected_group(self) -> int:
+        """The complete, unpinned group holding the latest user message, or -1."""
+        p = self.protected
+        if p < 0 or p >= self.complete or self.group_pinned[p]:
+            return -1
+        return p
+
+    # -- writing ---------------------------------------------------------------------------
+    def _count_role(self, role: str, tokens: int, sign: int) -> None:
+        self.role_counts[role] = self.role_counts.get(role, 0) + sign
+        self.role_tokens[role] = self.role_tokens.get(role, 0) + sign * tokens
+
+    def append(
+        self, original: Any, rec: Message, tokens: int, priority: int, pinned: bool, joins: bool
+    ) -> list[Any]:
+        """Store one message; returns messages evicted as a side effect (a released old turn)."""
+        self.originals.append(original)
+        self.records.append(rec)
+        self.tokens.append(tokens)
+        self.total += tokens
+        self._count_role(rec.role, tokens, 1)
+        if joins:
+            self._grow_last(tokens, priority, pinned)
+        else:
+            self._new_group(tokens, priority, pinned)
+        released: list[Any] = []
+        if rec.role == "user":
+            g = len(self.group_start) - 1
+            if self.kept_protected >= 0 and self.kept_protected != g:
+                released = self._drop_group(self.kept_protected)
+                self.kept_protected = -1
+            self.protected = g
+        return released
+
+    def _new_group(self, tokens: int, priority: int, pinned: bool) -> None:
+        g = len(self.group_start)
+        self.group_start.append(len(self.originals) - 1)
+        self.group_tokens.append(tokens)
+        self.group_pinned.append(pinned)
+        self.group_priority.append(priority)
+        if pinned:
+            self.cum.append(self.cum[-1])
+            self.pinned_groups.append(g)
+            self.pinned_total += tokens
+            return
+        self.cum.append(self.cum[-1] + tokens)
+        level = self.levels.get(priority)
+        if level is None:
+            level = self.levels[priority] = Level()
+        level.groups.append(g)
+        level.cum.append(level.cum[-1] + tokens)
+
+    def _grow_last(self, tokens: int, priority: int, pinned: bool) -> None:
+        g = len(self.group_start) - 1
+        self.group_tokens[g] += tokens
+        if self.group_pinned[g]:
+            self.pinned_total += tokens
+            return
+        if pinned:
+            self._pin_last()
+            return
+        self.cum[-1] += tokens
+        level = self.levels[self.group_priority[g]]
+        level.cum[-1] += tokens
+        if priority > self.group_priority[g]:  # a group's priority is its highest member's
+            level.groups.pop()
+            level.cum.pop()
+            self.group_priority[g] = priority
+            new = self.levels.get(priority)
+            if new is None:
+                new = self.levels[priority] = Level()
+            new.groups.append(g)
+            new.cum.append(new.cum[-1] + self.group_tokens[g])
+
+    def _pin_last(self) -> None:
+        g = len(self.group_start) - 1
+        level = self.levels[self.group_priority[g]]
+        level.groups.pop()
+        level.cum.pop()
+        self.cum[-1] = self.cum[-2]
+        self.group_pinned[g] = True
+        self.pinned_groups.append(g)
+        self.pinned_total += self.group_tokens[g]
+
+    def _drop_group(self, g: int) -> list[Any]:
+        start, end = self.group_start[g], self.group_end(g)
+        for i in range(start, end):
+            self._count_role(self.records[i].role, self.tokens[i], -1)
+        self.total -= self.group_tokens[g]
+        return self.originals[start:end]
+
+    def evict_before(self, new_floor: int) -> list[Any]:
+        """Move the floor; unpinned groups passed over are dropped (the latest user turn is kept)."""
+        evicted: list[Any] = []
+        for g in range(self.floor, new_floor):
+            if self.group_pinned[g]:
+                continue
+            if g == self.protected:
+                self.kept_protected = g
+                continue
+            evicted.extend(self._drop_group(g))
+        self.floor = max(self.floor, new_floor)
+        if self.floor >= _COMPACT_MIN and 2 * self.floor > len(self.group_start):
+            self._compact()
+        return evicted
+
+    def _compact(self) -> None:
+        """Physically forget evicted groups (amortized O(1) per add)."""
+        keep = list(self.held_groups())
+        old_start, old_end = self.group_start, self.group_end
+        originals, records, tokens = self.originals, self.records, self.tokens
+        pinned, priority, gtokens = self.group_pinned, self.group_priority, self.group_tokens
+        protected, kept_protected = self.protected, self.kept_protected
+        below = sum(1 for g in keep if g < self.floor)
+        role_counts, role_tokens, opened = self.role_counts, self.role_tokens, self.open
+        self.__init__()  # type: ignore[misc]
+        remap: dict[int, int] = {}
+        for new_g, g in enumerate(keep):
+            remap[g] = new_g
+            a, b = old_start[g], old_end(g)
+            self.group_start.append(len(self.originals))
+            self.originals.extend(originals[a:b])
+            self.records.extend(records[a:b])
+            self.tokens.extend(tokens[a:b])
+            self.group_tokens.append(gtokens[g])
+            self.group_pinned.append(pinned[g])
+            self.group_priority.append(priority[g])
+            self.total += gtokens[g]
+            if pinned[g]:
+                self.cum.append(self.cum[-1])
+                self.pinned_groups.append(new_g)
+                self.pinned_total += gtokens[g]
+            else:
+                self.cum.append(self.cum[-1] + gtokens[g])
+                level = self.levels.setdefault(priority[g], Level())
+                level.groups.append(new_g)
+                level.cum.append(level.cum[-1] + gtokens[g])
+        self.floor = below
+        self.protected = remap.get(protected, -1)
+        self.kept_protected = remap.get(kept_protected, -1)
+        self.role_counts, self.role_tokens, self.open = role_counts, role_tokens, opened

@@ -1,0 +1,188 @@
+"""Trimming policies: tiny classes that only decide which groups go first.
+
+Bookkeeping lives once, in :class:`~context_manager.ledger.Ledger`. A strategy receives the token
+room left for trimmable groups (budget minus system prompt, pinned groups, reply priming and tool
+definitions) and the protected group (latest user message), and returns the groups to keep as
+sorted ``(start, stop)`` runs. Pinned groups and the protected group are merged in by the manager.
+
+Semantics (also stated by the TypeScript reference in ``compat_fixtures/reference``):
+
+- ``sliding_window``: keep the longest run of most recent complete groups that fits; if the
+  latest user turn falls outside it, keep that turn and the longest run after it that fits in
+  what is left. Optional ``max_messages`` caps the messages returned (system prompt excluded).
+- ``fifo``: the same view, but on every add the oldest groups are evicted from the history for
+  good (reported to ``on_evict``) until everything held fits.
+- ``priority``: drop the lowest priority first, oldest first among equals, until the rest fits;
+  a group's priority is the highest of its members'.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+from heapq import merge
+from typing import Any, ClassVar
+
+from .errors import ConfigurationError
+from .ledger import Ledger
+
+
+@dataclass(slots=True)
+class Selection:
+    runs: list[tuple[int, int]]
+    trimmable_tokens: int
+
+
+class Strategy:
+    """Base policy: subclasses override ``select`` (and FIFO overrides ``after_add``)."""
+
+    name: ClassVar[str] = "strategy"
+
+    def select(self, ledger: Ledger, room: int, protected: int) -> Selection:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def after_add(self, ledger: Ledger, room: int) -> list[Any]:
+        """Called after each add with the room for everything held; returns evicted messages."""
+        return []
+
+
+def _window_start(ledger: Ledger, room: int, lo: int, hi: int) -> int:
+    """Smallest ``s`` in ``[lo, hi]`` whose groups ``[s, hi)`` fit in ``room`` trimmable tokens."""
+    cum = ledger.cum
+    return bisect_left(cum, cum[hi] - room, lo, hi)
+
+
+def _cap_start(ledger: Ledger, max_messages: int, lo: int, hi: int) -> int:
+    """Smallest group start so that groups ``[s, hi)`` hold at most ``max_messages`` messages."""
+    end = ledger.group_start[hi] if hi < ledger.group_count else len(ledger.originals)
+    return bisect_left(ledger.group_start, end - max_messages, lo, hi)
+
+
+class SlidingWindow(Strategy):
+    """Non-destructive: the most recent groups that fit; history keeps everything."""
+
+    name = "sliding_window"
+
+    def __init__(self, max_messages: int | None = None) -> None:
+        if max_messages is not None and max_messages < 0:
+            raise ConfigurationError(f"max_messages must be >= 0, got {max_messages}")
+        self.max_messages = max_messages
+
+    def select(self, ledger: Ledger, room: int, protected: int) -> Selection:
+        lo, hi = ledger.floor, ledger.complete
+        cap = self.max_messages
+        start = _window_start(ledger, room, lo, hi)
+        if cap is not None:
+            start = max(start, _cap_start(ledger, cap, lo, hi))
+        if protected < 0 or protected >= start:
+            return Selection([(start, hi)] if start < hi else [], ledger.cum[hi] - ledger.cum[start])
+        # The latest user turn lies outside the window: keep it, then what fits after it.
+        p_tokens = ledger.cum[protected + 1] - ledger.cum[protected]
+        after = max(start, protected + 1)
+        start = max(after, _window_start(ledger, room - p_tokens, after, hi))
+        if cap is not None:
+            p_msgs = ledger.group_end(protected) - ledger.group_start[protected]
+            start = max(start, _cap_start(ledger, max(cap - p_msgs, 0), after, hi))
+        runs = [(protected, protected + 1)]
+        if start < hi:
+            runs.append((start, hi))
+        return Selection(runs, p_tokens + ledger.cum[hi] - ledger.cum[start])
+
+
+class FIFO(SlidingWindow):
+    """Destructive: evicts the oldest groups on add so the history itself stays in budget."""
+
+    name = "fifo"
+
+    def after_add(self, ledger: Ledger, room: int) -> list[Any]:
+        lo, hi, cum = ledger.floor, ledger.group_count, ledger.cum
+        p = ledger.protected
+        if p >= 0 and ledger.group_pinned[p]:
+            p = -1
+        p_tokens = cum[p + 1] - cum[p] if p >= 0 else 0
+        below = p_tokens if 0 <= p < lo else 0  # the latest user turn, kept below the floor
+        if cum[hi] - cum[lo] + below <= room or room - p_tokens < 0:
+            return []  # fits already, or cannot fit whatever we evict
+        start = _window_start(ledger, room - below, lo, hi)
+        if lo <= p < start:
+            start = _window_start(ledger, room - p_tokens, start, hi)
+        start = min(start, hi - 1 if ledger.open else hi)  # never evict a group awaiting results
+        return ledger.evict_before(start) if start > lo else []
+
+
+class Priority(Strategy):
+    """Drops the lowest-priority groups first (oldest first among equals)."""
+
+    name = "priority"
+
+    def select(self, ledger: Ledger, room: int, protected: int) -> Selection:
+        lo, hi = ledger.floor, ledger.complete
+        total = ledger.cum[hi] - ledger.cum[lo]
+        p_tokens = 0
+        if protected >= 0:
+            p_tokens = ledger.cum[protected + 1] - ledger.cum[protected]
+            if protected < lo:
+                total += p_tokens
+        need = total - room
+        spans: list[tuple[list[int], int, int]] = []
+        for priority in sorted(ledger.levels):
+            level = ledger.levels[priority]
+            a, b = level.span(lo, hi)
+            if a == b:
+                continue
+            if need <= 0:
+                spans.append((level.groups, a, b))
+                continue
+            cum = level.cum
+            p_pos = bisect_left(level.groups, protected, a, b) if protected >= lo else b
+            has_p = p_pos < b and level.groups[p_pos] == protected
+            level_sum = cum[b] - cum[a] - (p_tokens if has_p else 0)
+            if level_sum < need:
+                need -= level_sum
+                if has_p:
+                    spans.append((level.groups, p_pos, p_pos + 1))
+                continue
+            cut = bisect_left(cum, cum[a] + need, a, b + 1)
+            if has_p and cut > p_pos:
+                cut = bisect_left(cum, cum[a] + need + p_tokens, a, b + 1)
+                spans.append((level.groups, p_pos, p_pos + 1))
+            dropped = cum[cut] - cum[a] - (p_tokens if has_p and cut > p_pos else 0)
+            need -= dropped
+            spans.append((level.groups, cut, b))
+        kept = merge(*(groups[a:b] for groups, a, b in spans))
+        runs: list[tuple[int, int]] = []
+        kept_tokens = 0
+        cum_all = ledger.cum
+        for g in kept:
+            kept_tokens += cum_all[g + 1] - cum_all[g]
+            if runs and runs[-1][1] == g:
+                runs[-1] = (runs[-1][0], g + 1)
+            else:
+                runs.append((g, g + 1))
+        if 0 <= protected < lo:
+            runs.insert(0, (protected, protected + 1))
+            kept_tokens += p_tokens
+        return Selection(runs, kept_tokens)
+
+
+STRATEGIES: dict[str, type[Strategy]] = {
+    cls.name: cls for cls in (FIFO, SlidingWindow, Priority)
+}
+_ALIASES = {"sliding": "sliding_window", "window": "sliding_window", "last": "sliding_window"}
+
+
+def get_strategy(spec: str | Strategy, *, max_messages: int | None = None) -> Strategy:
+    """Resolve a strategy by name (``fifo``, ``sliding_window``, ``priority``) or pass one through."""
+    if isinstance(spec, Strategy):
+        return spec
+    name = _ALIASES.get(spec, spec)
+    cls = STRATEGIES.get(name)
+    if cls is None:
+        raise ConfigurationError(
+            f"unknown strategy {spec!r}: use one of {', '.join(STRATEGIES)} or a Strategy instance"
+        )
+    if issubclass(cls, SlidingWindow):
+        return cls(max_messages=max_messages)
+    if max_messages is not None:
+        raise ConfigurationError("max_messages applies to the fifo and sliding_window strategies")
+    return cls()

@@ -1,0 +1,50 @@
+"""One-shot trimming: the manager's semantics for a list you already have."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from .counting import TokenCounter
+from .manager import MessageContextManager
+from .strategies import Strategy
+
+
+def trim(
+    messages: Sequence[Any],
+    max_tokens: int,
+    *,
+    counter: str | TokenCounter = "chars",
+    strategy: str | Strategy = "sliding_window",
+    reserve_tokens: int = 0,
+    max_messages: int | None = None,
+    priorities: Sequence[int] | None = None,
+    pinned: Collection[int] = (),
+    repair: bool = False,
+    tools: Sequence[Any] | None = None,
+) -> list[Any]:
+    """Return the messages of ``messages`` to send within ``max_tokens`` (input untouched).
+
+    Unlike the manager, ``max_tokens`` is the input budget itself (no output reserve unless
+    ``reserve_tokens`` is given). ``"fifo"`` means the same as ``"sliding_window"`` here: drop the
+    oldest groups until the rest fits. ``priorities`` and ``pinned`` are per input index.
+    """
+    if isinstance(strategy, str) and strategy == "fifo":
+        strategy = "sliding_window"
+    manager = MessageContextManager(
+        max_tokens,
+        counter=counter,
+        strategy=strategy,
+        reserve_tokens=reserve_tokens,
+        max_messages=max_messages,
+        repair=repair,
+        tools=tools,
+    )
+    pins = set(pinned)
+    for i, message in enumerate(messages):
+        manager.add(
+            message,
+            priority=priorities[i] if priorities is not None else 0,
+            pinned=i in pins,
+        )
+    return manager.get_context()

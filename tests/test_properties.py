@@ -1,0 +1,182 @@
+"""Property tests: the fast manager equals the naive oracle and keeps every invariant.
+
+Invariants (ARCHITECTURE.md): pinned kept; tool groups atomic; latest user message kept or a
+typed overflow error; order preserved and input untouched; never over budget; running total
+equals a full recount.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from context_manager import ContextOverflowError, MessageContextManager
+from context_manager.counting import CharEstimator
+from context_manager.messages import normalize
+
+from .conversations import conversation
+from .naive import naive_select
+
+COUNTER = CharEstimator()
+EXAMPLES = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def positions(kept: list[Any], messages: list[Any]) -> list[int]:
+    ids = {id(m): i for i, m in enumerate(messages)}
+    return [ids[id(m)] for m in kept]
+
+
+def assert_protocol_valid(kept: list[Any]) -> None:
+    """No result without its call before it; no call without all its results."""
+    issued: set[str] = set()
+    answered: set[str] = set()
+    for m in kept:
+        rec = normalize(m)
+        for rid in rec.result_ids:
+            assert rid in issued, f"orphan result {rid}"
+            answered.add(rid)
+        issued |= set(rec.call_ids)
+    assert issued == answered, f"calls without results: {issued - answered}"
+
+
+def check_invariants(manager: MessageContextManager, messages: list[Any], kept: list[Any],
+                     pinned: set[int]) -> None:
+    idx = positions(kept, messages)
+    assert idx == sorted(idx), "order changed"
+    assert_protocol_valid(kept)
+    recs = [normalize(m) for m in kept]
+    assert COUNTER.count_prompt(recs) <= manager.budget_tokens
+    assert manager.context_tokens() == COUNTER.count_prompt(recs)
+    held = manager.messages + ([] if manager.system_prompt is None else [None])
+    assert manager.token_count == sum(
+        COUNTER.count_message(normalize(m)) for m in manager.messages) + (
+        COUNTER.count_message(normalize(messages[0])) if manager.system_prompt is not None else 0)
+    assert len(held) == len(manager)
+    for p in pinned:
+        if any(m is messages[p] for m in manager.messages):
+            assert p in idx or _in_open_group(manager, messages[p]), "pinned message dropped"
+    users = [i for i, m in enumerate(messages) if normalize(m).role == "user"
+             and any(h is m for h in manager.messages)]
+    if users and not _in_open_group(manager, messages[users[-1]]):
+        assert users[-1] in idx, "latest user message dropped"
+
+
+def _in_open_group(manager: MessageContextManager, message: Any) -> bool:
+    ledger = manager._ledger
+    if not ledger.open:
+        return False
+    last = ledger.group_count - 1
+    return any(ledger.originals[i] is message
+               for i in range(ledger.group_start[last], len(ledger.originals)))
+
+
+@st.composite
+def scenario(draw: st.DrawFn) -> tuple[list[Any], set[int], list[int], int, int | None]:
+    messages = draw(conversation())
+    n = len(messages)
+    pinned = set(draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=3))) if n else set()
+    priorities = [draw(st.integers(0, 3)) for _ in range(n)]
+    total = sum(COUNTER.count_message(normalize(m)) for m in messages) + 3
+    budget = draw(st.integers(1, total + 20))
+    cap = draw(st.none() | st.integers(0, n + 1))
+    return messages, pinned, priorities, budget, cap
+
+
+@pytest.mark.parametrize("strategy", ["sliding_window", "priority"])
+@EXAMPLES
+@given(data=scenario())
+def test_matches_naive_oracle(strategy: str, data: Any) -> None:
+    messages, pinned, priorities, budget, cap = data
+    if strategy == "priority":
+        cap = None
+    before = copy.deepcopy(messages)
+    manager = MessageContextManager(budget, reserve_tokens=0, strategy=strategy, max_messages=cap)
+    for i, m in enumerate(messages):
+        manager.add(m, priority=priorities[i], pinned=i in pinned)
+    expected = naive_select(messages, counter=COUNTER, budget=budget, strategy=strategy,
+                            pinned=pinned, priorities=priorities, max_messages=cap)
+    if expected == "overflow":
+        with pytest.raises(ContextOverflowError) as info:
+            manager.get_context()
+        assert info.value.shortfall > 0
+        return
+    kept = manager.get_context()
+    assert positions(kept, messages) == expected
+    check_invariants(manager, messages, kept, pinned)
+    assert messages == before, "input mutated"
+
+
+def naive_fifo_held(messages: list[Any], pinned: set[int], budget: int) -> list[list[int]]:
+    """Held message indices after each add, by replaying FIFO eviction one group at a time."""
+    from .naive import build_groups
+
+    history: list[list[int]] = []
+    evicted: set[int] = set()
+    kept_p: int | None = None
+    for n in range(1, len(messages) + 1):
+        seen = messages[:n]
+        sys_first = normalize(seen[0]).role in ("system", "developer")
+        rest = list(range(1 if sys_first else 0, n))
+        groups = build_groups([seen[i] for i in rest], COUNTER,
+                              {rest.index(p) for p in pinned if p in rest}, [0] * len(rest))
+        for g in groups:
+            g.indices = [rest[i] for i in g.indices]
+        fixed = 3 + (COUNTER.count_message(normalize(seen[0])) if sys_first else 0)
+        last_user = max((i for i in rest if normalize(seen[i]).role == "user"), default=None)
+        p = next((gi for gi, g in enumerate(groups) if last_user in g.indices), None)
+        if p is not None and groups[p].pinned:
+            p = None
+        if kept_p is not None and kept_p != p and normalize(seen[-1]).role == "user":
+            evicted.add(kept_p)
+            kept_p = None
+        room = budget - fixed - sum(g.tokens for g in groups if g.pinned)
+        tp = groups[p].tokens if p is not None else 0
+        held = [gi for gi in range(len(groups)) if gi not in evicted]
+        if sum(groups[g].tokens for g in held if not groups[g].pinned) > room and room >= tp:
+            open_last = len(groups) - 1 if groups and groups[-1].pending else None
+            for gi in held:
+                if sum(groups[g].tokens for g in held if not groups[g].pinned
+                       and g not in evicted) <= room:
+                    break
+                if groups[gi].pinned or gi == open_last:
+                    continue
+                if gi == p:
+                    kept_p = p
+                    continue
+                evicted.add(gi)
+        idx = ([0] if sys_first else []) + [
+            i for gi, g in enumerate(groups) if gi not in evicted for i in g.indices]
+        history.append(idx)
+    return history
+
+
+@EXAMPLES
+@given(data=scenario())
+def test_fifo_matches_naive_replay(data: Any) -> None:
+    messages, pinned, _, budget, _ = data
+    evicted: list[Any] = []
+    manager = MessageContextManager(budget, reserve_tokens=0, strategy="fifo",
+                                    on_evict=evicted.extend)
+    expected = naive_fifo_held(messages, pinned, budget)
+    for i, m in enumerate(messages):
+        manager.add(m, pinned=i in pinned)
+        held = ([messages[0]] if manager.system_prompt is not None else []) + manager.messages
+        assert positions(held, messages) == expected[i]
+    held_ids = {id(m) for m in manager.messages}
+    assert all(id(m) not in held_ids for m in evicted)
+    assert len(evicted) + len(manager) == len(messages)
+    held = ([messages[0]] if manager.system_prompt is not None else []) + manager.messages
+    oracle = naive_select(held, counter=COUNTER, budget=budget, strategy="sliding_window",
+                          pinned={i for i, m in enumerate(held) if any(
+                              m is messages[p] for p in pinned)})
+    if oracle == "overflow":
+        with pytest.raises(ContextOverflowError):
+            manager.get_context()
+        return
+    kept = manager.get_context()
+    assert positions(kept, held) == oracle
+    check_invariants(manager, messages, kept, pinned)
