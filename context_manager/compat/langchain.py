@@ -111,14 +111,16 @@ def _trim(
         raise ConfigurationError("include_system only works with strategy='last'")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int | float):
         raise ConfigurationError(f"max_tokens must be a number, got {max_tokens!r}")
+    start_types = _type_set(start_on, "start_on")
+    end_types = _type_set(end_on, "end_on")
+    counter = resolve_counter(token_counter)
     items = list(enumerate(messages))
     kinds = [checked_type(message, index) for index, message in items]
-    trimmer = _Trimmer(resolve_counter(token_counter), text_splitter or default_text_splitter,
-                       items, kinds, allow_partial)
+    trimmer = _Trimmer(counter, text_splitter or default_text_splitter, items, kinds,
+                       allow_partial)
     if strategy == "first":
-        return trimmer.keep_head(items, max_tokens, "first", _type_set(end_on, "end_on"))
-    return trimmer.keep_tail(items, max_tokens, include_system,
-                             _type_set(start_on, "start_on"), _type_set(end_on, "end_on"))
+        return trimmer.keep_head(items, max_tokens, "first", end_types)
+    return trimmer.keep_tail(items, max_tokens, include_system, start_types, end_types)
 
 
 def _type_set(value: TypeNames, option: str) -> frozenset[str] | None:
@@ -151,6 +153,10 @@ class _Trimmer:
     def keep_tail(self, items: list[_Item], budget: float, include_system: bool,
                   start_types: frozenset[str] | None,
                   end_types: frozenset[str] | None) -> list[_Item]:
+        """Newest messages within ``budget``: cut the tail back to ``end_types``, set a leading
+        system message aside (it is kept whole, even over budget), then keep the longest prefix
+        of the reversed rest, which must end (i.e. start, once reversed back) on ``start_types``.
+        """
         if not items:
             return []
         if end_types:
