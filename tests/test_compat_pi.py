@@ -35,7 +35,7 @@ SUITES = (
     "pi.calculateContextTokens", "pi.getLastAssistantUsage", "pi.estimateContextTokens",
     "pi.convertToLlm", "pi.serializeConversation", "pi.isContextOverflow",
     "pi.getOverflowPatterns", "pi.defaultCompactionSettings", "pi.fileOperations",
-    "pi.sessionContext", "pi.prepareCompaction",
+    "pi.sessionContext", "pi.prepareCompaction", "pi.malformedInput",
 )
 SUITE_FILES = [FIXTURES / f"{name}.json" for name in SUITES]
 MIN_CASES = {

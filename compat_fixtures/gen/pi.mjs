@@ -339,6 +339,7 @@ export async function generate(outDir, writeSuite) {
   suite("pi.defaultCompactionSettings", AGENT, "DEFAULT_COMPACTION_SETTINGS", [{ id: "defaults", input: null, expected: plain(agent.DEFAULT_COMPACTION_SETTINGS) }], "constant");
   suite("pi.fileOperations", AGENT, "extractFileOpsFromMessage+computeFileLists+formatFileOperations", fileOpsCases(compaction), "input messages; output fileOps sets as arrays, lists and formatted text");
   suite("pi.sessionContext", AGENT, "buildSessionContext", buildContextCases(agent), "input entries (leaf = last entry)");
+  suite("pi.malformedInput", AGENT, "estimateTokens / serializeConversation / findCutPoint / findTurnStartIndex / isContextOverflow", malformedCases(agent, ai), "input {fn, args}; expected {throws} or {throws:false, value}: where Pi throws, Python must raise a typed error");
   suite("pi.prepareCompaction", AGENT, "prepareCompaction", prepareCases(compaction), "input {entries, settings}; fileOps sets as arrays; undefined -> null");
 }
 
@@ -708,5 +709,65 @@ function prepareCases(compaction) {
     const keep = r.chance(0.2) ? r.pick([0, 20000]) : r.int(0, total + 5);
     add(`random-${i}`, entries, settings(keep));
   }
+  return cases;
+}
+
+// Inputs Pi's types forbid: record whether the real function throws, and what it returns if not.
+function malformedCases(agent, ai) {
+  const cases = [];
+  const fns = {
+    estimateTokens: (m) => agent.estimateTokens(m),
+    serializeConversation: (ms) => agent.serializeConversation(agent.convertToLlm(ms)),
+    findCutPoint: (e, s, end, k) => agent.findCutPoint(e, s, end, k),
+    findTurnStartIndex: (e, i, s) => agent.findTurnStartIndex(e, i, s),
+    isContextOverflow: (m, w) => ai.isContextOverflow(m, w),
+  };
+  const add = (id, fn, ...args) => {
+    let expected;
+    try {
+      expected = { throws: false, value: plain(fns[fn](...args)) };
+    } catch {
+      expected = { throws: true };
+    }
+    cases.push({ id, input: { fn, args }, expected });
+  };
+  const est = [
+    ["assistant-null-block", { role: "assistant", content: [null] }],
+    ["assistant-no-content", { role: "assistant" }],
+    ["assistant-string-content", { role: "assistant", content: "plain text" }],
+    ["toolcall-no-arguments", { role: "assistant", content: [{ type: "toolCall", name: "x" }] }],
+    ["text-block-no-text", { role: "assistant", content: [{ type: "text" }] }],
+    ["user-null-block", { role: "user", content: [null] }],
+    ["user-no-content", { role: "user" }],
+    ["user-null-content", { role: "user", content: null }],
+    ["toolresult-no-content", { role: "toolResult" }],
+    ["toolresult-null-block", { role: "toolResult", content: [null] }],
+    ["custom-null-content", { role: "custom", content: null }],
+    ["bash-no-output", { role: "bashExecution", command: "ls" }],
+    ["summary-missing", { role: "branchSummary" }],
+  ];
+  for (const [id, m] of est) add(`estimateTokens-${id}`, "estimateTokens", m);
+  const ser = [
+    ["toolresult-string-content", [{ role: "toolResult", content: "text" }]],
+    ["user-no-content", [{ role: "user" }]],
+    ["toolcall-null-arguments", [{ role: "assistant", content: [{ type: "toolCall", name: "x", arguments: null }] }]],
+    ["assistant-string-content", [{ role: "assistant", content: "hi" }]],
+    ["custom-no-content", [{ role: "custom", customType: "x", display: true }]],
+  ];
+  for (const [id, ms] of ser) add(`serialize-${id}`, "serializeConversation", ms);
+  const two = [
+    { type: "message", id: "a", parentId: null, timestamp: "2026-01-01T00:00:00.000Z", message: { role: "toolResult", content: [] } },
+    { type: "message", id: "b", parentId: "a", timestamp: "2026-01-01T00:00:01.000Z", message: { role: "toolResult", content: [] } },
+  ];
+  add("cut-end-past-length", "findCutPoint", two, 0, 3, 1);
+  add("cut-negative-start", "findCutPoint", two, -1, 2, 1);
+  add("cut-start-after-end", "findCutPoint", two, 3, 2, 1);
+  add("turn-negative-start", "findTurnStartIndex", two, 1, -1);
+  add("turn-index-past-length", "findTurnStartIndex", two, 5, 0);
+  add("overflow-stop-no-usage", "isContextOverflow", { stopReason: "stop" }, 100);
+  add("overflow-stop-empty-usage", "isContextOverflow", { stopReason: "stop", usage: {} }, 100);
+  add("overflow-length-no-output", "isContextOverflow", { stopReason: "length", usage: { input: 100 } }, 100);
+  add("overflow-numeric-error", "isContextOverflow", { stopReason: "error", errorMessage: 413 }, 100);
+  add("overflow-stop-no-window", "isContextOverflow", { stopReason: "stop" });
   return cases;
 }

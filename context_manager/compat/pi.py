@@ -16,13 +16,14 @@ throw on malformed input (e.g. a ``null`` content block) we raise ``InvalidMessa
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import ConfigurationError, InvalidMessageError
+from ..errors import ConfigurationError, ContextManagerError, InvalidMessageError
 from .js import (
     js_date_ms,
     js_len,
@@ -82,10 +83,18 @@ TOOL_RESULT_MAX_CHARS = 2000
 _ABSENT: Any = object()  # JS ``undefined``: distinct from ``None`` (JS ``null``)
 
 
-def _blocks(content: Any, where: str) -> Iterator[Mapping[str, Any]]:
-    """Content blocks as Pi iterates them: objects are used, other scalars have no ``type``."""
+def _blocks(content: Any, where: str, *, strings_iterate: bool = True
+            ) -> Iterator[Mapping[str, Any]]:
+    """Content blocks as Pi walks them: objects are used, other scalars have no ``type``.
+
+    ``for (const b of content)`` accepts a string (its characters are no blocks), while
+    ``content.filter(...)`` throws on one: ``strings_iterate`` picks which of the two Pi uses.
+    """
     if isinstance(content, str):
-        return  # for-of over a string yields characters, none of which is a block
+        if strings_iterate:
+            return
+        raise InvalidMessageError(f"{where}: content must be a list of blocks here, not a string",
+                                  hint="Pi calls content.filter(), which strings lack")
     if not isinstance(content, Sequence):
         raise InvalidMessageError(f"{where}: content must be a string or a list of blocks",
                                   hint=f"got {type(content).__name__}")
@@ -382,11 +391,15 @@ def is_context_overflow(message: PiMessage, context_window: float | None = None)
     if not js_truthy(context_window) or stop not in ("stop", "length"):
         return False
     assert context_window is not None
-    usage = message["usage"]
+    usage = message.get("usage")
+    if not isinstance(usage, Mapping):
+        raise InvalidMessageError(f"a {stop!r} reply without a usage object",
+                                  hint="Pi reads usage.input / usage.cacheRead here")
+    # A missing number is `undefined` in JS: the sum becomes NaN and every comparison false.
+    used = usage.get("input", math.nan) + usage.get("cacheRead", math.nan)
     if stop == "stop":
-        return bool(usage["input"] + usage["cacheRead"] > context_window)
-    return _is_zero(usage["output"]) and bool(
-        usage["input"] + usage["cacheRead"] >= context_window * 0.99)
+        return bool(used > context_window)
+    return _is_zero(usage.get("output")) and bool(used >= context_window * 0.99)
 
 
 # --- Conversion and serialization --------------------------------------------------------------
@@ -439,10 +452,12 @@ def convert_to_llm(messages: Sequence[PiMessage]) -> list[PiMessage]:
             if not js_truthy(message.get("excludeFromContext")):
                 out.append(_as_user(bash_execution_to_text(message), message))
         elif role == "custom":
-            content = message.get("content")
-            if isinstance(content, str):
-                content = [{"type": "text", "text": content}]
-            out.append(_with_timestamp({"role": "user", "content": content}, message))
+            converted: dict[str, Any] = {"role": "user"}
+            if "content" in message:  # undefined content stays undefined (dropped by JSON)
+                content = message["content"]
+                is_text = isinstance(content, str)
+                converted["content"] = [{"type": "text", "text": content}] if is_text else content
+            out.append(_with_timestamp(converted, message))
         elif role == "branchSummary":
             summary = js_string(message.get("summary"))
             out.append(_as_user(BRANCH_SUMMARY_PREFIX + summary + BRANCH_SUMMARY_SUFFIX, message))
@@ -456,7 +471,8 @@ def convert_to_llm(messages: Sequence[PiMessage]) -> list[PiMessage]:
 def _join_texts(content: Any, where: str, sep: str = "") -> str:
     """``content.filter(c => c.type === "text").map(c => c.text).join(sep)``."""
     return sep.join("" if (t := b.get("text")) is None else js_string(t)
-                    for b in _blocks(content, where) if b.get("type") == "text")
+                    for b in _blocks(content, where, strings_iterate=False)
+                    if b.get("type") == "text")
 
 
 def _truncate_for_summary(text: str, max_chars: int = TOOL_RESULT_MAX_CHARS) -> str:
@@ -839,6 +855,24 @@ def _run_prepare(case: Mapping[str, Any]) -> dict[str, Any] | None:
     return None if prepared is None else prepared.to_pi()
 
 
+_MALFORMED_TARGETS: dict[str, Callable[..., Any]] = {
+    "estimateTokens": estimate_tokens,
+    "serializeConversation": lambda messages: serialize_conversation(convert_to_llm(messages)),
+    "findCutPoint": lambda *args: find_cut_point(*args).to_pi(),
+    "findTurnStartIndex": find_turn_start_index,
+    "isContextOverflow": is_context_overflow,
+}
+
+
+def _run_malformed(case: Mapping[str, Any]) -> dict[str, Any]:
+    """Where Pi throws we must raise one of our typed errors; elsewhere return what Pi does."""
+    try:
+        value = _MALFORMED_TARGETS[case["fn"]](*case["args"])
+    except ContextManagerError:
+        return {"throws": True}
+    return {"throws": False, "value": value}
+
+
 FIXTURE_SUITES: dict[str, Callable[[Any], Any]] = {
     "pi.estimateTokens": estimate_tokens,
     "pi.findCutPoint": lambda c: find_cut_point(
@@ -859,4 +893,5 @@ FIXTURE_SUITES: dict[str, Callable[[Any], Any]] = {
     "pi.fileOperations": _run_file_operations,
     "pi.sessionContext": lambda entries: build_session_context(entries).to_pi(),
     "pi.prepareCompaction": _run_prepare,
+    "pi.malformedInput": _run_malformed,
 }
