@@ -13,7 +13,7 @@ them is dead, so adds stay O(1) amortized.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,6 +44,8 @@ class Ledger:
         self.originals: list[Any] = []
         self.records: list[Message] = []
         self.tokens: list[int] = []
+        self.seq: list[int] = []  # absolute position of each message since the last clear
+        self.next_seq = 0
         self.group_start: list[int] = []
         self.group_tokens: list[int] = []
         self.group_pinned: list[bool] = []
@@ -111,6 +113,8 @@ class Ledger:
         self.originals.append(original)
         self.records.append(rec)
         self.tokens.append(tokens)
+        self.seq.append(self.next_seq)
+        self.next_seq += 1
         self.total += tokens
         self._count_role(rec.role, tokens, 1)
         if joins:
@@ -183,6 +187,12 @@ class Ledger:
         self.total -= self.group_tokens[g]
         return self.originals[start:end]
 
+    def group_of_seq(self, position: int) -> int:
+        """Index of the group holding absolute message ``position`` (or the next one held)."""
+        flat = bisect_left(self.seq, position)
+        return bisect_right(self.group_start, flat) - 1 if flat < len(self.seq) else len(
+            self.group_start)
+
     def evict_before(self, new_floor: int) -> list[Any]:
         """Move the floor; unpinned groups passed over are dropped (the latest user turn is kept)."""
         evicted: list[Any] = []
@@ -207,7 +217,9 @@ class Ledger:
         protected, kept_protected = self.protected, self.kept_protected
         below = sum(1 for g in keep if g < self.floor)
         role_counts, role_tokens, opened = self.role_counts, self.role_tokens, self.open
+        seq, next_seq = self.seq, self.next_seq
         self.__init__()  # type: ignore[misc]
+        self.next_seq = next_seq
         remap: dict[int, int] = {}
         for new_g, g in enumerate(keep):
             remap[g] = new_g
@@ -216,6 +228,7 @@ class Ledger:
             self.originals.extend(originals[a:b])
             self.records.extend(records[a:b])
             self.tokens.extend(tokens[a:b])
+            self.seq.extend(seq[a:b])
             self.group_tokens.append(gtokens[g])
             self.group_pinned.append(pinned[g])
             self.group_priority.append(priority[g])

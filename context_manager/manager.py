@@ -31,6 +31,18 @@ Listener = Callable[[str, dict[str, Any]], None]
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryItem:
+    """One held message as compaction and persistence see it (``index`` is stable)."""
+
+    index: int
+    message: Any
+    record: Message
+    tokens: int
+    pinned: bool
+    priority: int
+
+
+@dataclass(frozen=True, slots=True)
 class ContextStats:
     """A snapshot of the budget. ``used_tokens`` is what sending the whole history would cost."""
 
@@ -127,6 +139,7 @@ class MessageContextManager:
         repair: bool = False,
         tools: Sequence[Any] | None = None,
         system_prompt: str | None = None,
+        summarizer: Any = None,
     ) -> None:
         window = self._window(max_tokens, model)
         if reserve_tokens is None:
@@ -162,6 +175,11 @@ class MessageContextManager:
         self._lock = threading.RLock()
         self._added = 0
         self.store: Any = None
+        #: Used by ``compact()`` when no summarizer is passed (None: the extractive one).
+        self.summarizer = summarizer
+        #: The latest compaction entry applied (None until the first compaction).
+        self.compaction: Any = None
+        self._summary: tuple[Any, Message, int] | None = None
         if system_prompt is not None:
             self.set_system_prompt(system_prompt)
 
@@ -295,6 +313,8 @@ class MessageContextManager:
             self._repairer = None
             self._usage_anchor = None
             self._warned = False
+            self._summary = None
+            self.compaction = None
             if not keep_system_prompt:
                 self._system = None
             self._emit("clear", {"keep_system_prompt": keep_system_prompt})
@@ -303,7 +323,8 @@ class MessageContextManager:
     @property
     def token_count(self) -> int:
         """Tokens of every message held, system prompt included (each counted once, on add)."""
-        return self._ledger.total + (self._system[2] if self._system else 0)
+        fixed = (self._system[2] if self._system else 0) + (self._summary[2] if self._summary else 0)
+        return self._ledger.total + fixed
 
     @property
     def used_tokens(self) -> int:
@@ -329,6 +350,8 @@ class MessageContextManager:
         ``held`` counts a pinned group still awaiting results (it is held, though not sent yet).
         """
         system = self._system[2] if self._system else 0
+        if self._summary is not None:
+            system += self._summary[2]
         ledger = self._ledger
         pinned = ledger.pinned_total if held else ledger.pinned_complete_tokens()
         return self.budget_tokens - self._fixed - system - pinned
@@ -373,6 +396,8 @@ class MessageContextManager:
             selection = self._select()
             ledger = self._ledger
             out: list[Any] = [self._system[0]] if self._system else []
+            if self._summary is not None:
+                out.append(self._summary[0])
             for a, b in self._runs(selection):
                 out.extend(ledger.originals[ledger.group_start[a] : ledger.group_end(b - 1)])
             return out
@@ -381,9 +406,7 @@ class MessageContextManager:
         """Tokens of what ``get_context`` returns, reply priming and tool definitions included."""
         with self._lock:
             selection = self._select()
-            system = self._system[2] if self._system else 0
-            return (self._fixed + system + self._ledger.pinned_complete_tokens()
-                    + selection.trimmable_tokens)
+            return self.budget_tokens - self._room() + selection.trimmable_tokens
 
     def stats(self) -> ContextStats:
         with self._lock:
@@ -399,10 +422,9 @@ class MessageContextManager:
                 tokens["system"] += self._system[2]
             try:
                 selection = self._select()
-                context_count = (1 if self._system else 0) + sum(
+                context_count = (1 if self._system else 0) + (1 if self._summary else 0) + sum(
                     ledger.group_end(b - 1) - ledger.group_start[a] for a, b in self._runs(selection))
-                context_tokens = (self._fixed + (self._system[2] if self._system else 0)
-                                  + ledger.pinned_complete_tokens() + selection.trimmable_tokens)
+                context_tokens = self.budget_tokens - self._room() + selection.trimmable_tokens
             except ContextOverflowError:
                 context_count, context_tokens = 0, 0
             used = self.used_tokens
@@ -432,6 +454,55 @@ class MessageContextManager:
             self.on_near_limit(self.stats())
         elif not near:
             self._warned = False
+
+    # -- compaction (see compaction/) --------------------------------------------------------
+    def history(self) -> list[HistoryItem]:
+        """Every held message with its stable index, tokens, pin and priority, in order."""
+        with self._lock:
+            ledger = self._ledger
+            items = []
+            for g in ledger.held_groups():
+                pinned, priority = ledger.group_pinned[g], ledger.group_priority[g]
+                for i in range(ledger.group_start[g], ledger.group_end(g)):
+                    items.append(HistoryItem(ledger.seq[i], ledger.originals[i],
+                                             ledger.records[i], ledger.tokens[i], pinned, priority))
+            return items
+
+    @property
+    def summary(self) -> Any:
+        """The summary message sent after the system prompt (None before any compaction)."""
+        return self._summary[0] if self._summary else None
+
+    def apply_compaction(self, summary: Any, first_kept_index: int, entry: Any = None) -> None:
+        """Send ``summary`` instead of every message before ``first_kept_index``.
+
+        Pinned messages and the latest user turn stay (invariants 1 and 3); a cut inside a tool
+        group moves back to the group's start. History before the cut leaves memory; a store
+        keeps it on disk (append-only).
+        """
+        rec = normalize(summary)
+        with self._lock:
+            ledger = self._ledger
+            self._summary = (summary, rec, self.counter.count_message(rec))
+            ledger.evict_before(min(ledger.group_of_seq(first_kept_index), ledger.complete))
+            self.compaction = entry
+            self._emit("compaction", {"entry": entry, "summary": summary,
+                                      "first_kept_index": first_kept_index})
+            self._after_change()
+
+    def compact(self, summarizer: Any = None, *, focus: str | None = None,
+                policy: Any = None) -> Any:
+        """Summarize old messages now; returns the ``CompactionEntry`` applied."""
+        from .compaction import compact_manager
+
+        return compact_manager(self, summarizer, focus=focus, policy=policy)
+
+    async def acompact(self, summarizer: Any = None, *, focus: str | None = None,
+                       policy: Any = None) -> Any:
+        """Async ``compact``; cancelling it leaves history and log untouched."""
+        from .compaction import acompact_manager
+
+        return await acompact_manager(self, summarizer, focus=focus, policy=policy)
 
     # -- persistence shortcuts (see store/) -------------------------------------------------
     def _require_store(self) -> Any:
