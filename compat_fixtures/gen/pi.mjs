@@ -459,6 +459,9 @@ function shouldCompactCases(agent) {
   for (const enabled of [0, 1, "", "no", null, [], {}]) add(`enabled-${JSON.stringify(enabled)}`, 500, 100, { ...d, enabled });
   const noEnabled = { reserveTokens: 10, keepRecentTokens: 5 };
   add("enabled-missing", 500, 100, noEnabled);
+  add("reserve-missing", 500, 100, { enabled: true }); // window - undefined is NaN: never compacts
+  add("reserve-null", 101, 100, { enabled: true, reserveTokens: null }); // null counts as 0
+  add("reserve-null-equal", 100, 100, { enabled: true, reserveTokens: null });
   add("fractional", 183616.5, 200000, d);
   add("zero-window", 1, 0, d);
   for (let i = 0; i < 1100; i++) {
@@ -701,6 +704,9 @@ function prepareCases(compaction) {
   };
   const settings = (keep) => ({ enabled: true, reserveTokens: 16384, keepRecentTokens: keep });
   add("empty", [], settings(100));
+  const small = sessionEntries(r, 6, 0.2, { lean: true, usageChance: 0.5 });
+  add("keep-missing", small, { enabled: true, reserveTokens: 16384 }); // NaN budget: never reached
+  add("keep-null", small, { enabled: true, reserveTokens: 16384, keepRecentTokens: null });
   for (let i = 0; i < 1000; i++) {
     const entries = sessionEntries(r, r.int(0, 9), 0.05, { lean: true, usageChance: 0.6 });
     if (r.chance(0.05) && entries.length) entries.push({ ...nonMessageEntry(r, "last", entries, 0.2, true), type: "compaction", summary: "s", firstKeptEntryId: entries[0].id, tokensBefore: 1, parentId: entries.at(-1).id, timestamp: iso(nextStamp()) });

@@ -106,6 +106,17 @@ def _blocks(content: Any, where: str, *, strings_iterate: bool = True
             yield block
 
 
+def _setting_number(settings: Mapping[str, Any], key: str) -> float:
+    """A numeric setting as JS arithmetic sees it: absent is NaN (all comparisons false),
+    ``null`` is 0."""
+    value = settings.get(key, math.nan)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigurationError(f"compaction setting {key!r} must be a number, got {value!r}")
+    return value
+
+
 def _text_len(value: Any, where: str) -> int:
     if not isinstance(value, str):
         raise InvalidMessageError(f"{where} must be a string, got {type(value).__name__}")
@@ -184,7 +195,7 @@ def should_compact(context_tokens: float, context_window: float,
     """True when enabled and ``context_tokens > context_window - reserveTokens`` (strictly)."""
     if not js_truthy(settings.get("enabled")):
         return False
-    return bool(context_tokens > context_window - settings["reserveTokens"])
+    return bool(context_tokens > context_window - _setting_number(settings, "reserveTokens"))
 
 
 def _assistant_usage(message: PiMessage) -> Usage | None:
@@ -807,7 +818,7 @@ def prepare_compaction(path_entries: Sequence[PiEntry],
     tokens_before = estimate_context_tokens(build_session_context(path_entries).messages,
                                             estimate).tokens
     cut = find_cut_point(path_entries, boundary_start, len(path_entries),
-                         settings["keepRecentTokens"], estimate)
+                         _setting_number(settings, "keepRecentTokens"), estimate)
     first_kept = (path_entries[cut.first_kept_entry_index]
                   if cut.first_kept_entry_index < len(path_entries) else None)
     if first_kept is None or not js_truthy(first_kept.get("id")):
