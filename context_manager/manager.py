@@ -105,7 +105,9 @@ def _usage_input_tokens(usage: Any) -> int:
 
     if get("prompt_tokens"):
         return get("prompt_tokens")
-    total = get("input_tokens") + get("cache_read_input_tokens") + get("cache_creation_input_tokens")
+    total = (
+        get("input_tokens") + get("cache_read_input_tokens") + get("cache_creation_input_tokens")
+    )
     if total:
         return total
     raise ConfigurationError(
@@ -260,7 +262,11 @@ class MessageContextManager:
         with self._lock:
             index = self._added
             rec = normalize(message, index)
-            if self._system is None and rec.role in ("system", "developer") and not self._ledger.originals:
+            if (
+                self._system is None
+                and rec.role in ("system", "developer")
+                and not self._ledger.originals
+            ):
                 self._system = (message, rec, self.counter.count_message(rec))
                 self._added += 1
                 self._emit("system_prompt", {"text": rec.text, "message": message})
@@ -276,7 +282,9 @@ class MessageContextManager:
         released = ledger.append(message, rec, tokens, priority, pinned, joins)
         ledger.open = bool(self._protocol.pending)
         self._added += 1
-        self._emit("add", {"message": message, "record": rec, "pinned": pinned, "priority": priority})
+        self._emit(
+            "add", {"message": message, "record": rec, "pinned": pinned, "priority": priority}
+        )
         evicted = self.strategy.after_add(ledger, self._room(held=True))
         if (released or evicted) and self.on_evict is not None:
             self.on_evict(released + evicted)
@@ -285,8 +293,7 @@ class MessageContextManager:
 
     def _add_repaired(self, message: Any, index: int, priority: int, pinned: bool) -> int:
         if self._repairer is None:
-            self._repairer = Repairer()
-            self._repairer.protocol = self._protocol
+            self._repairer = Repairer()  # sees the same stream, so its state mirrors ours
         tokens = 0
         for item in self._repairer.feed(message, index):
             tokens = self._store(item, normalize(item), self._added, priority, pinned)
@@ -323,7 +330,9 @@ class MessageContextManager:
     @property
     def token_count(self) -> int:
         """Tokens of every message held, system prompt included (each counted once, on add)."""
-        fixed = (self._system[2] if self._system else 0) + (self._summary[2] if self._summary else 0)
+        fixed = (self._system[2] if self._system else 0) + (
+            self._summary[2] if self._summary else 0
+        )
         return self._ledger.total + fixed
 
     @property
@@ -363,8 +372,11 @@ class MessageContextManager:
         needed = ledger.cum[protected + 1] - ledger.cum[protected] if protected >= 0 else 0
         if needed > room:
             fixed = self.budget_tokens - room
-            what = "the pinned messages and the latest user turn" if protected >= 0 else (
-                "the pinned messages")
+            what = (
+                "the pinned messages and the latest user turn"
+                if protected >= 0
+                else ("the pinned messages")
+            )
             raise ContextOverflowError(
                 f"{what} need {fixed + needed} tokens but the budget is {self.budget_tokens} "
                 f"(short by {fixed + needed - self.budget_tokens}); raise max_tokens, lower the "
@@ -422,8 +434,14 @@ class MessageContextManager:
                 tokens["system"] += self._system[2]
             try:
                 selection = self._select()
-                context_count = (1 if self._system else 0) + (1 if self._summary else 0) + sum(
-                    ledger.group_end(b - 1) - ledger.group_start[a] for a, b in self._runs(selection))
+                context_count = (
+                    (1 if self._system else 0)
+                    + (1 if self._summary else 0)
+                    + sum(
+                        ledger.group_end(b - 1) - ledger.group_start[a]
+                        for a, b in self._runs(selection)
+                    )
+                )
                 context_tokens = self.budget_tokens - self._room() + selection.trimmable_tokens
             except ContextOverflowError:
                 context_count, context_tokens = 0, 0
@@ -464,8 +482,16 @@ class MessageContextManager:
             for g in ledger.held_groups():
                 pinned, priority = ledger.group_pinned[g], ledger.group_priority[g]
                 for i in range(ledger.group_start[g], ledger.group_end(g)):
-                    items.append(HistoryItem(ledger.seq[i], ledger.originals[i],
-                                             ledger.records[i], ledger.tokens[i], pinned, priority))
+                    items.append(
+                        HistoryItem(
+                            ledger.seq[i],
+                            ledger.originals[i],
+                            ledger.records[i],
+                            ledger.tokens[i],
+                            pinned,
+                            priority,
+                        )
+                    )
             return items
 
     @property
@@ -486,19 +512,23 @@ class MessageContextManager:
             self._summary = (summary, rec, self.counter.count_message(rec))
             ledger.evict_before(min(ledger.group_of_seq(first_kept_index), ledger.complete))
             self.compaction = entry
-            self._emit("compaction", {"entry": entry, "summary": summary,
-                                      "first_kept_index": first_kept_index})
+            self._emit(
+                "compaction",
+                {"entry": entry, "summary": summary, "first_kept_index": first_kept_index},
+            )
             self._after_change()
 
-    def compact(self, summarizer: Any = None, *, focus: str | None = None,
-                policy: Any = None) -> Any:
+    def compact(
+        self, summarizer: Any = None, *, focus: str | None = None, policy: Any = None
+    ) -> Any:
         """Summarize old messages now; returns the ``CompactionEntry`` applied."""
         from .compaction import compact_manager
 
         return compact_manager(self, summarizer, focus=focus, policy=policy)
 
-    async def acompact(self, summarizer: Any = None, *, focus: str | None = None,
-                       policy: Any = None) -> Any:
+    async def acompact(
+        self, summarizer: Any = None, *, focus: str | None = None, policy: Any = None
+    ) -> Any:
         """Async ``compact``; cancelling it leaves history and log untouched."""
         from .compaction import acompact_manager
 

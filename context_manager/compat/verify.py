@@ -80,8 +80,10 @@ def verify_file(path: Path, runners: dict[str, Runner], max_failures: int = 5) -
 
 
 def fixture_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.rglob("*.json") if p.name != "package.json"
-                  and "node_modules" not in p.parts and p.name != "package-lock.json")
+    skip = {"package.json", "package-lock.json"}
+    return sorted(
+        p for p in directory.rglob("*.json") if p.name not in skip and "node_modules" not in p.parts
+    )
 
 
 def describe_failure(case_id: str, expected: Any, actual: Any) -> str:

@@ -15,7 +15,8 @@ def utf16_len(text: str) -> int:
     """Length in UTF-16 code units, i.e. JavaScript's ``text.length``."""
     if text.isascii():
         return len(text)
-    return len(text.encode("utf-16-le")) // 2
+    # surrogatepass: JS strings may hold lone surrogates (e.g. a text cut inside an emoji).
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def message_chars(message: Message) -> int:
