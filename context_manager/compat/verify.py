@@ -93,7 +93,9 @@ def describe_failure(case_id: str, expected: Any, actual: Any) -> str:
     return f"  case {case_id}:\n" + "\n".join("    " + line for line in list(diff)[:40])
 
 
-def verify_directory(directory: Path, runners: dict[str, Runner] | None = None) -> list[SuiteResult]:
+def verify_directory(
+    directory: Path, runners: dict[str, Runner] | None = None
+) -> list[SuiteResult]:
     runners = load_runners() if runners is None else runners
     results = []
     for path in fixture_files(directory):
