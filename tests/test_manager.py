@@ -1,0 +1,240 @@
+"""MessageContextManager: budget configuration, state, callbacks and strategies end to end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from context_manager import (
+    ConfigurationError,
+    ContextOverflowError,
+    MessageContextManager,
+    Priority,
+    SlidingWindow,
+    normalize,
+    trim,
+)
+from context_manager.counting import CharEstimator
+
+EXACT = CharEstimator(message_overhead=0, prompt_overhead=0)
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def bot(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+def test_budget_is_window_minus_reserve() -> None:
+    m = MessageContextManager(10_000)
+    assert (m.max_tokens, m.reserve_tokens, m.budget_tokens) == (10_000, 2_000, 8_000)
+    m = MessageContextManager(10_000, reserve_tokens=500)
+    assert m.budget_tokens == 9_500
+    assert MessageContextManager().max_tokens == 128_000
+
+
+def test_model_window_and_limit() -> None:
+    m = MessageContextManager(model="gpt-4o-2024-08-06")
+    assert m.max_tokens == 128_000
+    assert MessageContextManager(50_000, model="gpt-4o").max_tokens == 50_000
+    with pytest.raises(ConfigurationError, match="exceeds gpt-4o's context window"):
+        MessageContextManager(200_000, model="gpt-4o")
+    with pytest.raises(ConfigurationError, match="unknown model"):
+        MessageContextManager(model="no-such-model")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"reserve_ratio": 1.5},
+        {"reserve_tokens": 20_000},
+        {"strategy": "lifo"},
+        {"warn_ratio": 0},
+        {"max_tokens": -5},
+    ],
+)
+def test_bad_options(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigurationError):
+        MessageContextManager(**{"max_tokens": 10_000, **kwargs})
+
+
+def test_from_config_accepts_camel_case() -> None:
+    m = MessageContextManager.from_config(
+        {"contextLength": 4000, "reserveTokens": 1000, "strategy": "priority", "warnRatio": 0.5}
+    )
+    assert (m.max_tokens, m.budget_tokens, m.strategy.name, m.warn_ratio) == (
+        4000,
+        3000,
+        "priority",
+        0.5,
+    )
+    m = MessageContextManager.from_config(
+        {"max_tokens": 4000, "reserve_ratio": 0.5, "maxMessages": 3, "strategy": "sliding_window"}
+    )
+    assert m.budget_tokens == 2000 and isinstance(m.strategy, SlidingWindow)
+    with pytest.raises(ConfigurationError, match="unknown config key 'maxTokenz'"):
+        MessageContextManager.from_config({"maxTokenz": 1})
+
+
+def test_stats_and_counts_by_role() -> None:
+    m = MessageContextManager(1000, reserve_tokens=0, counter=EXACT)
+    m.set_system_prompt("x" * 40)  # 10 tokens
+    m.extend([user("a" * 8), bot("b" * 12)])
+    s = m.stats()
+    assert (s.used_tokens, s.remaining_tokens, s.budget_tokens, s.message_count) == (
+        15,
+        985,
+        1000,
+        3,
+    )
+    assert s.counts_by_role == {"system": 1, "user": 1, "assistant": 1, "tool": 0}
+    assert s.tokens_by_role == {"system": 10, "user": 2, "assistant": 3, "tool": 0}
+    assert s.context_tokens == 15 and s.context_message_count == 3
+    assert m.token_count == 15 and len(m) == 3
+
+
+def test_can_add_and_count_message() -> None:
+    m = MessageContextManager(10, reserve_tokens=0, counter=EXACT)
+    m.add(user("x" * 32))  # 8 tokens
+    assert m.count_message(user("y" * 8)) == 2
+    assert m.can_add(user("y" * 8)) and not m.can_add(user("y" * 9))
+
+
+def test_near_limit_fires_once_per_crossing() -> None:
+    seen: list[int] = []
+    m = MessageContextManager(
+        100,
+        reserve_tokens=0,
+        counter=EXACT,
+        strategy="sliding_window",
+        warn_ratio=0.5,
+        on_near_limit=lambda s: seen.append(s.used_tokens),
+    )
+    m.add(user("x" * 160))  # 40
+    assert seen == []
+    m.add(bot("x" * 40))  # 50 -> crosses
+    m.add(bot("x" * 40))  # 60, still above: no second call
+    assert seen == [50]
+    m.clear()
+    m.add(user("x" * 200))
+    assert seen == [50, 50]
+
+
+def test_clear_keeps_system_prompt_unless_asked() -> None:
+    m = MessageContextManager(1000)
+    m.extend([{"role": "system", "content": "sys"}, user("q")])
+    m.clear()
+    assert m.get_context() == [{"role": "system", "content": "sys"}] and m.system_prompt == "sys"
+    m.clear(keep_system_prompt=False)
+    assert m.get_context() == [] and m.token_count == 0
+
+
+def test_set_system_prompt_replaces_and_recounts() -> None:
+    m = MessageContextManager(1000, counter=EXACT)
+    m.set_system_prompt("a" * 40)
+    m.set_system_prompt({"role": "developer", "content": "b" * 80})
+    assert m.token_count == 20
+    assert m.get_context() == [{"role": "developer", "content": "b" * 80}]
+
+
+def test_record_usage_anchors_counts() -> None:
+    m = MessageContextManager(1000, counter=EXACT)
+    m.add(user("x" * 40))
+    m.record_usage({"prompt_tokens": 50, "completion_tokens": 3})
+    m.add(bot("y" * 20))  # +5
+    assert m.used_tokens == 55 and m.stats().calibrated
+    m.record_usage(
+        {"input_tokens": 10, "cache_read_input_tokens": 30, "cache_creation_input_tokens": 5}
+    )
+    assert m.used_tokens == 45
+    with pytest.raises(ConfigurationError, match="record_usage needs"):
+        m.record_usage({"nothing": 1})
+
+
+def test_fifo_evicts_oldest_groups_on_add() -> None:
+    evicted: list[Any] = []
+    m = MessageContextManager(30, reserve_tokens=0, counter=EXACT, on_evict=evicted.extend)
+    msgs = [user("a" * 40), bot("b" * 40), user("c" * 40), bot("d" * 40)]
+    m.extend(msgs)
+    assert evicted == msgs[:1] and m.messages == msgs[1:]
+    assert m.token_count == 30 and m.get_context() == msgs[1:]
+
+
+def test_sliding_window_keeps_history_and_caps_messages() -> None:
+    m = MessageContextManager(1000, strategy=SlidingWindow(max_messages=2))
+    msgs = [user("1"), bot("2"), user("3"), bot("4")]
+    m.extend(msgs)
+    assert m.get_context() == msgs[2:] and m.messages == msgs
+
+
+def test_latest_user_message_kept_even_if_older_than_the_window() -> None:
+    m = MessageContextManager(20, reserve_tokens=0, counter=EXACT, strategy="sliding_window")
+    question = user("q" * 20)  # 5
+    m.extend([user("old" * 10), question] + [bot("x" * 24) for _ in range(5)])  # 6 each
+    ctx = m.get_context()
+    assert ctx[0] is question and len(ctx) == 3  # 5 + 6 + 6 <= 20
+
+
+def test_priority_drops_lowest_first_and_keeps_order() -> None:
+    m = MessageContextManager(12, reserve_tokens=0, counter=EXACT, strategy=Priority())
+    a, b, c, d = user("a" * 16), bot("b" * 16), user("c" * 16), bot("d" * 16)  # 4 tokens each
+    m.add(a, priority=5)
+    m.add(b, priority=0)
+    m.add(c, priority=1)
+    m.add(d, priority=0)
+    assert m.get_context() == [a, c, d]  # b goes first (lowest, oldest); then it fits
+
+
+def test_overflow_error_states_the_shortfall() -> None:
+    m = MessageContextManager(10, reserve_tokens=0, counter=EXACT)
+    m.set_system_prompt("s" * 24)  # 6
+    m.add(user("u" * 24))  # 6
+    with pytest.raises(ContextOverflowError) as info:
+        m.get_context()
+    assert info.value.shortfall == 2 and info.value.required == 12 and info.value.budget == 10
+    assert "short by 2" in str(info.value)
+
+
+def test_pinned_messages_survive_every_strategy() -> None:
+    for strategy in ("fifo", "sliding_window", "priority"):
+        m = MessageContextManager(12, reserve_tokens=0, counter=EXACT, strategy=strategy)
+        keep = user("k" * 16)
+        m.add(keep, pinned=True)
+        m.extend([bot("x" * 16), user("y" * 16), bot("z" * 16)])
+        ctx = m.get_context()
+        assert ctx[0] is keep and len(ctx) == 3, strategy
+
+
+def test_tool_definitions_are_charged_once() -> None:
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    m = MessageContextManager(1000, tools=tools)
+    assert m.used_tokens == m.counter.prompt_overhead + m.counter.count_tools(tools) > 3
+
+
+def test_one_shot_trim() -> None:
+    msgs = [{"role": "system", "content": "s"}, user("a" * 40), bot("b" * 40), user("c" * 40)]
+    assert trim(msgs, 14, counter=EXACT) == [msgs[0], msgs[3]]
+    assert trim(msgs, 1000, counter=EXACT) == msgs
+    assert trim(msgs, 24, counter=EXACT, strategy="priority", priorities=[0, 0, 0, 0]) == [
+        msgs[0],
+        msgs[2],
+        msgs[3],
+    ]
+    assert trim(msgs, 21, counter=EXACT, pinned={1}) == [msgs[0], msgs[1], msgs[3]]
+    with pytest.raises(ContextOverflowError):
+        trim(msgs, 5, counter=EXACT)
+
+
+def test_large_history_compacts_storage_and_stays_exact() -> None:
+    m = MessageContextManager(2000, reserve_tokens=0, counter=EXACT)
+    msgs = [
+        user(f"message {i} " * 3) if i % 2 == 0 else bot(f"reply {i} " * 3) for i in range(20_000)
+    ]
+    m.extend(msgs)
+    held = m.messages
+    assert held == msgs[-len(held) :]
+    assert m.token_count == sum(EXACT.count_message(normalize(x)) for x in held)
+    assert len(m._ledger.originals) < 10_000  # evicted messages were physically released
