@@ -4,8 +4,13 @@ With a chat template the whole prompt is exact by construction: ``count_prompt``
 ``len(apply_chat_template(messages, tokenize=True, add_generation_prompt=True))``.
 Per-message costs come from prefixes of the same rendering (``message_costs``): message *k*
 costs ``L(k) - L(k-1)`` where ``L(k)`` is the token length of the first *k* messages rendered
-without the generation prompt, and ``prompt_overhead_for`` is what the generation prompt adds, so
-the costs plus that overhead always sum to the template's total.
+without the generation prompt and ``L(0)`` is the template's preamble (BOS and the like), and
+``prompt_overhead_for`` is the rest (preamble + generation prompt), so costs plus overhead always
+sum to the template's total.
+
+``prompt_overhead`` (the constant the manager adds once) is measured on a one-message probe as
+preamble + generation prompt, so for templates with position-independent framing the manager's
+running sum of ``count_message`` plus ``prompt_overhead`` equals the template total too.
 
 ``count_message`` must be fast and context-free (the manager calls it once per added message), so
 it charges the template's framing for the message's role, measured once per role by rendering a
@@ -104,11 +109,11 @@ class TransformersCounter(FramedCounter):
         if isinstance(tokenizer, str | os.PathLike):
             label = name or f"transformers:{tokenizer}"
             tokenizer = load_auto_tokenizer(tokenizer)
-        if chat_template is not None:
-            tokenizer.chat_template = chat_template
         self.tokenizer = tokenizer
         self.name = label
-        self.has_template = bool(getattr(tokenizer, "chat_template", None))
+        #: A template given here wins over the tokenizer's own (which is left untouched).
+        self.chat_template = chat_template
+        self.has_template = bool(chat_template or getattr(tokenizer, "chat_template", None))
         super().__init__(
             message_overhead=message_overhead,
             prompt_overhead=prompt_overhead,
@@ -117,13 +122,16 @@ class TransformersCounter(FramedCounter):
             cache_size=cache_size,
         )
         self._role_framing: dict[str, int] = {}
+        #: Template tokens before the first message (BOS, a fixed preamble).
+        self._preamble = 0
         if self.has_template:
-            self.prompt_overhead = self._measure_generation_prompt()
+            self._measure_constant_parts()
 
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike[str], **options: Any) -> TransformersCounter:
         """Load ``AutoTokenizer`` from a local folder (or the hub unless ``HF_HUB_OFFLINE``)."""
-        return cls(load_auto_tokenizer(path), name=f"transformers:{path}", **options)
+        options.setdefault("name", f"transformers:{path}")
+        return cls(load_auto_tokenizer(path), **options)
 
     # -- tokenization ---------------------------------------------------------------------------
 
@@ -145,6 +153,7 @@ class TransformersCounter(FramedCounter):
                 tokenize=True,
                 add_generation_prompt=add_generation_prompt,
                 return_dict=False,
+                **({"chat_template": self.chat_template} if self.chat_template else {}),
             )
         except Exception as exc:
             raise InvalidMessageError(
@@ -153,28 +162,38 @@ class TransformersCounter(FramedCounter):
             ) from exc
         return len(ids)
 
-    def _measure_generation_prompt(self) -> int:
+    def _measure_constant_parts(self) -> None:
+        """Split a one-message rendering into preamble + message + generation prompt."""
         probe = [{"role": "user", "content": _PROBE}]
         try:
             with_prompt = self.template_length(probe, add_generation_prompt=True)
             without = self.template_length(probe, add_generation_prompt=False)
         except InvalidMessageError:
-            return self.prompt_overhead
-        return with_prompt - without
+            return
+        message = self._framing("user") + self._encode_len(_PROBE)
+        self._preamble = without - message
+        self.prompt_overhead = with_prompt - message
 
     def _framing(self, role: str) -> int:
-        """Template tokens around a message of ``role`` (measured once, then cached)."""
+        """Template tokens around a message of ``role`` (measured once, then cached).
+
+        Measured as the growth of the rendering when a probe message is appended to a short
+        conversation that keeps the template's role order valid; when the message must come
+        first, the preamble is subtracted instead.
+        """
         cached = self._role_framing.get(role)
         if cached is not None:
             return cached
         framing = self.message_overhead
-        sample = {"role": role, "content": _PROBE}
+        sample: dict[str, Any] = {"role": role, "content": _PROBE}
         if role == "tool":
             sample["tool_call_id"] = "call_probe"
         for prefix in _PROBE_PREFIXES.get(role, ((),)):
             try:
                 before = (
-                    self.template_length(prefix, add_generation_prompt=False) if prefix else 0
+                    self.template_length(prefix, add_generation_prompt=False)
+                    if prefix
+                    else self._preamble
                 )
                 after = self.template_length([*prefix, sample], add_generation_prompt=False)
             except InvalidMessageError:
@@ -198,7 +217,7 @@ class TransformersCounter(FramedCounter):
             return [self.count_message(m) for m in messages]
         dicts = [m.to_openai() for m in messages]
         costs: list[int] = []
-        previous = 0
+        previous = self._preamble
         for k in range(1, len(dicts) + 1):
             length = self.template_length(dicts[:k], add_generation_prompt=False)
             costs.append(length - previous)
@@ -206,13 +225,10 @@ class TransformersCounter(FramedCounter):
         return costs
 
     def prompt_overhead_for(self, messages: Sequence[Message]) -> int:
-        """What the generation prompt adds after ``messages`` (the reply priming)."""
+        """What ``messages`` cost beyond their ``message_costs`` (preamble + generation prompt)."""
         if not self.has_template or not messages:
             return self.prompt_overhead
-        dicts = [m.to_openai() for m in messages]
-        return self.template_length(dicts, add_generation_prompt=True) - self.template_length(
-            dicts, add_generation_prompt=False
-        )
+        return self.count_prompt(messages) - sum(self.message_costs(messages))
 
     def count_prompt(self, messages: Iterable[Message], tools: Sequence[Any] | None = None) -> int:
         """Exactly ``len(apply_chat_template(messages, tools, add_generation_prompt=True))``."""
