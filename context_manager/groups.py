@@ -20,7 +20,7 @@ MISSING_RESULT_TEXT = "Error: no result was recorded for this tool call."
 
 
 class ToolProtocol:
-    """Incremental checker: ``accept`` says whether a message starts a group or joins the open one."""
+    """Incremental checker: ``accept`` says whether a message joins the open group."""
 
     __slots__ = ("_answered", "_issued", "pending")
 
@@ -50,6 +50,10 @@ class ToolProtocol:
 
     def accept(self, rec: Message, index: int | None = None) -> bool:
         """Record ``rec``; True when it joins the open group. Raises on protocol errors."""
+        if not self.pending and not rec.tool_calls and rec.tool_call_id is None and not (
+            rec.tool_results
+        ):
+            return False  # the common case: a plain message outside any tool exchange
         reason = self.problem(rec)
         if reason is not None:
             raise InvalidMessageError(
@@ -73,16 +77,25 @@ class ToolProtocol:
 
 
 def missing_results(call_message: Any, call_ids: Iterable[str]) -> list[Any]:
-    """Synthetic error results in the caller's own shape (OpenAI tool messages or Anthropic blocks)."""
+    """Synthetic error results in the caller's shape (OpenAI tool messages or Anthropic blocks)."""
     ids = list(call_ids)
-    anthropic = isinstance(call_message, Mapping) and "tool_calls" not in call_message and any(
-        isinstance(p, Mapping) and p.get("type") == "tool_use"
-        for p in (call_message.get("content") or ())
-        if not isinstance(call_message.get("content"), str)
+    anthropic = (
+        isinstance(call_message, Mapping)
+        and "tool_calls" not in call_message
+        and any(
+            isinstance(p, Mapping) and p.get("type") == "tool_use"
+            for p in (call_message.get("content") or ())
+            if not isinstance(call_message.get("content"), str)
+        )
     )
     if anthropic:
         blocks = [
-            {"type": "tool_result", "tool_use_id": i, "content": MISSING_RESULT_TEXT, "is_error": True}
+            {
+                "type": "tool_result",
+                "tool_use_id": i,
+                "content": MISSING_RESULT_TEXT,
+                "is_error": True,
+            }
             for i in ids
         ]
         return [{"role": "user", "content": blocks}]
@@ -97,8 +110,11 @@ def _without_stale_results(original: Any, rec: Message, stale: set[str]) -> Any 
     content = [
         p
         for p in original.get("content") or ()
-        if not (isinstance(p, Mapping) and p.get("type") == "tool_result"
-                and p.get("tool_use_id") in stale)
+        if not (
+            isinstance(p, Mapping)
+            and p.get("type") == "tool_result"
+            and p.get("tool_use_id") in stale
+        )
     ]
     return {**original, "content": content}
 

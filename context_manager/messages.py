@@ -57,7 +57,7 @@ class Image(NamedTuple):
     height: int | None = None
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Message:
     """The normalized record every module reads; also accepted as input in its own right.
 
@@ -65,6 +65,9 @@ class Message:
     ``"tool"`` and ``tool_call_id``; results embedded in a user turn (Anthropic shape) live in
     ``tool_results``. ``other`` holds the compact JSON of content parts we do not model, so they
     still cost tokens rather than silently counting as free.
+
+    Treat records as immutable: they are shared, not copied. (Not ``frozen=True`` because a
+    frozen dataclass costs about 1 µs more per message to build, a third of an add.)
     """
 
     role: str
@@ -321,11 +324,18 @@ def _from_langchain(msg: Any, index: int | None) -> Message:
         call = _langchain_tool_call(raw, index)
         if call.id not in seen:
             parts.tool_calls.append(call)
-    return _build(role, parts, index, getattr(msg, "name", None), getattr(msg, "tool_call_id", None))
+    return _build(
+        role, parts, index, getattr(msg, "name", None), getattr(msg, "tool_call_id", None)
+    )
 
 
 def normalize(message: Any, index: int | None = None) -> Message:
     """Turn one accepted message into a :class:`Message`; raise ``InvalidMessageError`` if not."""
+    if type(message) is dict and len(message) == 2:
+        # Fast path for the commonest shape, {"role": ..., "content": "text"}.
+        role, content = message.get("role"), message.get("content")
+        if type(content) is str and role in _ROLE_SET and role != "tool":
+            return Message(role, content)
     if isinstance(message, Message):
         return message
     if isinstance(message, Mapping):
