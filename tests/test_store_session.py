@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from context_manager.compaction.entry import CompactionEntry
 from context_manager.errors import StoreCorruptionError
 from context_manager.manager import MessageContextManager
 from context_manager.messages import Message
@@ -166,39 +167,45 @@ def test_store_options_reach_the_log(tmp_path: Path) -> None:
     assert manager.store.log.fsync == "always" and manager.store.log.strict
 
 
-class Entry:
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.data = data
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.data
-
-
-class CompactingManager(MessageContextManager):
-    """Stands in for a manager with compaction: records what replay hands back."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.applied: list[tuple[dict[str, Any], int]] = []
-
-    def apply_compaction(self, entry: dict[str, Any]) -> None:
-        self.applied.append((entry, len(self.messages)))
-
-
-def test_compaction_event_is_persisted_and_replayed_in_place(tmp_path: Path) -> None:
+def test_compaction_is_persisted_and_replayed_in_place(tmp_path: Path) -> None:
     path = tmp_path / "context.jsonl"
-    manager = CompactingManager.open(path, max_tokens=100_000)
-    manager.add({"role": "user", "content": "a"})
-    manager.add({"role": "assistant", "content": "b"})
-    entry = {"summary": "S", "first_kept_index": 1, "tokens_before": 10, "details": {},
-             "reason": "threshold", "created_at": "2026-01-01T00:00:00Z"}
-    manager.store.on_event("compaction", {"entry": Entry(entry)})
-    manager.add({"role": "user", "content": "c"})
-    assert records(path)[2] == {"role": "_compaction", "content": None, **entry}
-    reopened = CompactingManager.open(path, max_tokens=100_000)
-    assert reopened.applied == [(entry, 2)]  # applied right after the two messages before it
-    assert reopened.store.restored.compaction == entry
-    assert len(reopened.messages) == 3
+    manager = open_manager(path, system_prompt="sys")
+    for text in ("a", "b", "c"):
+        manager.add({"role": "user", "content": text})
+    entry = {"summary": "S", "first_kept_index": 2, "tokens_before": 10,
+             "details": {"read_files": ["a.py"], "modified_files": []}, "reason": "threshold",
+             "created_at": "2026-01-01T00:00:00.000Z"}
+    summary = {"role": "user", "content": "Summary of earlier turns: S"}
+    manager.apply_compaction(summary, 2, CompactionEntry.from_dict(entry))
+    manager.add({"role": "user", "content": "d"})
+    assert records(path)[4] == {"role": "_compaction", "content": None, **entry,
+                                "summary_message": summary}
+    assert [m["content"] for m in manager.messages] == ["c", "d"]
+
+    reopened = open_manager(path)
+    assert reopened.messages == manager.messages
+    assert reopened.summary == summary
+    assert reopened.get_context() == manager.get_context()
+    assert reopened.token_count == manager.token_count
+    assert reopened.store.restored.compaction["first_kept_index"] == 2
+    assert reopened.compaction == CompactionEntry.from_dict({**entry, "first_kept_index": 2})
+    assert records(path)[-1] == {"role": "user", "content": "d"}  # reopening wrote nothing
+
+
+def test_compaction_replay_maps_past_skipped_lines(tmp_path: Path) -> None:
+    path = tmp_path / "context.jsonl"
+    lines = [
+        {"role": "user", "content": "a"},
+        {"role": "tool", "tool_call_id": "nope", "content": "orphan: rejected on replay"},
+        {"role": "user", "content": "b"},
+        {"role": "user", "content": "c"},
+        {"role": "_compaction", "content": None, "first_kept_index": 3,
+         "summary_message": {"role": "user", "content": "S"}},
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    manager = open_manager(path)
+    assert [m["content"] for m in manager.messages] == ["c"]
+    assert manager.summary == {"role": "user", "content": "S"}
 
 
 def test_manager_opens_a_file_written_by_kimi(tmp_path: Path) -> None:

@@ -1,17 +1,25 @@
-"""Persistence: an append-only JSONL log (Kimi CLI compatible), a session index, and the glue
-that makes a :class:`~context_manager.manager.MessageContextManager` persist every change.
+"""Persistence: an append-only JSONL log (Kimi CLI compatible), a ``sessions.json`` index, and
+the glue that makes a :class:`~context_manager.manager.MessageContextManager` persist every
+change (``MessageContextManager.open``). See docs/persistence.md for format and guarantees.
 """
 
 from __future__ import annotations
 
+from .index import ResetPolicy, SessionEntry, SessionIndex
 from .jsonl import FSYNC_MODES, CheckpointNotFoundError, FsyncMode, JsonlLog
 from .records import RestoredLog, StoredMessage
+from .session import SessionStore, open_session
 
 __all__ = [
     "FSYNC_MODES",
     "CheckpointNotFoundError",
     "FsyncMode",
     "JsonlLog",
+    "ResetPolicy",
     "RestoredLog",
+    "SessionEntry",
+    "SessionIndex",
+    "SessionStore",
     "StoredMessage",
+    "open_session",
 ]

@@ -82,8 +82,7 @@ class SessionStore:
             if data.get("keep_system_prompt", True) and manager and manager.system_prompt:
                 self.log.write_system_prompt(manager.system_prompt)
         elif event == "compaction":
-            entry = data["entry"]
-            self.log.append_compaction(entry.to_dict() if hasattr(entry, "to_dict") else entry)
+            self.log.append_compaction(_compaction_record(data))
 
     def checkpoint(self) -> int:
         return self.log.checkpoint()
@@ -104,6 +103,34 @@ class SessionStore:
         self.log.close()
 
 
+def _compaction_record(data: dict[str, Any]) -> dict[str, Any]:
+    """The entry's own fields, plus what replay needs: the cut and the summary message sent."""
+    entry: Any = data.get("entry")
+    fields: dict[str, Any] = {}
+    if entry is not None and hasattr(entry, "to_dict"):
+        fields.update(entry.to_dict())
+    elif isinstance(entry, Mapping):
+        fields.update(entry)
+    if "first_kept_index" in data:
+        fields["first_kept_index"] = data["first_kept_index"]
+    summary = data.get("summary")
+    if summary is not None:
+        fields["summary_message"] = dict(_persistable(summary, None))
+    return fields
+
+
+def _compaction_entry(fields: dict[str, Any]) -> Any:
+    """Rebuild the compaction module's entry object when it can be; else keep the dict."""
+    try:
+        from ..compaction.entry import CompactionEntry
+    except ImportError:  # pragma: no cover - compaction is part of the package
+        return fields
+    try:
+        return CompactionEntry.from_dict(fields)
+    except (ContextManagerError, TypeError, ValueError):
+        return fields  # written by another tool: keep what it said
+
+
 def _persistable(message: Any, record: Any) -> Mapping[str, Any]:
     """The caller's dict as is when it is JSON-ready; anything else as its OpenAI rendering."""
     if isinstance(message, Mapping):
@@ -121,11 +148,20 @@ def _persistable(message: Any, record: Any) -> Mapping[str, Any]:
 
 
 def replay(manager: _Manager, sequence: Sequence_, *, strict: bool, path: str) -> None:
-    """Apply logged records to ``manager`` in file order (no listener must be attached)."""
+    """Apply logged records to ``manager`` in file order (no listener must be attached).
+
+    A compaction's ``first_kept_index`` counts message lines of this file (the manager numbers
+    messages from 0 after each clear, and every clear starts a new file); if replay skipped lines,
+    it is mapped onto the messages actually added.
+    """
+    added_before: list[int] = []  # per message line: how many were added before it
+    added = 0
     for item in sequence:
         if isinstance(item, StoredMessage):
+            added_before.append(added)
             try:
                 manager.add(item.message, priority=item.priority, pinned=item.pinned)
+                added += 1
             except ContextManagerError as exc:
                 _rejected(path, item.line, str(exc), strict)
             continue
@@ -135,12 +171,29 @@ def replay(manager: _Manager, sequence: Sequence_, *, strict: bool, path: str) -
         elif role == USAGE:
             manager.record_usage(item["token_count"])
         elif role == COMPACTION:
-            apply = getattr(manager, "apply_compaction", None)
-            if apply is not None:
-                entry = {k: v for k, v in item.items() if k not in ("role", "content", "_line")}
-                apply(entry)
+            _replay_compaction(manager, item, added_before, added, path)
         elif role != CHECKPOINT:
             logger.debug("%s: ignoring unknown metadata record %r", path, role)
+
+
+def _replay_compaction(
+    manager: _Manager, item: dict[str, Any], added_before: list[int], added: int, path: str
+) -> None:
+    apply = getattr(manager, "apply_compaction", None)
+    if apply is None:
+        logger.debug("%s: manager has no apply_compaction; compaction not replayed", path)
+        return
+    fields = {k: v for k, v in item.items() if k not in ("role", "content", "_line")}
+    kept = fields.get("first_kept_index")
+    if not isinstance(kept, int) or isinstance(kept, bool) or kept < 0:
+        logger.warning("%s: line %s: compaction without a valid first_kept_index; ignored",
+                       path, item.get("_line"))
+        return
+    first_kept = added_before[kept] if kept < len(added_before) else added
+    summary = fields.get("summary_message")
+    if not isinstance(summary, dict):
+        summary = {"role": "user", "content": str(fields.get("summary", ""))}
+    apply(summary, first_kept, _compaction_entry({**fields, "first_kept_index": first_kept}))
 
 
 def _rejected(path: str, line: int, reason: str, strict: bool) -> None:
