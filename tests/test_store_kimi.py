@@ -128,3 +128,27 @@ def test_damaged_kimi_file_restores_like_kimi(
     assert restored.torn_tail
     for needle in ("corrupt line 4", "corrupt line 7", "torn last line 13"):
         assert needle in caplog.text
+
+
+def test_kimi_limits_explain_our_content_rule(tmp_path: Path) -> None:
+    """Kimi aborts on a line without "content" (TypeError) and on unknown content parts
+    (KeyError); our store writes "content" on every line and reads all of them."""
+    limits = load(KIMI_DIR / "kimi_limits.json")
+    outcome = {name: v.get("exception", v["outcome"]) for name, v in limits.items()}
+    assert outcome == {
+        "message_without_content": "TypeError",
+        "metadata_without_content": "TypeError",
+        "metadata_with_null_content": "restored",
+        "anthropic_tool_use_block": "KeyError",
+        "openai_input_text_part": "KeyError",
+        "image_url_part": "restored",
+    }
+    path = tmp_path / "context.jsonl"
+    with JsonlLog(path) as log:
+        log.append_message(limits["message_without_content"]["record"])
+        log.append_compaction({"summary": "s"})
+    assert all('"content"' in line for line in path.read_text().splitlines())
+    for name in ("anthropic_tool_use_block", "openai_input_text_part", "image_url_part"):
+        other = tmp_path / f"{name}.jsonl"
+        other.write_text(json.dumps(limits[name]["record"]) + "\n")
+        assert len(JsonlLog(other, strict=True).restore().messages) == 1

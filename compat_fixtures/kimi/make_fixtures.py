@@ -28,8 +28,8 @@ sys.path.insert(0, str(HERE.parents[1]))  # the repository, for context_manager
 sys.path.insert(0, str(HERE))
 
 from kimi_cli.soul.context import Context  # noqa: E402
-from kosong.message import Message  # noqa: E402
 from kimi_scenarios import COMMON, OURS_ONLY, Op, log_files, run_ours  # noqa: E402
+from kosong.message import Message  # noqa: E402
 
 
 async def run_kimi(ops: list[Op], directory: Path) -> None:
@@ -100,6 +100,38 @@ async def make_damaged() -> None:
     dump(out / "kimi_restore.json", await kimi_restore(out / "context.jsonl"))
 
 
+KIMI_LIMITS = {
+    "message_without_content": {"role": "assistant", "tool_calls": [
+        {"type": "function", "id": "c", "function": {"name": "f", "arguments": "{}"}}]},
+    "metadata_without_content": {"role": "_compaction", "summary": "s"},
+    "metadata_with_null_content": {"role": "_compaction", "content": None, "summary": "s"},
+    "anthropic_tool_use_block": {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+    "openai_input_text_part": {"role": "user", "content": [{"type": "input_text", "text": "x"}]},
+    "image_url_part": {"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "", "detail": "low"}}]},
+}
+
+
+async def probe_limits() -> None:
+    """What Kimi's restore does with one odd line between two good ones (why we always write a
+    "content" key, and which content parts Kimi can read)."""
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, record in KIMI_LIMITS.items():
+            path = Path(tmp) / f"{name}.jsonl"
+            good = json.dumps({"role": "user", "content": "ok"})
+            path.write_text(f"{good}\n{json.dumps(record)}\n{good}\n", encoding="utf-8")
+            try:
+                state = await kimi_restore(path)
+                results[name] = {"record": record, "outcome": "restored",
+                                 "history_length": len(state["history"])}
+            except Exception as exc:  # the point is to record which exception aborts restore
+                results[name] = {"record": record, "outcome": "restore raised",
+                                 "exception": type(exc).__name__}
+    dump(HERE / "kimi_limits.json", results)
+
+
 async def main() -> None:
     for kind in ("kimi_written", "ours_written", "damaged"):
         shutil.rmtree(HERE / kind, ignore_errors=True)
@@ -122,6 +154,7 @@ async def main() -> None:
             dump(out / f"kimi_revert_{checkpoint_id}.json",
                  await kimi_revert(out / "context.jsonl", checkpoint_id))
     await make_damaged()
+    await probe_limits()
     print(f"wrote {len(COMMON)} Kimi-written and {len(COMMON) + len(OURS_ONLY)} our-written "
           f"scenarios under {HERE}")
 
