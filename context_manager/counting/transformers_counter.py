@@ -146,14 +146,18 @@ class TransformersCounter(FramedCounter):
         tools: Sequence[Any] | None = None,
     ) -> int:
         """Token length of ``dicts`` rendered by the chat template."""
+        extra: dict[str, Any] = {}
+        if tools:
+            extra["tools"] = list(tools)
+        if self.chat_template:
+            extra["chat_template"] = self.chat_template
         try:
             ids = self.tokenizer.apply_chat_template(
                 list(dicts),
-                tools=list(tools) if tools else None,
                 tokenize=True,
                 add_generation_prompt=add_generation_prompt,
                 return_dict=False,
-                **({"chat_template": self.chat_template} if self.chat_template else {}),
+                **extra,
             )
         except Exception as exc:
             raise InvalidMessageError(
