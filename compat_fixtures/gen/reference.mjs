@@ -1,0 +1,416 @@
+// Fixtures for this library's own TypeScript reference of the trimming rules
+// (compat_fixtures/reference/trim.ts, "context-manager-reference@0.1.0").
+//
+// Seeded conversations in OpenAI and Anthropic shapes (parallel tool calls, pins, priorities 0-3,
+// images, emoji / CJK / combining marks, empty content, names, thinking, unknown part types,
+// several system messages, open tool groups at the end) are trimmed by the reference; Python's
+// `context_manager.trim()` must return the same kept indices (context_manager/compat/reference.py).
+// The reference is TypeScript: it is loaded with the pinned `tsx` (no build step, nothing written).
+//
+// Suites: reference.trim.sliding_window and reference.trim.priority. A case is
+//   input:    { messages, options: { maxTokens, strategy, reserveTokens, maxMessages, priorities,
+//                                    pinned, estimator: { charsPerToken, messageOverhead,
+//                                                         promptOverhead, imageTokens } } }
+//   expected: kept message indices in order, or { error: "overflow", required, budget }.
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { tsImport } from "tsx/esm/api";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const REFERENCE = pathToFileURL(join(here, "..", "reference", "trim.ts")).href;
+const SEEDS = { sliding_window: 20261121, priority: 20261122 };
+const RANDOM_CASES = 1100;
+
+// ---------------------------------------------------------------- seeded randomness (mulberry32)
+function makeRng(seed) {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (lo, hi) => lo + Math.floor(next() * (hi - lo + 1)); // inclusive
+  const pick = (items) => items[Math.floor(next() * items.length)];
+  const chance = (p) => next() < p;
+  return { next, int, pick, chance };
+}
+
+// ---------------------------------------------------------------- texts
+const WORDS = [
+  "the", "budget", "token", "context", "window", "trim", "message", "tool", "result", "ok", "a",
+  "naïve", "café", "Zürich", "日本語", "中文字符", "한국어", "😀", "🚀✨", "👩‍💻", "🇫🇷", "e\u0301",
+  "n\u0303\u0323", "Ω≈ç√", "مرحبا", "x", "42", "{json}", "\"quoted\"", "back\\slash", "tab\tbed",
+];
+
+function sentence(rng, lo, hi) {
+  const words = [];
+  for (let i = rng.int(lo, hi); i > 0; i -= 1) words.push(rng.pick(WORDS));
+  return words.join(" ");
+}
+
+function text(rng) {
+  const roll = rng.next();
+  if (roll < 0.08) return "";
+  if (roll < 0.6) return sentence(rng, 1, 9);
+  if (roll < 0.93) {
+    const lines = [];
+    for (let i = rng.int(2, 4); i > 0; i -= 1) lines.push(sentence(rng, 0, 6));
+    return lines.join("\n");
+  }
+  return sentence(rng, 15, 30); // a long one
+}
+
+const IMAGES = [
+  { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } },
+  { type: "image_url", image_url: { url: "https://example.com/cat.png", detail: "low" } },
+  { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } },
+  { type: "input_image", image_url: "https://example.com/dog.jpg" },
+];
+
+/** Content parts we do not model: they cost the length of their compact JSON. */
+function unknownPart(rng) {
+  return rng.pick([
+    { type: "document", source: { type: "text", media_type: "text/plain", data: sentence(rng, 1, 4) } },
+    { type: "input_audio", input_audio: { data: "UklGRg==", format: "wav" } },
+    { type: "custom_x", values: [1, 2.5, -3, true, null, "é"], nested: { k: sentence(rng, 0, 2) } },
+    { type: "redacted_thinking", data: "EmwKAhgBEgy3" },
+    { kind: "no type field", text: "ignored as text" },
+  ]);
+}
+
+/** A content list: several text parts (joined with "\n"), images, unknown parts, bare strings. */
+function contentParts(rng, { thinking = false } = {}) {
+  const out = [];
+  if (thinking && rng.chance(0.5)) out.push({ type: "thinking", thinking: text(rng), signature: "sig" });
+  for (let i = rng.int(0, 3); i > 0; i -= 1) {
+    const roll = rng.next();
+    if (roll < 0.6) out.push({ type: rng.pick(["text", "text", "input_text", "output_text"]), text: text(rng) });
+    else if (roll < 0.75) out.push(rng.pick(IMAGES));
+    else if (roll < 0.85) out.push(unknownPart(rng));
+    else if (roll < 0.92) out.push(sentence(rng, 0, 4)); // a bare string part
+    else out.push({ type: "refusal", refusal: sentence(rng, 1, 5) });
+  }
+  return out;
+}
+
+function content(rng, options = {}) {
+  const roll = rng.next();
+  if (roll < 0.04) return null;
+  if (roll < 0.7) return text(rng);
+  return contentParts(rng, options);
+}
+
+function withName(rng, message) {
+  if (rng.chance(0.1)) message.name = rng.pick(["alice", "bob_42", "Zoë", "机器人", ""]);
+  return message;
+}
+
+// ---------------------------------------------------------------- turns
+function toolArguments(rng) {
+  return rng.pick([
+    { query: sentence(rng, 1, 5) },
+    { path: "src/main.py", line: rng.int(1, 400) },
+    { items: [1, 2.5, "three", null, true], nested: { deep: sentence(rng, 0, 3) } },
+    { ratio: rng.int(1, 999) / 1000, emoji: "🧪" },
+    {},
+  ]);
+}
+
+function toolResultContent(rng) {
+  const roll = rng.next();
+  if (roll < 0.05) return null;
+  if (roll < 0.1) return "";
+  if (roll < 0.7) return rng.chance(0.1) ? sentence(rng, 30, 60) : text(rng); // sometimes long
+  return contentParts(rng, { thinking: true });
+}
+
+/** An OpenAI tool group: assistant tool_calls, then one tool message per call (maybe not all). */
+function openAiToolGroup(rng, ids, complete) {
+  const call = {
+    role: "assistant",
+    content: rng.chance(0.6) ? null : text(rng),
+    tool_calls: ids.map((id) => ({
+      id,
+      type: "function",
+      function: {
+        name: rng.pick(["search", "read_file", "run", "ƒetch", "検索"]),
+        arguments: rng.chance(0.9) ? JSON.stringify(toolArguments(rng)) : toolArguments(rng),
+      },
+    })),
+  };
+  if (rng.chance(0.15)) call.reasoning_content = text(rng);
+  const answered = complete ? ids : ids.slice(0, rng.int(0, ids.length - 1));
+  const results = rng.chance(0.3) ? [...answered].reverse() : answered;
+  return [call, ...results.map((id) => withName(rng, { role: "tool", tool_call_id: id, content: toolResultContent(rng) }))];
+}
+
+/** An Anthropic tool group: tool_use blocks, then results in one or several user messages. */
+function anthropicToolGroup(rng, ids, complete) {
+  const blocks = [];
+  if (rng.chance(0.3)) blocks.push({ type: "thinking", thinking: text(rng), signature: "sig" });
+  if (rng.chance(0.6)) blocks.push({ type: "text", text: text(rng) });
+  for (const id of ids) {
+    const block = { type: "tool_use", id, name: rng.pick(["search", "read_file", "bash"]) };
+    if (rng.chance(0.9)) block.input = toolArguments(rng);
+    blocks.push(block);
+  }
+  const call = { role: "assistant", content: blocks };
+  const answered = complete ? ids : ids.slice(0, rng.int(0, ids.length - 1));
+  const result = (id) => {
+    const block = { type: "tool_result", tool_use_id: id };
+    const body = toolResultContent(rng);
+    if (body !== null || rng.chance(0.5)) block.content = body;
+    if (rng.chance(0.1)) block.is_error = true;
+    return block;
+  };
+  const out = [call];
+  if (answered.length > 0 && rng.chance(0.6)) {
+    const carry = answered.map(result);
+    if (rng.chance(0.25)) carry.push({ type: "text", text: text(rng) }); // results plus a remark
+    out.push({ role: "user", content: carry });
+  } else {
+    for (const id of answered) out.push({ role: "user", content: [result(id)] });
+  }
+  return out;
+}
+
+function turn(rng, n, shape) {
+  const roll = rng.next();
+  if (roll < 0.32) return [withName(rng, { role: "user", content: content(rng) })];
+  if (roll < 0.58) {
+    const message = { role: "assistant", content: content(rng, { thinking: shape === "anthropic" }) };
+    if (shape === "openai" && rng.chance(0.1)) message.reasoning = text(rng);
+    if (shape === "openai" && rng.chance(0.05)) message.tool_calls = []; // no calls at all
+    return [withName(rng, message)];
+  }
+  if (roll < 0.64) return [withName(rng, { role: rng.pick(["system", "developer"]), content: content(rng) })];
+  const ids = [];
+  for (let j = rng.chance(0.7) ? 1 : rng.int(2, 4); j > 0; j -= 1) ids.push(`call_${n}_${j}`);
+  const anthropic = shape === "anthropic" || (shape === "mixed" && rng.chance(0.5));
+  return anthropic ? anthropicToolGroup(rng, ids, true) : openAiToolGroup(rng, ids, true);
+}
+
+function conversation(rng) {
+  const shape = rng.pick(["openai", "openai", "anthropic", "anthropic", "mixed"]);
+  const messages = [];
+  if (rng.chance(0.65)) {
+    messages.push({ role: rng.chance(0.85) ? "system" : "developer", content: rng.chance(0.8) ? text(rng) : contentParts(rng) });
+  }
+  const turns = rng.chance(0.1) ? rng.int(0, 2) : rng.int(2, 8);
+  for (let n = 0; n < turns; n += 1) messages.push(...turn(rng, n, shape));
+  if (rng.chance(0.12)) {
+    // A tool group at the end still waiting for (some of) its results.
+    const ids = [];
+    for (let j = rng.int(1, 3); j > 0; j -= 1) ids.push(`open_${j}`);
+    const anthropic = shape === "anthropic" || (shape === "mixed" && rng.chance(0.5));
+    messages.push(...(anthropic ? anthropicToolGroup(rng, ids, false) : openAiToolGroup(rng, ids, false)));
+  }
+  return messages;
+}
+
+// ---------------------------------------------------------------- options and budgets
+function estimatorOptions(rng) {
+  if (rng.chance(0.6)) return { charsPerToken: 4, messageOverhead: 3, promptOverhead: 3, imageTokens: 85 };
+  return {
+    charsPerToken: rng.pick([1, 2, 3, 3.5, 4, 4.5, 2.7]),
+    messageOverhead: rng.int(0, 5),
+    promptOverhead: rng.int(0, 4),
+    imageTokens: rng.pick([0, 1, 85, 170, 765]),
+  };
+}
+
+/**
+ * A budget that makes trimming interesting: anywhere from nothing to everything, and often
+ * exactly on a boundary (the cost of the fixed part plus some newest groups, or one token less).
+ */
+function pickBudget(rng, ref, messages, options) {
+  const conv = ref.readConversation(messages, options);
+  const complete = conv.groups.filter((g, i) => i < conv.groups.length - 1 || g.pending.length === 0);
+  const fixed = conv.estimator.promptOverhead + conv.systemTokens + complete.filter((g) => g.pinned).reduce((s, g) => s + g.tokens, 0);
+  const total = fixed + complete.filter((g) => !g.pinned).reduce((s, g) => s + g.tokens, 0);
+  const latest = complete.find((g) => g.hasLatestUser && !g.pinned);
+  const mustSend = fixed + (latest ? latest.tokens : 0);
+  const roll = rng.next();
+  if (roll < 0.08) return rng.int(1, total + 10); // overflow is likely
+  if (roll < 0.35) return rng.int(Math.max(1, mustSend - 3), total + 10);
+  if (roll < 0.45) return Math.max(1, total + rng.int(-1, 1));
+  // the fixed part plus the k newest unpinned groups (priority: k cheapest-to-keep, roughly)
+  const unpinned = complete.filter((g) => !g.pinned);
+  const k = rng.int(0, unpinned.length);
+  const suffix = unpinned.slice(unpinned.length - k).reduce((s, g) => s + g.tokens, 0);
+  const boundary = fixed + suffix + (latest && rng.chance(0.5) ? latest.tokens : 0);
+  return Math.max(1, boundary + rng.pick([0, 0, 0, -1, 1]));
+}
+
+function randomCase(rng, ref, strategy, n) {
+  const messages = conversation(rng);
+  const count = messages.length;
+  const pinned = [];
+  if (count > 0 && rng.chance(0.45)) {
+    for (let k = rng.int(1, 3); k > 0; k -= 1) pinned.push(rng.chance(0.05) ? count + rng.int(0, 2) : rng.int(0, count - 1));
+  }
+  const flat = rng.chance(0.2);
+  const priorities = messages.map(() => (flat ? 0 : rng.int(0, 3)));
+  let maxMessages = null;
+  if (strategy === "sliding_window" && rng.chance(0.4)) maxMessages = rng.int(0, count + 1);
+  const options = {
+    maxTokens: 1,
+    strategy,
+    reserveTokens: 0,
+    maxMessages,
+    priorities,
+    pinned,
+    estimator: estimatorOptions(rng),
+  };
+  const budget = pickBudget(rng, ref, messages, options);
+  const reserve = rng.chance(0.5) ? 0 : rng.int(1, 500);
+  options.maxTokens = budget + reserve;
+  options.reserveTokens = reserve;
+  return { id: `${strategy}-${String(n).padStart(4, "0")}`, input: { messages, options } };
+}
+
+// ---------------------------------------------------------------- hand-picked edge cases
+const DEFAULT_ESTIMATOR = { charsPerToken: 4, messageOverhead: 3, promptOverhead: 3, imageTokens: 85 };
+
+function edgeCases(ref, strategy) {
+  const sys = { role: "system", content: "You are terse." }; // 14 chars -> 4 + 3 = 7 tokens
+  const u1 = { role: "user", content: "first question" }; // 14 -> 7
+  const a1 = { role: "assistant", content: "first answer!" }; // 13 -> 7
+  const u2 = { role: "user", content: "second question" }; // 15 -> 7
+  const chat = [sys, u1, a1, u2];
+  const opts = (maxTokens, extra = {}) => ({
+    maxTokens,
+    strategy,
+    reserveTokens: 0,
+    maxMessages: null,
+    priorities: extra.priorities ?? null,
+    pinned: [],
+    estimator: DEFAULT_ESTIMATOR,
+    ...extra,
+  });
+  const total = (messages, options) => {
+    const conv = ref.readConversation(messages, { ...options, priorities: undefined });
+    return conv.estimator.promptOverhead + conv.systemTokens + conv.groups.reduce((s, g) => s + g.tokens, 0);
+  };
+  const all = total(chat, opts(1)); // 3 + 7 * 4 = 31
+  const longTool = [
+    sys,
+    u1,
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [
+        { id: "a", type: "function", function: { name: "run", arguments: "{\"cmd\":\"ls\"}" } },
+        { id: "b", type: "function", function: { name: "run", arguments: "{\"cmd\":\"pwd\"}" } },
+      ],
+    },
+    { role: "tool", tool_call_id: "b", content: "x".repeat(400) },
+    { role: "tool", tool_call_id: "a", content: "file.txt" },
+    { role: "assistant", content: "done" },
+  ];
+  const cases = [
+    ["everything-fits-exactly", chat, opts(all)],
+    ["everything-fits-with-room", chat, opts(all + 100)],
+    ["one-token-short", chat, opts(all - 1)],
+    ["nothing-but-the-latest-user-fits", chat, opts(3 + 7 + 7)],
+    ["latest-user-one-token-short", chat, opts(3 + 7 + 7 - 1)],
+    ["system-alone-over-budget", [sys], opts(9)],
+    ["system-alone-exactly", [sys], opts(10)],
+    ["system-over-budget-with-user", chat, opts(5)],
+    ["empty-conversation", [], opts(3)],
+    ["empty-conversation-below-priming", [], opts(2)],
+    ["no-system-prompt", [u1, a1, u2], opts(17)],
+    ["developer-first", [{ role: "developer", content: "rules" }, u1, a1, u2], opts(20)],
+    ["second-system-is-ordinary", [sys, u1, { role: "system", content: "extra rules here" }, a1, u2], opts(24)],
+    ["reserve-tokens", chat, opts(all + 50, { reserveTokens: 50 })],
+    ["reserve-tokens-one-short", chat, opts(all + 49, { reserveTokens: 50 })],
+    ["pinned-oldest", chat, opts(3 + 7 + 7 + 7, { pinned: [1] })],
+    ["pinned-system-index-ignored", chat, opts(24, { pinned: [0] })],
+    ["pinned-out-of-range-ignored", chat, opts(24, { pinned: [99] })],
+    ["pinned-latest-user", chat, opts(17, { pinned: [3] })],
+    ["pinned-over-budget", chat, opts(24, { pinned: [1, 2] })],
+    ["pinned-result-pins-its-group", longTool, opts(40, { pinned: [4] })],
+    ["tool-group-dropped-whole", longTool, opts(30)],
+    ["tool-group-fits-exactly", longTool, opts(total(longTool, opts(1)) - 7)],
+    ["open-group-at-end-withheld", [sys, u1, { role: "assistant", content: null, tool_calls: [{ id: "z", type: "function", function: { name: "f", arguments: "{}" } }] }], opts(100)],
+    [
+      "open-group-holds-latest-user",
+      [
+        sys,
+        u1,
+        { role: "assistant", content: [{ type: "tool_use", id: "p", name: "f", input: {} }, { type: "tool_use", id: "q", name: "f", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "p", content: "half" }] },
+      ],
+      opts(12),
+    ],
+    ["only-images", [{ role: "user", content: [IMAGES[0], IMAGES[2]] }], opts(3 + 3 + 170)],
+    ["only-images-one-short", [{ role: "user", content: [IMAGES[0], IMAGES[2]] }], opts(3 + 3 + 170 - 1)],
+    ["empty-contents", [{ role: "user", content: "" }, { role: "assistant", content: [] }, { role: "assistant", content: null }, { role: "user", content: [{ type: "text", text: "" }] }], opts(15)],
+    ["zero-overheads", chat, opts(20, { estimator: { charsPerToken: 4, messageOverhead: 0, promptOverhead: 0, imageTokens: 0 } })],
+    ["fractional-chars-per-token", chat, opts(30, { estimator: { charsPerToken: 3.5, messageOverhead: 1, promptOverhead: 2, imageTokens: 85 } })],
+    ["surrogate-pairs-count-two", [{ role: "user", content: "😀😀" }], opts(3 + 1 + 3)],
+    ["combining-marks-count-each", [{ role: "user", content: "e\u0301e\u0301e\u0301" }], opts(3 + 2 + 3)],
+  ];
+  if (strategy === "sliding_window") {
+    cases.push(
+      ["max-messages-0", chat, opts(1000, { maxMessages: 0 })],
+      ["max-messages-0-no-user", [sys, a1, a1], opts(1000, { maxMessages: 0 })],
+      ["max-messages-1", chat, opts(1000, { maxMessages: 1 })],
+      ["max-messages-cuts-tool-group", longTool, opts(1000, { maxMessages: 3 })],
+      ["max-messages-with-latest-user-outside", [sys, u2, ...longTool.slice(2)], opts(1000, { maxMessages: 2 })],
+      ["latest-user-outside-window", [sys, u1, a1, u2, ...longTool.slice(2)], opts(3 + 7 + 7 + 105)],
+    );
+  } else {
+    cases.push(
+      ["priority-drops-low-first", chat, opts(24, { priorities: [0, 3, 0, 0] })],
+      ["priority-ties-oldest-first", [sys, u1, a1, a1, u2], opts(24, { priorities: [0, 1, 1, 1, 0] })],
+      ["priority-group-takes-highest", longTool, opts(120, { priorities: [0, 1, 0, 0, 3, 0] })],
+      ["priority-latest-user-kept-at-0", chat, opts(17, { priorities: [3, 3, 3, 0] })],
+    );
+  }
+  // Inputs where Python and the reference are known to disagree are kept (see docs/parity-reference.md).
+  cases.push(
+    // JSON of tool arguments: JS writes 0.00001 and 1e-7, Python's json.dumps writes 1e-05 and 1e-07.
+    [
+      "json-small-float-arguments",
+      [
+        { role: "assistant", content: [{ type: "tool_use", id: "t", name: "fit", input: { tol: 0.00001, eps: 1e-7 } }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "t", content: "ok" }] },
+      ],
+      opts(1, { estimator: { charsPerToken: 1, messageOverhead: 0, promptOverhead: 0, imageTokens: 0 } }),
+    ],
+    // A lone surrogate (e.g. a TS front end cut a string in the middle of an emoji): .length 1.
+    ["lone-surrogate-text", [{ role: "user", content: "😀".slice(0, 1) + "abc" }], opts(1, { estimator: { charsPerToken: 1, messageOverhead: 0, promptOverhead: 0, imageTokens: 0 } })],
+  );
+  return cases.map(([name, messages, options]) => {
+    const priorities = options.priorities ?? messages.map(() => 0);
+    return { id: `edge-${name}`, input: { messages, options: { ...options, priorities } } };
+  });
+}
+
+// ---------------------------------------------------------------- suites
+export async function generate(_outDir, writeSuite) {
+  const ref = await tsImport(REFERENCE, import.meta.url);
+  const packageName = `${ref.REFERENCE_PACKAGE}@${ref.REFERENCE_VERSION}`;
+  for (const strategy of ["sliding_window", "priority"]) {
+    const rng = makeRng(SEEDS[strategy]);
+    const cases = edgeCases(ref, strategy);
+    for (let n = 0; n < RANDOM_CASES; n += 1) cases.push(randomCase(rng, ref, strategy, n));
+    for (const c of cases) {
+      // The reference sees a deep copy: whatever it does, the fixture holds the caller's input.
+      c.expected = ref.trim(structuredClone(c.input.messages), c.input.options);
+    }
+    writeSuite({
+      suite: `reference.trim.${strategy}`,
+      package: packageName,
+      function: "trim",
+      description:
+        "Kept message indices (system prompt first, then original order) or {error:'overflow', required, budget}; " +
+        "chars/estimator settings in options.estimator. Source: compat_fixtures/reference/trim.ts.",
+      seed: SEEDS[strategy],
+      cases,
+    });
+  }
+}

@@ -1,0 +1,82 @@
+"""Runners for the fixtures of our own TypeScript reference (``compat_fixtures/reference/trim.ts``).
+
+The reference states the trimming rules in TypeScript so a TS front end can depend on the same
+semantics. Each fixture case holds the caller's messages and the reference's camelCase options;
+``context_manager.trim()`` must keep exactly the same messages (compared by index, found by
+identity) or fail with the same :class:`ContextOverflowError`, which is translated to the
+reference's ``{"error": "overflow", "required", "budget"}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..counting import CharEstimator
+from ..errors import ConfigurationError, ContextOverflowError
+from ..trim import trim
+
+__all__ = ["FIXTURE_SUITES", "estimator_from_options", "run_trim_case"]
+
+#: The reference's own package name and version, as written in its fixture files.
+REFERENCE_PACKAGE = "context-manager-reference@0.1.0"
+
+_ESTIMATOR_DEFAULTS = {
+    "charsPerToken": 4,
+    "messageOverhead": 3,
+    "promptOverhead": 3,
+    "imageTokens": 85,
+}
+
+
+def estimator_from_options(options: Mapping[str, Any] | None) -> CharEstimator:
+    """The :class:`CharEstimator` the reference's ``estimator`` options describe."""
+    values = {**_ESTIMATOR_DEFAULTS, **(options or {})}
+    return CharEstimator(
+        values["charsPerToken"],
+        message_overhead=values["messageOverhead"],
+        prompt_overhead=values["promptOverhead"],
+        image_tokens=values["imageTokens"],
+    )
+
+
+def run_trim_case(case: Mapping[str, Any]) -> list[int] | dict[str, Any]:
+    """Kept indices (system prompt first, original order), or the reference's overflow object."""
+    messages = case.get("messages")
+    options = case.get("options")
+    if not isinstance(messages, list) or not isinstance(options, Mapping):
+        raise ConfigurationError(
+            "a reference case needs 'messages' (a list) and 'options' (an object)",
+        )
+    try:
+        kept = trim(
+            messages,
+            options["maxTokens"],
+            strategy=options.get("strategy") or "sliding_window",
+            reserve_tokens=options.get("reserveTokens") or 0,
+            max_messages=options.get("maxMessages"),
+            priorities=options.get("priorities"),
+            pinned=options.get("pinned") or (),
+            counter=estimator_from_options(options.get("estimator")),
+        )
+    except ContextOverflowError as exc:
+        return {"error": "overflow", "required": exc.required, "budget": exc.budget}
+    return _positions(kept, messages)
+
+
+def _positions(kept: list[Any], messages: list[Any]) -> list[int]:
+    """Index of each kept message, matched by identity in order (kept is a subsequence)."""
+    out: list[int] = []
+    j = 0
+    for message in kept:
+        while messages[j] is not message:
+            j += 1
+        out.append(j)
+        j += 1
+    return out
+
+
+FIXTURE_SUITES: dict[str, Callable[[Any], Any]] = {
+    "reference.trim.sliding_window": run_trim_case,
+    "reference.trim.priority": run_trim_case,
+}
