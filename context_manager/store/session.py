@@ -223,9 +223,13 @@ def open_session(
     """
     log = JsonlLog(path, fsync=fsync, strict=strict)
     system_prompt = options.pop("system_prompt", None)
-    restored, sequence = log.read()
-    manager = cls(**options)
-    replay(manager, sequence, strict=strict, path=str(log.path))
+    try:
+        restored, sequence = log.read()
+        manager = cls(**options)
+        replay(manager, sequence, strict=strict, path=str(log.path))
+    except BaseException:
+        log.close()
+        raise
     store = SessionStore(log, restored)
     store.attach(manager)
     if system_prompt is not None and system_prompt != manager.system_prompt:
