@@ -301,3 +301,12 @@ def test_fsync_modes_sync_what_they_promise(
     calls.clear()
     log.clear()  # temp file + directory, unless "never"
     assert len(calls) == (0 if mode == "never" else 2)
+
+
+def test_a_new_log_object_continues_checkpoint_ids_from_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "context.jsonl"
+    with JsonlLog(path) as log:
+        fill(log)
+    with JsonlLog(path) as fresh:  # no restore() call first
+        assert fresh.checkpoint() == 2
+    assert lines(path)[-1] == {"role": "_checkpoint", "id": 2}

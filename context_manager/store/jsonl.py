@@ -67,11 +67,19 @@ class JsonlLog:
         self.path = Path(path)
         self.fsync: FsyncMode = fsync
         self.strict = strict
-        self.next_checkpoint_id = 0
+        self._next_checkpoint_id: int | None = None  # read from the file when first needed
         self._lock = LogLock(self.path)
         self._fd: int | None = None
         self._inode: tuple[int, int] | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def next_checkpoint_id(self) -> int:
+        """The id :meth:`checkpoint` hands out next (last marker in the file + 1)."""
+        if self._next_checkpoint_id is None:
+            self.read()
+        assert self._next_checkpoint_id is not None
+        return self._next_checkpoint_id
 
     # ------------------------------------------------------------------ reading
     def restore(self) -> RestoredLog:
@@ -83,8 +91,8 @@ class JsonlLog:
         their 1-based line number under ``"_line"``)."""
         with self._lock.held():
             data = self._read_all()
-        replayer = self._replayer(data)
-        self.next_checkpoint_id = replayer.state.next_checkpoint_id
+            replayer = self._replayer(data)
+            self._next_checkpoint_id = replayer.state.next_checkpoint_id
         return replayer.state, replayer.sequence
 
     def _read_all(self) -> bytes:
@@ -120,7 +128,7 @@ class JsonlLog:
         with self._lock.held():
             checkpoint_id = self.next_checkpoint_id
             self._append(encode_meta({"role": CHECKPOINT, "id": checkpoint_id}), durable=True)
-            self.next_checkpoint_id = checkpoint_id + 1
+            self._next_checkpoint_id = checkpoint_id + 1
             return checkpoint_id
 
     def _append(self, line: bytes, *, durable: bool) -> None:
@@ -198,14 +206,14 @@ class JsonlLog:
                 )
             self._rotate_and_replace(b"".join(kept))
             replayer = self._replayer(b"".join(kept))
-            self.next_checkpoint_id = replayer.state.next_checkpoint_id
+            self._next_checkpoint_id = replayer.state.next_checkpoint_id
             return replayer.state
 
     def clear(self) -> None:
         """Rotate the file and start an empty log (checkpoint ids restart at 0)."""
         with self._lock.held():
             self._rotate_and_replace(b"")
-            self.next_checkpoint_id = 0
+            self._next_checkpoint_id = 0
 
     def _rotate_and_replace(self, content: bytes) -> Path | None:
         rotated = self._rotate() if self.path.exists() else None
