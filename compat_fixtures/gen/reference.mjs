@@ -7,19 +7,22 @@
 // `context_manager.trim()` must return the same kept indices (context_manager/compat/reference.py).
 // The reference is TypeScript: it is loaded with the pinned `tsx` (no build step, nothing written).
 //
-// Suites: reference.trim.sliding_window and reference.trim.priority. A case is
+// Suites: reference.trim.sliding_window, reference.trim.priority and reference.trim.invalid
+// (histories that break the tool-call protocol or the message shapes, bad options). A case is
 //   input:    { messages, options: { maxTokens, strategy, reserveTokens, maxMessages, priorities,
 //                                    pinned, estimator: { charsPerToken, messageOverhead,
 //                                                         promptOverhead, imageTokens } } }
-//   expected: kept message indices in order, or { error: "overflow", required, budget }.
+//   expected: kept message indices in order, or { error: "overflow", required, budget }, or
+//             { error: "invalid_message", index } / { error: "configuration" } (reference throws).
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { tsImport } from "tsx/esm/api";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const REFERENCE = pathToFileURL(join(here, "..", "reference", "trim.ts")).href;
-const SEEDS = { sliding_window: 20261121, priority: 20261122 };
+const SEEDS = { sliding_window: 20261121, priority: 20261122, invalid: 20261123 };
 const RANDOM_CASES = 1100;
+const BROKEN_CASES = 400;
 
 // ---------------------------------------------------------------- seeded randomness (mulberry32)
 function makeRng(seed) {
@@ -390,6 +393,115 @@ function edgeCases(ref, strategy) {
   });
 }
 
+// ---------------------------------------------------------------- invalid input
+const call = (id, name = "f") => ({ id, type: "function", function: { name, arguments: "{}" } });
+const asksFor = (...ids) => ({ role: "assistant", content: null, tool_calls: ids.map((id) => call(id)) });
+const answers = (id, content = "ok") => ({ role: "tool", tool_call_id: id, content });
+const hi = { role: "user", content: "hi" };
+
+/** Histories that break the tool-call protocol or the message shapes, and bad options. */
+function invalidCases() {
+  const ok = (messages, extra = {}) => ({
+    maxTokens: 1000,
+    strategy: "sliding_window",
+    reserveTokens: 0,
+    maxMessages: null,
+    priorities: messages.map(() => 0),
+    pinned: [],
+    estimator: DEFAULT_ESTIMATOR,
+    ...extra,
+  });
+  const anthropicCall = { role: "assistant", content: [{ type: "tool_use", id: "u", name: "f", input: {} }] };
+  const cases = [
+    ["orphan-openai-result", [hi, answers("x")]],
+    ["orphan-anthropic-result", [hi, { role: "user", content: [{ type: "tool_result", tool_use_id: "x", content: "?" }] }]],
+    ["message-while-results-missing", [{ role: "system", content: "s" }, hi, asksFor("a", "b"), answers("a"), hi]],
+    ["assistant-while-results-missing", [hi, anthropicCall, { role: "assistant", content: "no result yet" }]],
+    ["duplicate-result", [hi, asksFor("a", "b"), answers("a"), answers("a"), answers("b")]],
+    ["result-after-group-closed", [hi, asksFor("a"), answers("a"), answers("a")]],
+    ["reused-call-id", [hi, asksFor("a"), answers("a"), hi, asksFor("a"), answers("a")]],
+    [
+      "duplicate-result-in-one-message",
+      [hi, anthropicCall, { role: "user", content: [{ type: "tool_result", tool_use_id: "u", content: "1" }, { type: "tool_result", tool_use_id: "u", content: "2" }] }],
+    ],
+    ["first-problem-wins", [hi, answers("x"), { role: "bot", content: "?" }]],
+    ["unknown-role", [hi, { role: "bot", content: "beep" }]],
+    ["missing-role", [{ content: "who am I" }]],
+    ["content-is-a-number", [{ role: "user", content: 42 }]],
+    ["content-is-an-object", [{ role: "user", content: { text: "hi" } }]],
+    ["part-is-a-number", [{ role: "user", content: ["fine", 7] }]],
+    ["part-is-a-list", [{ role: "user", content: [["nested"]] }]],
+    ["text-part-text-not-string", [{ role: "user", content: [{ type: "text", text: 5 }] }]],
+    ["text-part-text-null", [{ role: "user", content: [{ type: "text", text: null }] }]],
+    ["tool-message-without-id", [hi, asksFor("a"), { role: "tool", content: "r" }]],
+    ["tool-message-empty-id", [hi, asksFor("a"), { role: "tool", tool_call_id: "", content: "r" }]],
+    ["tool-calls-on-user", [{ role: "user", content: "x", tool_calls: [call("a")] }]],
+    ["tool-calls-not-a-list", [hi, { role: "assistant", content: null, tool_calls: call("a") }]],
+    ["tool-call-without-id", [hi, { role: "assistant", content: null, tool_calls: [{ type: "function", function: { name: "f", arguments: "{}" } }] }]],
+    ["tool-call-without-function", [hi, { role: "assistant", content: null, tool_calls: [{ id: "a", type: "function" }] }]],
+    ["tool-use-without-name", [hi, { role: "assistant", content: [{ type: "tool_use", id: "a", input: {} }] }]],
+    ["tool-result-without-id", [hi, { role: "user", content: [{ type: "tool_result", content: "r" }] }]],
+    ["tool-result-content-number", [hi, anthropicCall, { role: "user", content: [{ type: "tool_result", tool_use_id: "u", content: 3 }] }]],
+    ["name-not-a-string", [{ role: "user", content: "x", name: 7 }]],
+    ["bad-system-prompt", [{ role: "system", content: 1 }, hi]],
+  ].map(([name, messages]) => [name, messages, ok(messages)]);
+  const chat = [{ role: "system", content: "s" }, hi, { role: "assistant", content: "a" }, hi];
+  cases.push(
+    ["max-tokens-zero", chat, ok(chat, { maxTokens: 0 })],
+    ["max-tokens-fraction", chat, ok(chat, { maxTokens: 10.5 })],
+    ["reserve-equals-window", chat, ok(chat, { reserveTokens: 1000 })],
+    ["reserve-negative", chat, ok(chat, { reserveTokens: -1 })],
+    ["max-messages-negative", chat, ok(chat, { maxMessages: -1 })],
+    ["max-messages-with-priority", chat, ok(chat, { strategy: "priority", maxMessages: 2 })],
+    ["unknown-strategy", chat, ok(chat, { strategy: "lifo" })],
+    ["priorities-too-short", chat, ok(chat, { priorities: [0, 1] })],
+    ["config-error-before-message-error", [{ role: "bot" }], ok([{ role: "bot" }], { maxTokens: 0 })],
+  );
+  return cases.map(([name, messages, options]) => ({ id: `invalid-${name}`, input: { messages, options } }));
+}
+
+/** A valid seeded conversation with one mutation that usually breaks the tool-call protocol. */
+function brokenCase(rng, n) {
+  let messages = [];
+  while (!messages.some((m) => m.role === "tool" || (Array.isArray(m.content) && m.content.some((p) => p && p.type === "tool_result")))) {
+    messages = conversation(rng);
+  }
+  const carriers = messages.flatMap((m, i) => (m.role === "tool" || (Array.isArray(m.content) && m.content.some((p) => p && p.type === "tool_result")) ? [i] : []));
+  const at = rng.pick(carriers);
+  const mutation = rng.pick(["drop", "repeat", "move-early", "move-late", "reuse-id"]);
+  messages = messages.map((m) => structuredClone(m));
+  if (mutation === "drop") messages.splice(at, 1);
+  else if (mutation === "repeat") messages.splice(at + 1, 0, structuredClone(messages[at]));
+  else if (mutation === "move-early") messages.splice(rng.int(0, at), 0, ...messages.splice(at, 1));
+  else if (mutation === "move-late") messages.push(...messages.splice(at, 1));
+  else {
+    let caller = at - 1; // the assistant message whose call this message answers
+    while (messages[caller].role !== "assistant") caller -= 1;
+    messages.push({ role: "user", content: "next" }, structuredClone(messages[caller]), structuredClone(messages[at]));
+  }
+  const options = {
+    maxTokens: rng.int(20, 400),
+    strategy: rng.pick(["sliding_window", "priority"]),
+    reserveTokens: 0,
+    maxMessages: null,
+    priorities: messages.map(() => rng.int(0, 3)),
+    pinned: [],
+    estimator: DEFAULT_ESTIMATOR,
+  };
+  return { id: `broken-${String(n).padStart(4, "0")}-${mutation}`, input: { messages, options } };
+}
+
+/** The reference's answer; thrown errors become the objects Python's runner returns. */
+function expectedOf(ref, input) {
+  try {
+    return ref.trim(structuredClone(input.messages), input.options);
+  } catch (error) {
+    if (error instanceof ref.InvalidMessageError) return { error: "invalid_message", index: error.index };
+    if (error instanceof ref.ConfigurationError) return { error: "configuration" };
+    throw error;
+  }
+}
+
 // ---------------------------------------------------------------- suites
 export async function generate(_outDir, writeSuite) {
   const ref = await tsImport(REFERENCE, import.meta.url);
@@ -413,4 +525,20 @@ export async function generate(_outDir, writeSuite) {
       cases,
     });
   }
+
+  const rng = makeRng(SEEDS.invalid);
+  const cases = invalidCases();
+  for (let n = 0; n < BROKEN_CASES; n += 1) cases.push(brokenCase(rng, n));
+  for (const c of cases) c.expected = expectedOf(ref, c.input);
+  writeSuite({
+    suite: "reference.trim.invalid",
+    package: packageName,
+    function: "trim",
+    description:
+      "Broken tool-call protocol, malformed messages and bad options: {error:'invalid_message', index} " +
+      "(index of the first offending message), {error:'configuration'}, or kept indices when a mutation " +
+      "left the history valid. Source: compat_fixtures/reference/trim.ts.",
+    seed: SEEDS.invalid,
+    cases,
+  });
 }

@@ -5,6 +5,7 @@
 // models). "chars" are JavaScript string lengths, i.e. UTF-16 code units: an emoji outside the
 // Basic Multilingual Plane counts 2, a CJK character 1, a combining accent 1 on its own.
 
+import { ConfigurationError } from "./errors.ts";
 import type { MessageRecord } from "./messages.ts";
 
 export interface EstimatorOptions {
@@ -33,7 +34,9 @@ export function makeEstimator(options: EstimatorOptions = {}): Estimator {
     promptOverhead: options.promptOverhead ?? 3,
     imageTokens: options.imageTokens ?? 85,
   };
-  if (!(estimator.charsPerToken > 0)) throw new RangeError("charsPerToken must be > 0");
+  if (!(estimator.charsPerToken > 0)) {
+    throw new ConfigurationError(`charsPerToken must be > 0, got ${estimator.charsPerToken}`);
+  }
   return estimator;
 }
 

@@ -4,19 +4,11 @@
 // messages. Only the fields the trimming rules need are kept: what costs tokens, which tool calls
 // a message makes, and which tool calls it answers.
 
+import { InvalidMessageError } from "./errors.ts";
+
 export const ROLES = ["system", "developer", "user", "assistant", "tool"] as const;
 export type Role = (typeof ROLES)[number];
 
-/** A message cannot be understood, or it breaks the tool-call protocol. */
-export class InvalidMessageError extends Error {
-  constructor(
-    readonly reason: string,
-    readonly index: number | null = null,
-  ) {
-    super(index === null ? reason : `message ${index}: ${reason}`);
-    this.name = "InvalidMessageError";
-  }
-}
 
 export interface ToolCall {
   id: string;

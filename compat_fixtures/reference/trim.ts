@@ -38,9 +38,10 @@
 //  8. Output. System prompt first, then every kept message in its original order.
 
 import { countMessage, makeEstimator, type Estimator, type EstimatorOptions } from "./estimate.ts";
-import { InvalidMessageError, normalize, resultIds } from "./messages.ts";
+import { ConfigurationError, InvalidMessageError } from "./errors.ts";
+import { normalize, resultIds } from "./messages.ts";
 
-export { InvalidMessageError } from "./messages.ts";
+export { ConfigurationError, InvalidMessageError } from "./errors.ts";
 export type { EstimatorOptions } from "./estimate.ts";
 
 export const REFERENCE_PACKAGE = "context-manager-reference";
@@ -73,14 +74,6 @@ export interface Overflow {
 }
 
 export type TrimResult = number[] | Overflow;
-
-/** An option is missing or out of range. */
-export class ConfigurationError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigurationError";
-  }
-}
 
 /** A run of messages kept or dropped together. */
 export interface Group {
@@ -141,22 +134,24 @@ function checkOptions(messages: unknown[], options: TrimOptions): void {
  * Read the messages: find the system prompt, count every message, and form the tool groups.
  *
  * The tool-call protocol (the provider APIs reject histories that break it): a message carrying
- * results may only answer calls of the group still waiting for results; any other message may
- * only come once every call has its result; a call id is used once. Breaking it throws
- * InvalidMessageError (Python: InvalidMessageError; `context_manager.repair()` fixes histories).
+ * results may only answer calls of the group still waiting for results, each call once; any
+ * other message may only come once every call has its result; a call id is never reused by a
+ * later message. Breaking it throws InvalidMessageError with the index of the first offending
+ * message (Python: InvalidMessageError; `context_manager.repair()` fixes such histories).
  */
 export function readConversation(messages: unknown[], options: TrimOptions): Conversation {
   const estimator = makeEstimator(options.estimator);
   const pinned = new Set(options.pinned ?? []);
   const priorities = options.priorities ?? messages.map(() => 0);
-  const records = messages.map((message, index) => normalize(message, index));
 
+  // Messages are read in order, so the first bad one (shape or protocol) is the one reported.
   let systemIndex: number | null = null;
   let systemTokens = 0;
   let first = 0;
-  if (records.length > 0 && (records[0].role === "system" || records[0].role === "developer")) {
+  const head = messages.length > 0 ? normalize(messages[0], 0) : null;
+  if (head !== null && (head.role === "system" || head.role === "developer")) {
     systemIndex = 0;
-    systemTokens = countMessage(records[0], estimator);
+    systemTokens = countMessage(head, estimator);
     first = 1; // the system prompt is neither grouped, pinned nor prioritized
   }
 
@@ -164,14 +159,15 @@ export function readConversation(messages: unknown[], options: TrimOptions): Con
   const issued = new Set<string>(); // every call id seen so far
   const answered = new Set<string>(); // every call id that has its result
   let latestUser = -1;
-  for (let i = first; i < records.length; i++) {
-    const record = records[i];
+  for (let i = first; i < messages.length; i++) {
+    const record = i === 0 && head !== null ? head : normalize(messages[i], i);
     const answers = resultIds(record);
     const open = groups.length > 0 ? groups[groups.length - 1] : null;
     const waiting = open !== null ? open.pending : [];
 
     // The protocol checks, in Python's order.
-    for (const id of answers) {
+    for (const [k, id] of answers.entries()) {
+      if (answers.indexOf(id) !== k) throw new InvalidMessageError(`duplicate result for tool call '${id}'`, i);
       if (waiting.includes(id)) continue;
       if (answered.has(id)) throw new InvalidMessageError(`duplicate result for tool call '${id}'`, i);
       if (issued.has(id)) throw new InvalidMessageError(`result for tool call '${id}' arrives after other messages`, i);

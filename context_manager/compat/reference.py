@@ -4,7 +4,9 @@ The reference states the trimming rules in TypeScript so a TS front end can depe
 semantics. Each fixture case holds the caller's messages and the reference's camelCase options;
 ``context_manager.trim()`` must keep exactly the same messages (compared by index, found by
 identity) or fail with the same :class:`ContextOverflowError`, which is translated to the
-reference's ``{"error": "overflow", "required", "budget"}``.
+reference's ``{"error": "overflow", "required", "budget"}``. Where the reference throws (a broken
+tool-call protocol, a malformed message, a bad option) the fixture holds
+``{"error": "invalid_message", "index"}`` or ``{"error": "configuration"}``, and so do we.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..counting import CharEstimator
-from ..errors import ConfigurationError, ContextOverflowError
+from ..errors import ConfigurationError, ContextOverflowError, InvalidMessageError
 from ..trim import trim
 
 __all__ = ["FIXTURE_SUITES", "estimator_from_options", "run_trim_case"]
@@ -61,6 +63,10 @@ def run_trim_case(case: Mapping[str, Any]) -> list[int] | dict[str, Any]:
         )
     except ContextOverflowError as exc:
         return {"error": "overflow", "required": exc.required, "budget": exc.budget}
+    except InvalidMessageError as exc:
+        return {"error": "invalid_message", "index": exc.index}
+    except ConfigurationError:
+        return {"error": "configuration"}
     return _positions(kept, messages)
 
 
@@ -79,4 +85,5 @@ def _positions(kept: list[Any], messages: list[Any]) -> list[int]:
 FIXTURE_SUITES: dict[str, Callable[[Any], Any]] = {
     "reference.trim.sliding_window": run_trim_case,
     "reference.trim.priority": run_trim_case,
+    "reference.trim.invalid": run_trim_case,
 }
