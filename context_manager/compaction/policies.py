@@ -1,0 +1,296 @@
+"""Compaction policies: which messages to summarize, which to keep verbatim.
+
+Both policies are pure planners over history items (stable index + normalized record + tokens);
+they never call a summarizer. :class:`TokenBudgetCompaction` (Pi) runs Pi's own
+``find_cut_point`` on our records converted by ``convert.py``; :class:`SimpleCompaction` (Kimi
+CLI) keeps the last N user/assistant messages. Neither cuts on a message carrying tool results,
+so a tool call and its results are never split. File tracking is Pi's for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple, Protocol
+
+from ..compat.pi import (
+    DEFAULT_COMPACTION_SETTINGS,
+    FileOps,
+    PiMessage,
+    compute_file_lists,
+    convert_to_llm,
+    estimate_tokens,
+    extract_file_ops_from_message,
+    find_cut_point,
+    format_file_operations,
+    serialize_conversation,
+)
+from ..errors import CompactionError, ConfigurationError
+from ..messages import Message
+from .convert import PiView, to_pi_entries
+from .prompts import (
+    NO_PRIOR_HISTORY,
+    SPLIT_TURN_SEPARATOR,
+    SYSTEM_PROMPT,
+    summary_request_text,
+    turn_prefix_request_text,
+)
+from .summarizers import SummaryRequest
+
+
+class HistoryLike(Protocol):
+    """What a policy reads from ``manager.history()`` items."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def record(self) -> Message: ...
+    @property
+    def tokens(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    """What one compaction will do, decided before any summarizer runs.
+
+    ``to_summarize`` feeds the main summary; with a split turn ``turn_prefix`` (the cut turn's
+    start up to ``first_kept_index``) gets its own summary. Texts are ready to send.
+    """
+
+    first_kept_index: int
+    to_summarize: tuple[Message, ...]
+    turn_prefix: tuple[Message, ...]
+    is_split_turn: bool
+    conversation: str
+    prefix_conversation: str
+    read_files: tuple[str, ...]
+    modified_files: tuple[str, ...]
+    summary_max_tokens: int
+    prefix_max_tokens: int
+
+    def requests(self, previous_summary: str | None, focus: str | None
+                 ) -> list[SummaryRequest]:
+        """The main request (skipped when only a split turn's prefix is new), then the prefix."""
+        out = []
+        if self.to_summarize:
+            out.append(SummaryRequest(
+                SYSTEM_PROMPT, summary_request_text(self.conversation, previous_summary, focus),
+                self.summary_max_tokens, "summary", self.to_summarize, previous_summary, focus))
+        if self.is_split_turn:
+            out.append(SummaryRequest(
+                SYSTEM_PROMPT, turn_prefix_request_text(self.prefix_conversation),
+                self.prefix_max_tokens, "turn_prefix", self.turn_prefix, None, focus))
+        return out
+
+    def combine(self, texts: Sequence[str], previous_summary: str | None) -> str:
+        """One summary text: main part, split-turn part, then the file-list blocks."""
+        texts = list(texts)
+        if self.to_summarize:
+            summary = texts.pop(0)
+        else:  # nothing new before the turn: the previous summary still holds
+            summary = _strip_file_blocks(previous_summary) if previous_summary else (
+                NO_PRIOR_HISTORY)
+        if self.is_split_turn:
+            summary += SPLIT_TURN_SEPARATOR + texts.pop(0)
+        return summary + format_file_operations(self.read_files, self.modified_files)
+
+
+def _strip_file_blocks(summary: str) -> str:
+    for tag in ("<read-files>", "<modified-files>"):
+        at = summary.find("\n\n" + tag)
+        if at >= 0:
+            summary = summary[:at]
+    return summary
+
+
+class CompactionPolicy(Protocol):
+    """Decides the cut; ``previous_details`` carries file lists from the last round."""
+
+    @property
+    def name(self) -> str: ...
+
+    def plan(self, items: Sequence[HistoryLike],
+             previous_details: Mapping[str, Sequence[str]] | None = None) -> CompactionPlan: ...
+
+
+def _file_lists(pi_messages: Sequence[PiMessage],
+                previous_details: Mapping[str, Sequence[str]] | None
+                ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Pi's rule: earlier read files stay read, earlier modified ones count as edited."""
+    ops = FileOps()
+    if previous_details:
+        ops.read.update(dict.fromkeys(previous_details.get("read_files", ())))
+        ops.edited.update(dict.fromkeys(previous_details.get("modified_files", ())))
+    for message in pi_messages:
+        extract_file_ops_from_message(message, ops)
+    read, modified = compute_file_lists(ops)
+    return tuple(read), tuple(modified)
+
+
+def _group_start(items: Sequence[HistoryLike], position: int) -> int:
+    """Move back off messages carrying tool results: the cut lands on the group's start."""
+    while 0 < position < len(items) and items[position].record.result_ids:
+        position -= 1
+    return position
+
+
+class HistoryCut(NamedTuple):
+    """A cut in item positions: keep from ``first``; ``turn`` starts a split turn (else -1)."""
+
+    first: int
+    turn: int
+    is_split_turn: bool
+
+
+def _nothing_to_compact(why: str) -> CompactionError:
+    return CompactionError(f"nothing to compact: {why}")
+
+
+@dataclass(frozen=True, slots=True)
+class TokenBudgetCompaction:
+    """Pi's policy: keep the newest ``keep_recent_tokens``, cut only at valid cut points.
+
+    Cut points come from Pi's ``find_cut_point`` on the converted history, so they equal Pi's.
+    ``token_source="pi"`` (default) walks Pi's chars/4 estimates, exactly as Pi does;
+    ``"manager"`` walks the counts the manager's own counter made. The summary may use
+    ``0.8 * reserve_tokens`` output tokens, a split turn's prefix summary ``0.5 *``.
+    """
+
+    keep_recent_tokens: int = int(DEFAULT_COMPACTION_SETTINGS["keepRecentTokens"])
+    reserve_tokens: int = int(DEFAULT_COMPACTION_SETTINGS["reserveTokens"])
+    token_source: Literal["pi", "manager"] = "pi"
+    name: str = "token_budget"
+
+    def __post_init__(self) -> None:
+        if self.keep_recent_tokens < 0 or self.reserve_tokens < 2:
+            raise ConfigurationError(
+                "TokenBudgetCompaction needs keep_recent_tokens >= 0 and reserve_tokens >= 2; "
+                f"got {self.keep_recent_tokens} and {self.reserve_tokens}")
+        if self.token_source not in ("pi", "manager"):
+            raise ConfigurationError(
+                f"token_source must be 'pi' or 'manager', got {self.token_source!r}")
+
+    @classmethod
+    def for_budget(cls, budget_tokens: int) -> TokenBudgetCompaction:
+        """Pi's defaults, scaled to a quarter of the budget each when the budget is small."""
+        if budget_tokens >= 80_000:
+            return cls()
+        quarter = max(2, budget_tokens // 4)
+        return cls(keep_recent_tokens=quarter, reserve_tokens=quarter)
+
+    def find_cut(self, items: Sequence[HistoryLike]) -> tuple[PiView, HistoryCut]:
+        """Pi's cut over ``items`` (positions into ``items``), moved to a group start."""
+        view = to_pi_entries([it.record for it in items], [it.index for it in items])
+        entries = view.entries
+        estimate = estimate_tokens
+        if self.token_source == "manager":
+            counted: dict[int, int] = {}
+            seen: set[int] = set()
+            for entry, owner in zip(entries, view.owners, strict=True):
+                # a record split into several Pi messages is charged once, on its first one
+                counted[id(entry["message"])] = 0 if owner in seen else items[owner].tokens
+                seen.add(owner)
+            estimate = lambda message: counted[id(message)]  # noqa: E731
+        cut = find_cut_point(entries, 0, len(entries), self.keep_recent_tokens, estimate)
+        first = view.owners[cut.first_kept_entry_index] if entries else 0
+        first = _group_start(items, first)
+        turn = view.owners[cut.turn_start_index] if cut.is_split_turn else -1
+        split = cut.is_split_turn and turn < first
+        return view, HistoryCut(first, turn if split else -1, split)
+
+    def plan(self, items: Sequence[HistoryLike],
+             previous_details: Mapping[str, Sequence[str]] | None = None) -> CompactionPlan:
+        view, cut = self.find_cut(items)
+        first, turn, split = cut
+        history_end = turn if split else first
+        if first == 0:
+            raise _nothing_to_compact(
+                f"the newest {self.keep_recent_tokens} tokens already hold the whole history "
+                "(lower keep_recent_tokens or add more messages)")
+        summarize_pi = view.messages(0, history_end)
+        prefix_pi = view.messages(turn, first) if split else []
+        read, modified = _file_lists([*summarize_pi, *prefix_pi], previous_details)
+        return CompactionPlan(
+            first_kept_index=items[first].index,
+            to_summarize=tuple(it.record for it in items[:history_end]),
+            turn_prefix=tuple(it.record for it in items[turn:first]) if split else (),
+            is_split_turn=split,
+            conversation=serialize_conversation(convert_to_llm(summarize_pi)),
+            prefix_conversation=serialize_conversation(convert_to_llm(prefix_pi)),
+            read_files=read,
+            modified_files=modified,
+            summary_max_tokens=int(0.8 * self.reserve_tokens),
+            prefix_max_tokens=int(0.5 * self.reserve_tokens),
+        )
+
+
+def _kimi_content(rec: Message) -> str:
+    """A record's content as one text (tool calls and results spelled out)."""
+    parts = [rec.text] if rec.text else []
+    parts += [f"[tool call {c.id}] {c.name}({c.arguments})" for c in rec.tool_calls]
+    if rec.tool_call_id:
+        parts = [f"[tool result {rec.tool_call_id}] {rec.text}"]
+    parts += [f"[tool result {r.call_id}{' error' if r.is_error else ''}] {r.text}"
+              for r in rec.tool_results]
+    return "\n".join(parts)
+
+
+def kimi_history_text(records: Sequence[Message]) -> str:
+    """Kimi CLI's layout: ``## Message i`` / ``Role: …`` / ``Content: …`` blocks, 1-based."""
+    return "\n\n".join(f"## Message {i}\nRole: {rec.role}\nContent: {_kimi_content(rec)}"
+                       for i, rec in enumerate(records, 1))
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleCompaction:
+    """Kimi CLI's policy: keep the last ``max_preserved_messages`` user/assistant messages and
+    everything after them; summarize the rest (the summary may use ``max_summary_tokens``).
+
+    Messages carrying tool results are not counted (they belong to their call's group), so the
+    kept part never starts inside a tool group.
+    """
+
+    max_preserved_messages: int = 2
+    max_summary_tokens: int = 8192
+    name: str = "simple"
+
+    def __post_init__(self) -> None:
+        if self.max_preserved_messages < 1 or self.max_summary_tokens < 1:
+            raise ConfigurationError(
+                "SimpleCompaction needs max_preserved_messages >= 1 and max_summary_tokens >= 1; "
+                f"got {self.max_preserved_messages} and {self.max_summary_tokens}")
+
+    def plan(self, items: Sequence[HistoryLike],
+             previous_details: Mapping[str, Sequence[str]] | None = None) -> CompactionPlan:
+        found, start = 0, len(items)
+        for position in range(len(items) - 1, -1, -1):
+            rec = items[position].record
+            if rec.role in ("user", "assistant") and not rec.result_ids:
+                found += 1
+                if found == self.max_preserved_messages:
+                    start = position
+                    break
+        start = _group_start(items, start)
+        if found < self.max_preserved_messages or start == 0:
+            raise _nothing_to_compact(
+                f"the last {self.max_preserved_messages} user/assistant messages already start "
+                "the history")
+        records = tuple(it.record for it in items[:start])
+        view = to_pi_entries(records)
+        read, modified = _file_lists([e["message"] for e in view.entries], previous_details)
+        return CompactionPlan(
+            first_kept_index=items[start].index,
+            to_summarize=records,
+            turn_prefix=(),
+            is_split_turn=False,
+            conversation=kimi_history_text(records),
+            prefix_conversation="",
+            read_files=read,
+            modified_files=modified,
+            summary_max_tokens=self.max_summary_tokens,
+            prefix_max_tokens=0,
+        )
+
+
+def describe(policy: Any) -> str:
+    return str(getattr(policy, "name", type(policy).__name__))

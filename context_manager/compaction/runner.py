@@ -1,0 +1,225 @@
+"""Running a compaction on a manager: plan, summarize, then apply (in that order).
+
+The summarizer is awaited *before* ``manager.apply_compaction``, so a cancelled or failed
+compaction leaves no entry and an untouched history. One compaction at a time per manager: a
+second call while one runs raises :class:`CompactionInProgressError` at once (it does not wait;
+waiting would let a stale plan run twice). Listeners get ``start`` / ``end`` events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import CompactionError
+from .entry import REASONS, Clock, CompactionEntry, utc_timestamp
+from .policies import CompactionPlan, CompactionPolicy, TokenBudgetCompaction
+from .prompts import summary_message_text
+from .summarizers import ExtractiveSummarizer, SummaryRequest, asummarize, summarize
+
+
+class CompactionInProgressError(CompactionError):
+    """Another compaction is running on this manager; retry after it finishes."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionEvent:
+    """``start`` before the summarizer runs; ``end`` after it was applied, failed or aborted.
+
+    ``aborted`` means cancelled; ``error`` holds a failure's text; ``will_retry`` says the
+    caller will resend the request that overflowed (overflow recovery).
+    """
+
+    type: Literal["start", "end"]
+    reason: str
+    tokens_before: int
+    first_kept_index: int
+    will_retry: bool = False
+    aborted: bool = False
+    error: str | None = None
+    entry: CompactionEntry | None = None
+
+
+CompactionListener = Callable[[CompactionEvent], None]
+
+
+class _State:
+    """Per-manager compaction bookkeeping (kept outside the manager, keyed weakly)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.listeners: list[CompactionListener] = []
+        #: Compactions applied so far (restored ones included): one "cycle" each.
+        self.cycle = 0
+        #: Bumped on ``clear``, so a plan made before it is never applied after it.
+        self.generation = 0
+        #: The cycle in which the soft-threshold flush hook last fired (None: never).
+        self.flushed_cycle: int | None = None
+
+    def on_manager_event(self, event: str, data: dict[str, Any]) -> None:
+        if event == "compaction":
+            self.cycle += 1
+        elif event == "clear":
+            self.generation += 1
+
+    def emit(self, event: CompactionEvent) -> None:
+        for listener in list(self.listeners):
+            listener(event)
+
+
+_STATES: weakref.WeakKeyDictionary[Any, _State] = weakref.WeakKeyDictionary()
+_STATES_LOCK = threading.Lock()
+
+
+def state_of(manager: Any) -> _State:
+    with _STATES_LOCK:
+        state = _STATES.get(manager)
+        if state is None:
+            state = _STATES[manager] = _State()
+            manager.add_listener(state.on_manager_event)
+        return state
+
+
+def add_compaction_listener(manager: Any, listener: CompactionListener) -> None:
+    """Call ``listener(CompactionEvent)`` on every compaction start / end of ``manager``."""
+    state_of(manager).listeners.append(listener)
+
+
+def remove_compaction_listener(manager: Any, listener: CompactionListener) -> None:
+    state_of(manager).listeners.remove(listener)
+
+
+def summary_message(summary: str) -> dict[str, Any]:
+    """The user message that carries a summary to the model (sent after the system prompt)."""
+    return {"role": "user", "content": summary_message_text(summary)}
+
+
+def _previous(entry: Any) -> tuple[str | None, int | None, Mapping[str, Sequence[str]] | None]:
+    """Summary, cut and file details of the latest entry (an object or a restored dict)."""
+    if entry is None:
+        return None, None, None
+    if isinstance(entry, Mapping):
+        details = entry.get("details")
+        return (entry.get("summary"), entry.get("first_kept_index"),
+                details if isinstance(details, Mapping) else None)
+    return entry.summary, entry.first_kept_index, entry.details
+
+
+def default_policy(manager: Any) -> CompactionPolicy:
+    return TokenBudgetCompaction.for_budget(int(manager.budget_tokens))
+
+
+@dataclass(slots=True)
+class _Job:
+    previous: Any
+    previous_summary: str | None
+    plan: CompactionPlan
+    requests: list[SummaryRequest]
+    tokens_before: int
+    reason: str
+    generation: int
+
+
+def _plan(manager: Any, state: _State, policy: CompactionPolicy | None, focus: str | None,
+          reason: str) -> _Job:
+    if reason not in REASONS:
+        raise CompactionError(f"unknown compaction reason {reason!r}; use one of {REASONS}")
+    previous = manager.compaction
+    previous_summary, previous_cut, details = _previous(previous)
+    items = [item for item in manager.history()
+             if not item.pinned and (previous_cut is None or item.index >= previous_cut)]
+    plan = (policy or default_policy(manager)).plan(items, details)
+    return _Job(previous, previous_summary, plan, plan.requests(previous_summary, focus),
+                int(manager.used_tokens), reason, state.generation)
+
+
+def _event(job: _Job, kind: Literal["start", "end"], **extra: Any) -> CompactionEvent:
+    return CompactionEvent(kind, job.reason, job.tokens_before, job.plan.first_kept_index,
+                           **extra)
+
+
+def _apply(manager: Any, state: _State, job: _Job, texts: Sequence[str], will_retry: bool,
+           clock: Clock) -> CompactionEntry:
+    if manager.compaction is not job.previous or state.generation != job.generation:
+        raise CompactionError(
+            "the history was cleared or compacted elsewhere while this compaction ran; its "
+            "plan is stale and was not applied (run compact() again)")
+    plan = job.plan
+    entry = CompactionEntry(
+        summary=plan.combine(texts, job.previous_summary),
+        first_kept_index=plan.first_kept_index,
+        tokens_before=job.tokens_before,
+        details={"read_files": list(plan.read_files),
+                 "modified_files": list(plan.modified_files)},
+        reason=job.reason,
+        created_at=clock(),
+    )
+    manager.apply_compaction(summary_message(entry.summary), entry.first_kept_index, entry)
+    state.emit(_event(job, "end", will_retry=will_retry, entry=entry))
+    return entry
+
+
+def _acquire(state: _State) -> None:
+    if not state.lock.acquire(blocking=False):
+        raise CompactionInProgressError(
+            "a compaction is already running on this manager; wait for it to finish "
+            "(compaction never runs concurrently with itself)")
+
+
+def compact_manager(manager: Any, summarizer: Any = None, *, focus: str | None = None,
+                    policy: CompactionPolicy | None = None, reason: str = "manual",
+                    will_retry: bool = False, clock: Clock = utc_timestamp) -> CompactionEntry:
+    """Compact ``manager`` now (sync); async summarizers are run to completion here.
+
+    ``summarizer`` defaults to ``manager.summarizer``, then to :class:`ExtractiveSummarizer`;
+    ``policy`` defaults to :class:`TokenBudgetCompaction` sized for the manager's budget.
+    """
+    state = state_of(manager)
+    _acquire(state)
+    try:
+        job = _plan(manager, state, policy, focus, reason)
+        run = summarizer or manager.summarizer or ExtractiveSummarizer()
+        state.emit(_event(job, "start", will_retry=will_retry))
+        try:
+            texts = [summarize(run, request) for request in job.requests]
+            return _apply(manager, state, job, texts, will_retry, clock)
+        except BaseException as exc:
+            aborted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+            state.emit(_event(job, "end", aborted=aborted, error=None if aborted else str(exc)))
+            raise
+    finally:
+        state.lock.release()
+
+
+async def acompact_manager(manager: Any, summarizer: Any = None, *, focus: str | None = None,
+                           policy: CompactionPolicy | None = None, reason: str = "manual",
+                           will_retry: bool = False, clock: Clock = utc_timestamp
+                           ) -> CompactionEntry:
+    """Async :func:`compact_manager`: split-turn requests run concurrently; sync summarizers run
+    in a worker thread. Cancelling it leaves no entry and the history untouched."""
+    state = state_of(manager)
+    _acquire(state)
+    try:
+        job = _plan(manager, state, policy, focus, reason)
+        run = summarizer or manager.summarizer or ExtractiveSummarizer()
+        state.emit(_event(job, "start", will_retry=will_retry))
+        try:
+            texts = await asyncio.gather(*(asummarize(run, r) for r in job.requests))
+            return _apply(manager, state, job, texts, will_retry, clock)
+        except BaseException as exc:
+            aborted = isinstance(exc, asyncio.CancelledError)
+            state.emit(_event(job, "end", aborted=aborted, error=None if aborted else str(exc)))
+            raise
+    finally:
+        state.lock.release()
+
+
+def restore_compaction(manager: Any, data: Mapping[str, Any] | CompactionEntry) -> CompactionEntry:
+    """Re-apply a persisted entry (e.g. from a store's log) without summarizing again."""
+    entry = data if isinstance(data, CompactionEntry) else CompactionEntry.from_dict(data)
+    manager.apply_compaction(summary_message(entry.summary), entry.first_kept_index, entry)
+    return entry

@@ -1,0 +1,444 @@
+"""Summarizers: anything callable that turns a :class:`SummaryRequest` into summary text.
+
+No LLM SDK is a dependency. :class:`ExtractiveSummarizer` works offline and deterministically;
+:class:`OpenAISummarizer` and :class:`AnthropicSummarizer` are thin duck-typed adapters over a
+client object the caller already has (sync or async clients both work). A summarizer may be
+sync or async; :func:`summarize` and :func:`asummarize` run either kind from either world.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import re
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..errors import CompactionError
+from ..messages import Message
+from .prompts import PREFIX_SECTIONS, PROGRESS_SUBSECTIONS, SUMMARY_SECTIONS
+
+RequestKind = Literal["summary", "turn_prefix"]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """What a summarizer gets: the prompt pair and the output budget, plus structured context.
+
+    LLM adapters send ``system_prompt`` + ``prompt`` with ``max_tokens``; the extractive
+    summarizer reads ``messages`` / ``previous_summary`` / ``focus`` instead of the prompt text.
+    """
+
+    system_prompt: str
+    prompt: str
+    max_tokens: int
+    kind: RequestKind = "summary"
+    messages: tuple[Message, ...] = ()
+    previous_summary: str | None = None
+    focus: str | None = None
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """``summarizer(request) -> str`` or an awaitable of it."""
+
+    def __call__(self, request: SummaryRequest) -> str | Awaitable[str]: ...
+
+
+# --- Running summarizers -------------------------------------------------------------------------
+
+
+def _checked(text: Any, kind: str) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise CompactionError(
+            f"the summarizer returned {text!r} for the {kind} request; it must return non-empty "
+            "text (check the model's reply or the adapter's output extraction)")
+    return text
+
+
+async def _await(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def _run_blocking(awaitable: Awaitable[Any]) -> Any:
+    """Run an awaitable to completion from sync code, even inside a running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_await(awaitable))
+    # A loop runs in this thread: blocking it on itself would deadlock, so use a fresh thread.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, _await(awaitable)).result()
+
+
+def summarize(summarizer: Any, request: SummaryRequest) -> str:
+    """Call a sync or async summarizer from sync code; failures become ``CompactionError``."""
+    try:
+        result = summarizer(request)
+        if inspect.isawaitable(result):
+            result = _run_blocking(result)
+    except CompactionError:
+        raise
+    except Exception as exc:
+        raise CompactionError(f"the summarizer failed on the {request.kind} request: "
+                              f"{type(exc).__name__}: {exc}") from exc
+    return _checked(result, request.kind)
+
+
+def _is_async_callable(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None))  # noqa: B004 - instances with an async __call__
+
+
+async def asummarize(summarizer: Any, request: SummaryRequest) -> str:
+    """Await an async summarizer, or run a sync one in a worker thread (the loop stays free).
+
+    Cancellation propagates (``asyncio.CancelledError`` is not wrapped).
+    """
+    try:
+        if _is_async_callable(summarizer):
+            result = await summarizer(request)
+        else:
+            result = await asyncio.to_thread(summarizer, request)
+            if inspect.isawaitable(result):
+                result = await result
+    except CompactionError:
+        raise
+    except Exception as exc:
+        raise CompactionError(f"the summarizer failed on the {request.kind} request: "
+                              f"{type(exc).__name__}: {exc}") from exc
+    return _checked(result, request.kind)
+
+
+# --- LLM adapters -------------------------------------------------------------------------------
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def openai_reply_text(response: Any) -> str:
+    """``response.choices[0].message.content`` from an OpenAI-compatible reply (object or dict)."""
+    choices = _field(response, "choices")
+    if not choices:
+        raise CompactionError(f"the OpenAI-compatible reply has no choices: {response!r}")
+    content = _field(_field(choices[0], "message"), "content")
+    if isinstance(content, list):  # some compatible servers return content parts
+        content = "".join(str(_field(p, "text") or "") for p in content)
+    return content if isinstance(content, str) else ""
+
+
+def anthropic_reply_text(response: Any) -> str:
+    """The joined ``text`` blocks of an Anthropic Messages reply (object or dict)."""
+    blocks = _field(response, "content") or []
+    return "\n".join(str(_field(b, "text")) for b in blocks if _field(b, "type") == "text")
+
+
+class OpenAISummarizer:
+    """Summarize with ``client.chat.completions.create`` (OpenAI, or any compatible server).
+
+    ``max_tokens_param`` names the budget argument (``"max_completion_tokens"`` for OpenAI
+    reasoning models); ``options`` go to every call (e.g. ``temperature``).
+    """
+
+    def __init__(self, client: Any, model: str, *, max_tokens_param: str = "max_tokens",
+                 **options: Any) -> None:
+        self.client, self.model = client, model
+        self.max_tokens_param, self.options = max_tokens_param, options
+
+    def __call__(self, request: SummaryRequest) -> str | Awaitable[str]:
+        result = self.client.chat.completions.create(
+            model=self.model,
+            messages=[{"role": "system", "content": request.system_prompt},
+                      {"role": "user", "content": request.prompt}],
+            **{self.max_tokens_param: request.max_tokens},
+            **self.options,
+        )
+        if inspect.isawaitable(result):
+            return _after(result, openai_reply_text)
+        return openai_reply_text(result)
+
+
+class AnthropicSummarizer:
+    """Summarize with ``client.messages.create`` (Anthropic's Messages API, sync or async)."""
+
+    def __init__(self, client: Any, model: str, **options: Any) -> None:
+        self.client, self.model, self.options = client, model, options
+
+    def __call__(self, request: SummaryRequest) -> str | Awaitable[str]:
+        result = self.client.messages.create(
+            model=self.model,
+            max_tokens=request.max_tokens,
+            system=request.system_prompt,
+            messages=[{"role": "user", "content": request.prompt}],
+            **self.options,
+        )
+        if inspect.isawaitable(result):
+            return _after(result, anthropic_reply_text)
+        return anthropic_reply_text(result)
+
+
+async def _after(awaitable: Awaitable[Any], extract: Any) -> str:
+    return str(extract(await awaitable))
+
+
+# --- Extractive (offline) summarizer -------------------------------------------------------------
+
+_KNOWN_EXTENSIONS = frozenset((
+    "py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "json", "jsonl", "md", "rst", "txt",
+    "toml", "yaml", "yml", "cfg", "ini", "rs", "go", "java", "kt", "c", "h", "cc", "cpp", "hpp",
+    "cs", "rb", "php", "sh", "bash", "zsh", "html", "css", "scss", "sql", "lock", "ipynb", "csv",
+    "xml", "swift", "vue", "svelte", "env", "gradle", "proto", "graphql", "tf", "lua"))
+_TOKEN = re.compile(r"[\w~./-]+")
+_IDENT_CALL = re.compile(r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
+_DEFINITION = re.compile(r"\b(?:def|class|function|fn|func)\s+([A-Za-z_]\w*)")
+_NOT_FUNCTIONS = frozenset({"if", "for", "while", "return", "and", "or", "not", "in", "with",
+                            "switch", "catch", "elif", "print", "e.g", "i.e"})
+_ERROR_LINE = re.compile(
+    r"\b\w*(?:Error|Exception)\b|Traceback|\bfailed\b|\bFAILED\b|\berror:|\bcannot\b|"
+    r"\bnot found\b|\bpanic", re.IGNORECASE)
+_CONSTRAINT = re.compile(
+    r"\b(?:must|should|never|always|don't|do not|avoid|prefer|please|only|without|make sure|"
+    r"keep)\b", re.IGNORECASE)
+_DECISION = re.compile(
+    r"\b(?:decided|decide|chose|choose|instead|will use|going with|settled on|switch(?:ed)? to|"
+    r"rather than|let's use|we'll use|I'll use)\b", re.IGNORECASE)
+_NEXT = re.compile(r"\b(?:next|todo|remaining|still need|then I|follow[- ]up|afterwards)\b",
+                   re.IGNORECASE)
+_DONE = re.compile(r"\b(?:done|fixed|added|implemented|created|updated|wrote|passes|passing|"
+                   r"resolved|finished|completed)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_FILE_BLOCKS = re.compile(r"\s*<(read-files|modified-files)>.*?</\1>", re.DOTALL)
+_HEADING = re.compile(r"^(#{2,3})\s+(.+?)\s*$")
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+
+
+def _paths(text: str) -> list[str]:
+    found = []
+    for token in _TOKEN.findall(text):
+        if "://" in text and token.startswith("//"):
+            continue
+        token = token.rstrip(".")
+        name = token.rsplit("/", 1)[-1]
+        ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+        rooted = token.startswith(("/", "./", "../", "~/")) and len(token) > 2
+        named = ext in _KNOWN_EXTENSIONS and len(name) > len(ext) + 1
+        if named or (rooted and "/" in token[1:]):
+            found.append(token)
+    return found
+
+
+def _functions(text: str) -> list[str]:
+    names = _IDENT_CALL.findall(text) + _DEFINITION.findall(text)
+    return [n for n in names if n not in _NOT_FUNCTIONS and "." not in n.rsplit(".", 1)[-1]
+            and not _looks_like_path(n)]
+
+
+def _looks_like_path(name: str) -> bool:
+    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    return ext in _KNOWN_EXTENSIONS
+
+
+def _errors(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if _ERROR_LINE.search(line)]
+
+
+def _call_text(name: str, arguments: str, limit: int) -> str:
+    return _clip(f"{name}({arguments})" if arguments and arguments != "{}" else f"{name}()", limit)
+
+
+def parse_sections(summary: str) -> dict[str, list[str]]:
+    """Items under each ``##`` / ``###`` heading of a summary (file-list blocks ignored).
+
+    Keys are heading titles (Progress items live under Done / In Progress / Blocked); lines
+    keep their bullet text without the marker. Unknown headings are kept too.
+    """
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for raw in _FILE_BLOCKS.sub("", summary).splitlines():
+        heading = _HEADING.match(raw)
+        if heading:
+            current = sections.setdefault(heading.group(2), [])
+            continue
+        line = raw.strip()
+        if current is None or not line or line == "---" or line.startswith("**"):
+            continue
+        line = re.sub(r"^(?:[-*]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)", "", line)
+        if line and line != "(none)":
+            current.append(line)
+    return sections
+
+
+class _Facts:
+    """What the extractive summarizer pulls out of a run of messages, in first-seen order."""
+
+    def __init__(self, messages: Sequence[Message], limit: int) -> None:
+        self.requests: list[str] = []
+        self.constraints: dict[str, None] = {}
+        self.done: dict[str, None] = {}
+        self.in_progress: dict[str, None] = {}
+        self.blocked: dict[str, None] = {}
+        self.decisions: dict[str, None] = {}
+        self.next_steps: dict[str, None] = {}
+        self.files: dict[str, None] = {}
+        self.functions: dict[str, None] = {}
+        self.last_reply = ""
+        pending: dict[str, str] = {}
+        for rec in messages:
+            self._message(rec, pending, limit)
+        for text in pending.values():  # calls whose results were not in this run
+            self.in_progress.setdefault(text, None)
+
+    def _text(self, text: str) -> None:
+        self.files.update(dict.fromkeys(_paths(text)))
+        self.functions.update(dict.fromkeys(_functions(text)))
+
+    def _message(self, rec: Message, pending: dict[str, str], limit: int) -> None:
+        self._text(rec.text)
+        if rec.role == "user" and rec.text.strip():
+            self.requests.append(_clip(rec.text, limit))
+            for sentence in _sentences(rec.text):
+                if _CONSTRAINT.search(sentence):
+                    self.constraints.setdefault(_clip(sentence, limit), None)
+        elif rec.role == "assistant":
+            if rec.text.strip():
+                self.last_reply = _clip(rec.text, limit)
+            for sentence in _sentences(rec.text):
+                clipped = _clip(sentence, limit)
+                if _DECISION.search(sentence):
+                    self.decisions.setdefault(clipped, None)
+                elif _NEXT.search(sentence):
+                    self.next_steps.setdefault(clipped, None)
+                elif _DONE.search(sentence):
+                    self.done.setdefault(clipped, None)
+            for call in rec.tool_calls:
+                pending[call.id] = _call_text(call.name, call.arguments, limit)
+                self._text(call.arguments)
+        results = [(rec.tool_call_id, rec.text, False)] if rec.tool_call_id else [
+            (r.call_id, r.text, r.is_error) for r in rec.tool_results]
+        for call_id, text, is_error in results:
+            self._text(text)
+            called = pending.pop(call_id or "", None) or "tool call"
+            errors = _errors(text)
+            if is_error or errors:
+                detail = errors[0] if errors else text
+                self.blocked.setdefault(_clip(f"{called}: {detail}", limit), None)
+            else:
+                self.done.setdefault(called, None)
+
+
+class ExtractiveSummarizer:
+    """Offline, deterministic summaries in the same section layout the LLM prompts ask for.
+
+    It keeps the user's requests, stated constraints, tool calls done or failing (with the
+    error line), decision and next-step sentences, file paths and function names. With a
+    previous summary, its items are kept and the new ones appended (oldest dropped first when a
+    section is over ``max_items``). Output is cut to fit ``request.max_tokens`` at
+    ``chars_per_token`` (3 by default: conservative for real tokenizers).
+    """
+
+    def __init__(self, *, max_items: int = 12, max_item_chars: int = 240,
+                 chars_per_token: float = 3.0) -> None:
+        if max_items < 1 or max_item_chars < 16 or chars_per_token <= 0:
+            raise CompactionError(
+                "ExtractiveSummarizer needs max_items >= 1, max_item_chars >= 16 and "
+                f"chars_per_token > 0; got {max_items}, {max_item_chars}, {chars_per_token}")
+        self.max_items, self.max_item_chars = max_items, max_item_chars
+        self.chars_per_token = chars_per_token
+
+    def __call__(self, request: SummaryRequest) -> str:
+        facts = _Facts(request.messages, self.max_item_chars)
+        budget = max(1, int(request.max_tokens * self.chars_per_token))
+        if request.kind == "turn_prefix":
+            return self._fit(lambda cap: self._prefix(facts, cap), budget)
+        previous = parse_sections(request.previous_summary or "")
+        return self._fit(lambda cap: self._summary(facts, previous, request.focus, cap), budget)
+
+    def _fit(self, render: Any, budget: int) -> str:
+        cap = self.max_items
+        text: str = render(cap)
+        while len(text) > budget and cap > 1:
+            cap -= 1
+            text = render(cap)
+        return text if len(text) <= budget else text[: max(0, budget - 1)] + "…"
+
+    @staticmethod
+    def _items(groups: Iterable[Iterable[str]], cap: int, *, newest: bool = True) -> list[str]:
+        merged = list(dict.fromkeys(item for group in groups for item in group))
+        return merged[-cap:] if newest else merged[:cap]
+
+    def _summary(self, facts: _Facts, previous: Mapping[str, list[str]], focus: str | None,
+                 cap: int) -> str:
+        goal = self._items([previous.get("Goal", []), facts.requests[:1]], cap, newest=False)
+        if focus:
+            goal.append(f"Focus: {_clip(focus, self.max_item_chars)}")
+        done_now = set(facts.done)
+        in_progress = [i for i in previous.get("In Progress", []) if i not in done_now]
+        next_steps = list(facts.next_steps)
+        if facts.requests and len(facts.requests) > 1:
+            next_steps.append(f"Continue with the latest request: {facts.requests[-1]}")
+        context = [*(f"File: {f}" for f in facts.files),
+                   *(f"Function: {f}" for f in facts.functions)]
+        if facts.last_reply:
+            context.append(f"Last assistant reply: {facts.last_reply}")
+        sections = {
+            "Goal": goal,
+            "Constraints & Preferences": self._items(
+                [previous.get("Constraints & Preferences", []), facts.constraints], cap),
+            "Done": self._items([previous.get("Done", []), facts.done], cap),
+            "In Progress": self._items([in_progress, facts.in_progress], cap),
+            "Blocked": self._items([previous.get("Blocked", []), facts.blocked], cap),
+            "Key Decisions": self._items([previous.get("Key Decisions", []), facts.decisions],
+                                         cap),
+            "Next Steps": self._items([next_steps or previous.get("Next Steps", [])], cap),
+            "Critical Context": self._items([previous.get("Critical Context", []), context],
+                                            2 * cap),
+        }
+        return render_summary(sections)
+
+    def _prefix(self, facts: _Facts, cap: int) -> str:
+        sections = {
+            "Original Request": facts.requests[:1] or ["(not in the summarized part)"],
+            "Early Progress": self._items([facts.done, facts.blocked, facts.in_progress], cap),
+            "Context for Suffix": self._items(
+                [[f"File: {f}" for f in facts.files], facts.decisions,
+                 [f"Last assistant reply: {facts.last_reply}"] if facts.last_reply else []],
+                cap),
+        }
+        return "\n\n".join(f"## {title}\n" + _bullets(sections[title])
+                           for title in PREFIX_SECTIONS)
+
+
+def _bullets(items: Sequence[str], marker: str = "- ") -> str:
+    return "\n".join(f"{marker}{item}" for item in items) if items else f"{marker}(none)"
+
+
+def render_summary(sections: Mapping[str, Sequence[str]]) -> str:
+    """Render section items in the documented layout (missing sections say ``(none)``)."""
+    parts = []
+    for title in SUMMARY_SECTIONS:
+        if title == "Progress":
+            marks = {"Done": "- [x] ", "In Progress": "- [ ] ", "Blocked": "- "}
+            sub = [f"### {name}\n" + _bullets(sections.get(name, []), marks[name])
+                   for name in PROGRESS_SUBSECTIONS]
+            parts.append("## Progress\n" + "\n\n".join(sub))
+        elif title == "Goal":
+            goal = sections.get("Goal", [])
+            parts.append("## Goal\n" + ("\n".join(goal) if len(goal) == 1 else _bullets(goal)))
+        elif title == "Next Steps":
+            steps = sections.get("Next Steps", [])
+            body = "\n".join(f"{n}. {s}" for n, s in enumerate(steps, 1)) or "1. (none)"
+            parts.append("## Next Steps\n" + body)
+        else:
+            parts.append(f"## {title}\n" + _bullets(sections.get(title, [])))
+    return "\n\n".join(parts)

@@ -1,0 +1,306 @@
+"""When to compact: threshold rules, the pre-compaction flush hook, overflow detection and the
+compact-once-and-retry helper.
+
+Threshold rules: Pi's ``tokens > window - reserve`` (strict, via ``compat.pi.should_compact``)
+with OpenClaw's reserve floor (the reserve is at least ``reserve_floor``; 0 disables the floor),
+and optionally Kimi CLI's ``tokens >= window * ratio``. The soft-threshold hook fires once per
+compaction cycle when tokens reach ``window - reserve - soft_threshold_tokens`` (with OpenClaw's
+defaults the reserve is the 20000 floor), so an app can save notes before history is summarized.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..compat import pi
+from ..errors import CompactionError, ConfigurationError, ContextOverflowError
+from .entry import CompactionEntry
+from .policies import CompactionPolicy
+from .runner import acompact_manager, compact_manager, state_of
+
+T = TypeVar("T")
+
+# --- Overflow detection ----------------------------------------------------------------------
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def _error_texts(error: Any) -> tuple[list[str], list[Any]]:
+    """Texts and error codes an SDK exception (or error body) carries, duck-typed."""
+    texts: list[str] = []
+    codes: list[Any] = [_get(error, "code"), _get(error, "type")]
+    if isinstance(error, BaseException):
+        texts.append(str(error))
+    message = _get(error, "message")
+    if isinstance(message, str):
+        texts.append(message)
+    body = error if isinstance(error, Mapping) else getattr(error, "body", None)
+    if isinstance(body, Mapping):
+        inner = body.get("error")
+        for source in (body, inner) if isinstance(inner, Mapping) else (body,):
+            codes += [source.get("code"), source.get("type")]
+            if isinstance(source.get("message"), str):
+                texts.append(source["message"])
+        if isinstance(inner, str):
+            texts.append(inner)
+    elif isinstance(body, str):
+        texts.append(body)
+    texts += [c for c in codes if isinstance(c, str)]
+    return texts, codes
+
+
+def _status(error: Any) -> Any:
+    status = _get(error, "status_code")
+    return status if status is not None else _get(error, "status")
+
+
+def _pi_error(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [], "stopReason": "error", "errorMessage": text}
+
+
+def _response_as_pi(response: Any) -> dict[str, Any] | None:
+    """An OpenAI chat completion or Anthropic message reply as the Pi message Pi would record."""
+    usage = _get(response, "usage")
+    if usage is None:
+        return None
+    choices = _get(response, "choices")
+    if choices:  # OpenAI: prompt_tokens already include cached ones
+        finish = _get(choices[0], "finish_reason")
+        stop = "length" if finish == "length" else "stop"
+        used = {"input": _get(usage, "prompt_tokens") or 0, "cacheRead": 0,
+                "output": _get(usage, "completion_tokens") or 0}
+    elif _get(response, "stop_reason") is not None:  # Anthropic
+        stop = "length" if _get(response, "stop_reason") == "max_tokens" else "stop"
+        used = {"input": _get(usage, "input_tokens") or 0,
+                "cacheRead": _get(usage, "cache_read_input_tokens") or 0,
+                "output": _get(usage, "output_tokens") or 0}
+    else:
+        return None
+    return {"role": "assistant", "content": [], "stopReason": stop, "usage": used}
+
+
+def _is_reply(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return "stopReason" in value or value.get("role") == "assistant" or "choices" in value
+    return _get(value, "choices") is not None or _get(value, "stop_reason") is not None
+
+
+def is_context_overflow(error_or_message: Any, context_window: int | None = None) -> bool:
+    """True when a provider said the prompt did not fit the model's context window.
+
+    Accepts a Pi-shaped assistant message (Pi's rule, exactly), an OpenAI / Anthropic SDK
+    exception or error body (duck-typed: ``code == "context_length_exceeded"``, HTTP 413, or
+    ``str(error)`` / ``.message`` / ``.body`` matching Pi's provider patterns; HTTP 429 and
+    rate-limit texts never count), a plain error string, or, given ``context_window``, an
+    OpenAI / Anthropic reply whose usage shows a silent overflow (Pi's usage checks).
+    """
+    value = error_or_message
+    if isinstance(value, str):
+        return pi.is_context_overflow(_pi_error(value))
+    if isinstance(value, Mapping) and ("stopReason" in value or value.get("role") == "assistant"):
+        return pi.is_context_overflow(value, context_window)
+    if not isinstance(value, BaseException) and _is_reply(value):
+        as_pi = _response_as_pi(value)
+        return bool(context_window) and as_pi is not None and pi.is_context_overflow(
+            as_pi, context_window)
+    status = _status(value)
+    if status == 429:
+        return False
+    texts, codes = _error_texts(value)
+    if "context_length_exceeded" in codes or status == 413:
+        return True
+    return bool(texts) and pi.is_context_overflow(_pi_error("\n".join(texts)))
+
+
+# --- Threshold triggers ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FlushInfo:
+    """Passed to the soft-threshold hook: where the tokens stand and which cycle this is."""
+
+    tokens: int
+    threshold: int
+    context_window: int
+    cycle: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionTriggers:
+    """Automatic compaction rules; call :meth:`before_request` before each model call.
+
+    ``reserve_tokens`` (Pi, default 16384) is raised to ``reserve_floor`` (OpenClaw, default
+    20000; 0 disables the floor). ``ratio`` adds Kimi CLI's ``tokens >= window * ratio`` rule
+    (Kimi uses 0.85). ``on_flush`` is called once per compaction cycle when tokens reach
+    ``window - reserve - soft_threshold_tokens``.
+    """
+
+    reserve_tokens: int = int(pi.DEFAULT_COMPACTION_SETTINGS["reserveTokens"])
+    reserve_floor: int = 20_000
+    ratio: float | None = None
+    soft_threshold_tokens: int = 4000
+    on_flush: Callable[[FlushInfo], Any] | None = None
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        if min(self.reserve_tokens, self.reserve_floor, self.soft_threshold_tokens) < 0:
+            raise ConfigurationError(
+                "reserve_tokens, reserve_floor and soft_threshold_tokens must be >= 0; got "
+                f"{self.reserve_tokens}, {self.reserve_floor}, {self.soft_threshold_tokens}")
+        if self.ratio is not None and not 0 < self.ratio <= 1:
+            raise ConfigurationError(f"ratio must be in (0, 1], got {self.ratio}")
+
+    @property
+    def effective_reserve(self) -> int:
+        return max(self.reserve_tokens, self.reserve_floor)
+
+    def should_compact(self, tokens: int, context_window: int) -> bool:
+        """Pi's strict rule on the floored reserve, or the ratio rule when configured."""
+        settings = {"enabled": self.enabled, "reserveTokens": self.effective_reserve}
+        if pi.should_compact(tokens, context_window, settings):
+            return True
+        return self.enabled and self.ratio is not None and tokens >= context_window * self.ratio
+
+    def flush_threshold(self, context_window: int) -> int:
+        return context_window - self.effective_reserve - self.soft_threshold_tokens
+
+    def should_flush(self, tokens: int, context_window: int) -> bool:
+        return self.enabled and tokens >= self.flush_threshold(context_window)
+
+    def _flush(self, manager: Any, tokens: int, window: int) -> Any:
+        state = state_of(manager)
+        if self.on_flush is None or not self.should_flush(tokens, window):
+            return None
+        if state.flushed_cycle == state.cycle:
+            return None  # already flushed since the last compaction
+        state.flushed_cycle = state.cycle
+        return self.on_flush(FlushInfo(tokens, self.flush_threshold(window), window, state.cycle))
+
+    def before_request(self, manager: Any, summarizer: Any = None, *,
+                       policy: CompactionPolicy | None = None, tokens: int | None = None,
+                       context_window: int | None = None) -> CompactionEntry | None:
+        """Fire the flush hook if due, then compact (reason ``threshold``) if due.
+
+        ``tokens`` defaults to ``manager.used_tokens`` (usage-anchored when recorded) and
+        ``context_window`` to ``manager.max_tokens``. Returns the entry when it compacted.
+        """
+        window = context_window or manager.max_tokens
+        current = manager.used_tokens if tokens is None else tokens
+        result = self._flush(manager, current, window)
+        if inspect.isawaitable(result):
+            raise ConfigurationError("on_flush returned an awaitable; use abefore_request")
+        if tokens is None:
+            current = manager.used_tokens  # the hook may have changed the history
+        if not self.should_compact(current, window):
+            return None
+        return compact_manager(manager, summarizer, policy=policy, reason="threshold")
+
+    async def abefore_request(self, manager: Any, summarizer: Any = None, *,
+                              policy: CompactionPolicy | None = None, tokens: int | None = None,
+                              context_window: int | None = None) -> CompactionEntry | None:
+        """Async :meth:`before_request` (the flush hook may be async too)."""
+        window = context_window or manager.max_tokens
+        current = manager.used_tokens if tokens is None else tokens
+        result = self._flush(manager, current, window)
+        if inspect.isawaitable(result):
+            await result
+        if tokens is None:
+            current = manager.used_tokens
+        if not self.should_compact(current, window):
+            return None
+        return await acompact_manager(manager, summarizer, policy=policy, reason="threshold")
+
+
+# --- Overflow recovery -------------------------------------------------------------------------
+
+
+def _unrecoverable(manager: Any, cause: Any, context_window: int | None, why: str
+                   ) -> ContextOverflowError:
+    budget = context_window or manager.max_tokens
+    return ContextOverflowError(
+        f"the provider reported a context overflow {why} (our count: {manager.used_tokens} "
+        f"tokens of {budget}); compact with a smaller keep_recent_tokens / "
+        f"max_preserved_messages, or use a model with a larger window. Provider said: {cause}",
+        required=int(manager.used_tokens), budget=int(budget))
+
+
+def _overflowed(reply: Any, context_window: int | None) -> bool:
+    return _is_reply(reply) and is_context_overflow(reply, context_window)
+
+
+def send_with_recovery(manager: Any, send: Callable[[list[Any]], T], *, summarizer: Any = None,
+                       policy: CompactionPolicy | None = None, focus: str | None = None,
+                       context_window: int | None = None,
+                       triggers: CompactionTriggers | None = None) -> T:
+    """``send(manager.get_context())``; on a context overflow compact once and resend once.
+
+    An overflow is an exception or a returned reply that :func:`is_context_overflow` accepts.
+    A second overflow, or a compaction that finds nothing to summarize, raises
+    ``ContextOverflowError`` (chained to the provider's error). ``triggers`` run first.
+    """
+    if triggers is not None:
+        triggers.before_request(manager, summarizer, policy=policy)
+    try:
+        reply = send(manager.get_context())
+    except Exception as exc:
+        if not is_context_overflow(exc, context_window):
+            raise
+        first: Any = exc
+    else:
+        if not _overflowed(reply, context_window):
+            return reply
+        first = reply
+    try:
+        compact_manager(manager, summarizer, focus=focus, policy=policy, reason="overflow",
+                        will_retry=True)
+    except CompactionError as exc:
+        raise _unrecoverable(manager, first, context_window, "and compaction could not help: "
+                             f"{exc}") from exc
+    try:
+        reply = send(manager.get_context())
+    except Exception as exc:
+        if is_context_overflow(exc, context_window):
+            raise _unrecoverable(manager, exc, context_window, "again after compacting") from exc
+        raise
+    if _overflowed(reply, context_window):
+        raise _unrecoverable(manager, reply, context_window, "again after compacting")
+    return reply
+
+
+async def asend_with_recovery(manager: Any, send: Callable[[list[Any]], Awaitable[T]], *,
+                              summarizer: Any = None, policy: CompactionPolicy | None = None,
+                              focus: str | None = None, context_window: int | None = None,
+                              triggers: CompactionTriggers | None = None) -> T:
+    """Async :func:`send_with_recovery` (``send`` returns an awaitable)."""
+    if triggers is not None:
+        await triggers.abefore_request(manager, summarizer, policy=policy)
+    try:
+        reply = await send(manager.get_context())
+    except Exception as exc:
+        if not is_context_overflow(exc, context_window):
+            raise
+        first: Any = exc
+    else:
+        if not _overflowed(reply, context_window):
+            return reply
+        first = reply
+    try:
+        await acompact_manager(manager, summarizer, focus=focus, policy=policy,
+                               reason="overflow", will_retry=True)
+    except CompactionError as exc:
+        raise _unrecoverable(manager, first, context_window, "and compaction could not help: "
+                             f"{exc}") from exc
+    try:
+        reply = await send(manager.get_context())
+    except Exception as exc:
+        if is_context_overflow(exc, context_window):
+            raise _unrecoverable(manager, exc, context_window, "again after compacting") from exc
+        raise
+    if _overflowed(reply, context_window):
+        raise _unrecoverable(manager, reply, context_window, "again after compacting")
+    return reply
