@@ -259,6 +259,19 @@ def test_identical_texts_are_encoded_once() -> None:
     assert counter.cache_info().currsize == 8
 
 
+def test_long_texts_are_cached_in_a_small_bounded_tier() -> None:
+    from context_manager.counting.cache import LONG_ENTRIES, LONG_TEXT
+
+    counter = TiktokenCounter("gpt-4o", cache_size=1000)
+    long_prompt = "Follow the style guide. " * (LONG_TEXT // 10)
+    first = counter.count_text(long_prompt)
+    assert counter.count_text(long_prompt) == first
+    assert counter.cache_info().hits == 1
+    for i in range(LONG_ENTRIES + 10):
+        counter.count_text(f"{i} " + long_prompt)
+    assert counter.cache_info().currsize == LONG_ENTRIES
+
+
 def test_cache_can_be_disabled() -> None:
     counter = TiktokenCounter("gpt-4o", cache_size=0)
     assert counter.count_text("hello world") == 2

@@ -9,14 +9,12 @@ text, unmodelled parts, and ``image_tokens`` per image.
 
 from __future__ import annotations
 
-import functools
 from abc import abstractmethod
-from collections.abc import Callable
-from typing import Any
 
 from ..errors import ConfigurationError
 from ..messages import Message
 from .base import TokenCounter
+from .cache import CacheInfo, TextCountCache
 
 DEFAULT_CACHE_SIZE = 4096
 
@@ -41,9 +39,7 @@ class FramedCounter(TokenCounter):
         self.prompt_overhead = prompt_overhead
         self.tool_call_overhead = tool_call_overhead
         self.image_tokens = image_tokens
-        self._count_cached: Callable[[str], int] = functools.lru_cache(maxsize=cache_size)(
-            self._encode_len
-        )
+        self._count_cached = TextCountCache(self._encode_len, cache_size)
 
     @abstractmethod
     def _encode_len(self, text: str) -> int:
@@ -52,9 +48,9 @@ class FramedCounter(TokenCounter):
     def count_text(self, text: str) -> int:
         return self._count_cached(text) if text else 0
 
-    def cache_info(self) -> Any:
-        """``functools`` cache statistics (hits, misses, currsize) of the text cache."""
-        return self._count_cached.cache_info()  # type: ignore[attr-defined]
+    def cache_info(self) -> CacheInfo:
+        """Statistics (hits, misses, maxsize, currsize) of the text cache."""
+        return self._count_cached.info()
 
     def count_message(self, message: Message) -> int:
         count = self.count_text

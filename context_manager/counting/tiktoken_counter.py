@@ -20,14 +20,14 @@ unmodelled parts are counted as text, so they are never free.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..models import find_model
 from .base import TokenCounter
+from .cache import CacheInfo, TextCountCache
 from .openai_formula import (
     ImageCosts,
     image_costs_for,
@@ -95,9 +95,7 @@ class TiktokenCounter(TokenCounter):
         # gpt-3.5's ChatML puts a newline after the role and after each message.
         gpt35 = bool(model) and str(model).lower().startswith("gpt-3.5")
         self._chatml_frame = 4 if gpt35 else 3
-        self._count_cached: Callable[[str], int] = functools.lru_cache(maxsize=cache_size)(
-            self._encode_len
-        )
+        self._count_cached = TextCountCache(self._encode_len, cache_size)
         self._role_tokens = {
             role: self._encode_len(role)
             for role in ("system", "developer", "user", "assistant", "tool")
@@ -110,9 +108,9 @@ class TiktokenCounter(TokenCounter):
         """Tokens of ``text`` with special-token strings read as plain text."""
         return self._count_cached(text) if text else 0
 
-    def cache_info(self) -> Any:
-        """``functools`` cache statistics (hits, misses, currsize) of the text cache."""
-        return self._count_cached.cache_info()  # type: ignore[attr-defined]
+    def cache_info(self) -> CacheInfo:
+        """Statistics (hits, misses, maxsize, currsize) of the text cache."""
+        return self._count_cached.info()
 
     def count_message(self, message: Message) -> int:
         count = self._count_cached
