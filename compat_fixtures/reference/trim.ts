@@ -160,7 +160,7 @@ export function readConversation(messages: unknown[], options: TrimOptions): Con
   const answered = new Set<string>(); // every call id that has its result
   let latestUser = -1;
   for (let i = first; i < messages.length; i++) {
-    const record = i === 0 && head !== null ? head : normalize(messages[i], i);
+    const record = i === 0 && head !== null ? head : normalize(messages[i], i); // message 0: read above
     const answers = resultIds(record);
     const open = groups.length > 0 ? groups[groups.length - 1] : null;
     const waiting = open !== null ? open.pending : [];
