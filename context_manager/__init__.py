@@ -5,7 +5,7 @@ counted once; ask for the context that fits. Tool calls and their results stay t
 system prompt and pinned messages stay put, and the latest user message is always sent.
 """
 
-from .counting import CharEstimator, TokenCounter, get_counter
+from .counting import CharEstimator, TokenCounter, count_tokens, get_counter
 from .errors import (
     CompactionError,
     ConfigurationError,
@@ -18,6 +18,7 @@ from .errors import (
 from .groups import repair
 from .manager import ContextStats, MessageContextManager
 from .messages import Image, Message, ToolCall, ToolResult, normalize
+from .models import ModelInfo, get_model, register_model
 from .strategies import FIFO, Priority, SlidingWindow, Strategy
 from .trim import trim
 
@@ -35,6 +36,7 @@ __all__ = [
     "InvalidMessageError",
     "Message",
     "MessageContextManager",
+    "ModelInfo",
     "Priority",
     "SlidingWindow",
     "StoreCorruptionError",
@@ -43,8 +45,11 @@ __all__ = [
     "TokenizerUnavailableError",
     "ToolCall",
     "ToolResult",
+    "count_tokens",
     "get_counter",
+    "get_model",
     "normalize",
+    "register_model",
     "repair",
     "trim",
 ]

@@ -101,8 +101,10 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     manager = MessageContextManager(args.max_tokens, strategy="sliding_window", reserve_ratio=0.2)
     manager.extend(messages)
     kept = manager.get_context()
-    out.write(f"Sample conversation: {len(messages)} messages; window {args.max_tokens} tokens, "
-              f"20% reserved for the reply.\nKept, in order:\n")
+    out.write(
+        f"Sample conversation: {len(messages)} messages; window {args.max_tokens} tokens, "
+        f"20% reserved for the reply.\nKept, in order:\n"
+    )
     for message in kept:
         out.write("  " + _preview(message) + "\n")
     out.write(summary_line(manager.stats(), len(messages)) + "\n")
@@ -117,8 +119,17 @@ def cmd_count(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         tokens = manager.add(message)
         rows.append({"index": i, "role": normalize(message, i).role, "tokens": tokens})
     stats = manager.stats()
-    json.dump({"messages": rows, "total": manager.token_count, "prompt_total": stats.used_tokens,
-               "by_role": stats.tokens_by_role, "counter": stats.counter}, out, indent=1)
+    json.dump(
+        {
+            "messages": rows,
+            "total": manager.token_count,
+            "prompt_total": stats.used_tokens,
+            "by_role": stats.tokens_by_role,
+            "counter": stats.counter,
+        },
+        out,
+        indent=1,
+    )
     out.write("\n")
     return 0
 
@@ -181,8 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
         if budget:
             p.add_argument("--max-tokens", type=int, default=None, help="context window")
             p.add_argument("--reserve-tokens", type=int, default=None, help="output reserve")
-            p.add_argument("--strategy", default="sliding_window",
-                           choices=["fifo", "sliding_window", "priority"])
+            p.add_argument(
+                "--strategy",
+                default="sliding_window",
+                choices=["fifo", "sliding_window", "priority"],
+            )
             p.add_argument("--max-messages", type=int, default=None)
 
     demo = sub.add_parser("demo", help="trim the bundled sample conversation")

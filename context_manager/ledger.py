@@ -190,11 +190,14 @@ class Ledger:
     def group_of_seq(self, position: int) -> int:
         """Index of the group holding absolute message ``position`` (or the next one held)."""
         flat = bisect_left(self.seq, position)
-        return bisect_right(self.group_start, flat) - 1 if flat < len(self.seq) else len(
-            self.group_start)
+        return (
+            bisect_right(self.group_start, flat) - 1
+            if flat < len(self.seq)
+            else len(self.group_start)
+        )
 
     def evict_before(self, new_floor: int) -> list[Any]:
-        """Move the floor; unpinned groups passed over are dropped (the latest user turn is kept)."""
+        """Move the floor; unpinned groups passed over are dropped (latest user turn kept)."""
         evicted: list[Any] = []
         for g in range(self.floor, new_floor):
             if self.group_pinned[g]:

@@ -75,7 +75,9 @@ class SlidingWindow(Strategy):
         if cap is not None:
             start = max(start, _cap_start(ledger, cap, lo, hi))
         if protected < 0 or protected >= start:
-            return Selection([(start, hi)] if start < hi else [], ledger.cum[hi] - ledger.cum[start])
+            return Selection(
+                [(start, hi)] if start < hi else [], ledger.cum[hi] - ledger.cum[start]
+            )
         # The latest user turn lies outside the window: keep it, then what fits after it.
         p_tokens = ledger.cum[protected + 1] - ledger.cum[protected]
         after = max(start, protected + 1)
@@ -165,14 +167,12 @@ class Priority(Strategy):
         return Selection(runs, kept_tokens)
 
 
-STRATEGIES: dict[str, type[Strategy]] = {
-    cls.name: cls for cls in (FIFO, SlidingWindow, Priority)
-}
+STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (FIFO, SlidingWindow, Priority)}
 _ALIASES = {"sliding": "sliding_window", "window": "sliding_window", "last": "sliding_window"}
 
 
 def get_strategy(spec: str | Strategy, *, max_messages: int | None = None) -> Strategy:
-    """Resolve a strategy by name (``fifo``, ``sliding_window``, ``priority``) or pass one through."""
+    """Resolve a strategy name (``fifo``, ``sliding_window``, ``priority``) or pass one through."""
     if isinstance(spec, Strategy):
         return spec
     name = _ALIASES.get(spec, spec)

@@ -23,8 +23,9 @@ class NaiveGroup:
     has_user: bool = False
 
 
-def build_groups(messages: list[Any], counter: TokenCounter, pinned: set[int],
-                 priorities: list[int]) -> list[NaiveGroup]:
+def build_groups(
+    messages: list[Any], counter: TokenCounter, pinned: set[int], priorities: list[int]
+) -> list[NaiveGroup]:
     groups: list[NaiveGroup] = []
     for i, m in enumerate(messages):
         rec = normalize(m)
@@ -42,9 +43,16 @@ def build_groups(messages: list[Any], counter: TokenCounter, pinned: set[int],
     return groups
 
 
-def naive_select(messages: list[Any], *, counter: TokenCounter, budget: int, strategy: str,
-                 pinned: set[int] | None = None, priorities: list[int] | None = None,
-                 max_messages: int | None = None) -> list[int] | str:
+def naive_select(
+    messages: list[Any],
+    *,
+    counter: TokenCounter,
+    budget: int,
+    strategy: str,
+    pinned: set[int] | None = None,
+    priorities: list[int] | None = None,
+    max_messages: int | None = None,
+) -> list[int] | str:
     """Indices kept (system prompt first), or ``"overflow"``.
 
     ``budget`` is the input budget (window minus reserve). The first message is the system prompt
@@ -60,8 +68,9 @@ def naive_select(messages: list[Any], *, counter: TokenCounter, budget: int, str
         rest = rest[1:]
         fixed += counter.count_message(normalize(messages[0]))
     sub = [messages[i] for i in rest]
-    groups = build_groups(sub, counter, {rest.index(p) for p in pinned if p in rest},
-                          [priorities[i] for i in rest])
+    groups = build_groups(
+        sub, counter, {rest.index(p) for p in pinned if p in rest}, [priorities[i] for i in rest]
+    )
     for g in groups:
         g.indices = [rest[i] for i in g.indices]
         g.has_user = any(normalize(messages[i]).role == "user" for i in g.indices)
@@ -87,18 +96,24 @@ def naive_select(messages: list[Any], *, counter: TokenCounter, budget: int, str
         return sum(len(groups[g].indices) for g in gis)
 
     if strategy == "sliding_window":
-        s = next(s for s in range(n + 1) if cost(range(s, n)) <= room
-                 and (max_messages is None or msgs(range(s, n)) <= max_messages))
+        s = next(
+            s
+            for s in range(n + 1)
+            if cost(range(s, n)) <= room
+            and (max_messages is None or msgs(range(s, n)) <= max_messages)
+        )
         if p is not None and p < s:
             keep.add(p)
             cap = None if max_messages is None else max(max_messages - len(groups[p].indices), 0)
-            s = next(t for t in range(max(s, p + 1), n + 1) if cost(range(t, n)) <= room - tp
-                     and (cap is None or msgs(range(t, n)) <= cap))
+            s = next(
+                t
+                for t in range(max(s, p + 1), n + 1)
+                if cost(range(t, n)) <= room - tp and (cap is None or msgs(range(t, n)) <= cap)
+            )
         keep |= set(range(s, n))
     elif strategy == "priority":
         kept = {gi for gi, g in enumerate(groups) if not g.pinned}
-        order = sorted((g.priority, gi) for gi, g in enumerate(groups)
-                       if not g.pinned and gi != p)
+        order = sorted((g.priority, gi) for gi, g in enumerate(groups) if not g.pinned and gi != p)
         for _, gi in order:
             if sum(groups[k].tokens for k in kept) <= room:
                 break

@@ -65,11 +65,17 @@ def test_repair_drops_orphans_and_fills_missing_results() -> None:
 
 
 def test_repair_in_anthropic_shape_and_mixed_turns() -> None:
-    tool_use = {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]}
-    mixed_orphan = {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "zzz", "content": "?"},
-        {"type": "text", "text": "keep me"},
-    ]}
+    tool_use = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}],
+    }
+    mixed_orphan = {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "zzz", "content": "?"},
+            {"type": "text", "text": "keep me"},
+        ],
+    }
     fixed = repair([USER, tool_use, mixed_orphan])
     filler = fixed[2]
     assert filler["role"] == "user" and filler["content"][0]["tool_use_id"] == "t"

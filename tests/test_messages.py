@@ -61,7 +61,11 @@ def test_anthropic_blocks() -> None:
         {
             "role": "user",
             "content": [
-                {"type": "tool_result", "tool_use_id": "tu1", "content": [{"type": "text", "text": "x"}]},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "tu1",
+                    "content": [{"type": "text", "text": "x"}],
+                },
                 {"type": "text", "text": "and also"},
             ],
         }
@@ -73,9 +77,7 @@ def test_anthropic_blocks() -> None:
 
 def test_langchain_objects_are_accepted_as_they_are() -> None:
     messages = pytest.importorskip("langchain_core.messages")
-    ai = messages.AIMessage(
-        content="", tool_calls=[{"name": "f", "args": {"q": "v"}, "id": "lc1"}]
-    )
+    ai = messages.AIMessage(content="", tool_calls=[{"name": "f", "args": {"q": "v"}, "id": "lc1"}])
     tool = messages.ToolMessage(content="res", tool_call_id="lc1")
     human = messages.HumanMessage(content="hi")
     system = messages.SystemMessage(content="be brief")
@@ -99,7 +101,10 @@ def test_own_message_passes_through() -> None:
         ({"role": "wizard", "content": "x"}, "unknown role 'wizard'"),
         ({"role": "user", "content": 42}, "content must be a string or a list"),
         ({"role": "tool", "content": "x"}, "tool_call_id"),
-        ({"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}, "without a string 'id'"),
+        (
+            {"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]},
+            "without a string 'id'",
+        ),
         ({"role": "assistant", "tool_calls": [{"id": "a", "function": {}}]}, "needs 'function'"),
         ({"role": "user", "content": [{"type": "tool_result"}]}, "tool_use_id"),
         ({"role": "user", "content": [7]}, "content parts must be objects"),
@@ -134,7 +139,9 @@ def test_estimator_counts_tool_calls_results_and_images() -> None:
         }
     )
     assert counter.count_message(call) == 2 + 3  # ceil(8/4) + overhead
-    image = normalize({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]})
+    image = normalize(
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}
+    )
     assert counter.count_message(image) == 0 + 3 + 85
     assert counter.count_prompt([call, image]) == 5 + 88 + 3
     unknown = normalize({"role": "user", "content": [{"type": "audio", "data": "xxxx"}]})
@@ -145,8 +152,13 @@ def test_input_is_never_mutated() -> None:
     msgs = [
         {"role": "system", "content": "s"},
         {"role": "user", "content": [{"type": "text", "text": "q"}]},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c", "content": "r"},
     ]
     before = copy.deepcopy(msgs)

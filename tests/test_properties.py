@@ -43,8 +43,9 @@ def assert_protocol_valid(kept: list[Any]) -> None:
     assert issued == answered, f"calls without results: {issued - answered}"
 
 
-def check_invariants(manager: MessageContextManager, messages: list[Any], kept: list[Any],
-                     pinned: set[int]) -> None:
+def check_invariants(
+    manager: MessageContextManager, messages: list[Any], kept: list[Any], pinned: set[int]
+) -> None:
     idx = positions(kept, messages)
     assert idx == sorted(idx), "order changed"
     assert_protocol_valid(kept)
@@ -53,14 +54,17 @@ def check_invariants(manager: MessageContextManager, messages: list[Any], kept: 
     assert manager.context_tokens() == COUNTER.count_prompt(recs)
     held = manager.messages + ([] if manager.system_prompt is None else [None])
     assert manager.token_count == sum(
-        COUNTER.count_message(normalize(m)) for m in manager.messages) + (
-        COUNTER.count_message(normalize(messages[0])) if manager.system_prompt is not None else 0)
+        COUNTER.count_message(normalize(m)) for m in manager.messages
+    ) + (COUNTER.count_message(normalize(messages[0])) if manager.system_prompt is not None else 0)
     assert len(held) == len(manager)
     for p in pinned:
         if any(m is messages[p] for m in manager.messages):
             assert p in idx or _in_open_group(manager, messages[p]), "pinned message dropped"
-    users = [i for i, m in enumerate(messages) if normalize(m).role == "user"
-             and any(h is m for h in manager.messages)]
+    users = [
+        i
+        for i, m in enumerate(messages)
+        if normalize(m).role == "user" and any(h is m for h in manager.messages)
+    ]
     if users and not _in_open_group(manager, messages[users[-1]]):
         assert users[-1] in idx, "latest user message dropped"
 
@@ -70,8 +74,10 @@ def _in_open_group(manager: MessageContextManager, message: Any) -> bool:
     if not ledger.open:
         return False
     last = ledger.group_count - 1
-    return any(ledger.originals[i] is message
-               for i in range(ledger.group_start[last], len(ledger.originals)))
+    return any(
+        ledger.originals[i] is message
+        for i in range(ledger.group_start[last], len(ledger.originals))
+    )
 
 
 @st.composite
@@ -97,8 +103,15 @@ def test_matches_naive_oracle(strategy: str, data: Any) -> None:
     manager = MessageContextManager(budget, reserve_tokens=0, strategy=strategy, max_messages=cap)
     for i, m in enumerate(messages):
         manager.add(m, priority=priorities[i], pinned=i in pinned)
-    expected = naive_select(messages, counter=COUNTER, budget=budget, strategy=strategy,
-                            pinned=pinned, priorities=priorities, max_messages=cap)
+    expected = naive_select(
+        messages,
+        counter=COUNTER,
+        budget=budget,
+        strategy=strategy,
+        pinned=pinned,
+        priorities=priorities,
+        max_messages=cap,
+    )
     if expected == "overflow":
         with pytest.raises(ContextOverflowError) as info:
             manager.get_context()
@@ -121,8 +134,12 @@ def naive_fifo_held(messages: list[Any], pinned: set[int], budget: int) -> list[
         seen = messages[:n]
         sys_first = normalize(seen[0]).role in ("system", "developer")
         rest = list(range(1 if sys_first else 0, n))
-        groups = build_groups([seen[i] for i in rest], COUNTER,
-                              {rest.index(p) for p in pinned if p in rest}, [0] * len(rest))
+        groups = build_groups(
+            [seen[i] for i in rest],
+            COUNTER,
+            {rest.index(p) for p in pinned if p in rest},
+            [0] * len(rest),
+        )
         for g in groups:
             g.indices = [rest[i] for i in g.indices]
         fixed = 3 + (COUNTER.count_message(normalize(seen[0])) if sys_first else 0)
@@ -139,8 +156,10 @@ def naive_fifo_held(messages: list[Any], pinned: set[int], budget: int) -> list[
         if sum(groups[g].tokens for g in held if not groups[g].pinned) > room and room >= tp:
             open_last = len(groups) - 1 if groups and groups[-1].pending else None
             for gi in held:
-                if sum(groups[g].tokens for g in held if not groups[g].pinned
-                       and g not in evicted) <= room:
+                if (
+                    sum(groups[g].tokens for g in held if not groups[g].pinned and g not in evicted)
+                    <= room
+                ):
                     break
                 if groups[gi].pinned or gi == open_last:
                     continue
@@ -149,7 +168,8 @@ def naive_fifo_held(messages: list[Any], pinned: set[int], budget: int) -> list[
                     continue
                 evicted.add(gi)
         idx = ([0] if sys_first else []) + [
-            i for gi, g in enumerate(groups) if gi not in evicted for i in g.indices]
+            i for gi, g in enumerate(groups) if gi not in evicted for i in g.indices
+        ]
         history.append(idx)
     return history
 
@@ -159,8 +179,9 @@ def naive_fifo_held(messages: list[Any], pinned: set[int], budget: int) -> list[
 def test_fifo_matches_naive_replay(data: Any) -> None:
     messages, pinned, _, budget, _ = data
     evicted: list[Any] = []
-    manager = MessageContextManager(budget, reserve_tokens=0, strategy="fifo",
-                                    on_evict=evicted.extend)
+    manager = MessageContextManager(
+        budget, reserve_tokens=0, strategy="fifo", on_evict=evicted.extend
+    )
     expected = naive_fifo_held(messages, pinned, budget)
     for i, m in enumerate(messages):
         manager.add(m, pinned=i in pinned)
@@ -170,9 +191,13 @@ def test_fifo_matches_naive_replay(data: Any) -> None:
     assert all(id(m) not in held_ids for m in evicted)
     assert len(evicted) + len(manager) == len(messages)
     held = ([messages[0]] if manager.system_prompt is not None else []) + manager.messages
-    oracle = naive_select(held, counter=COUNTER, budget=budget, strategy="sliding_window",
-                          pinned={i for i, m in enumerate(held) if any(
-                              m is messages[p] for p in pinned)})
+    oracle = naive_select(
+        held,
+        counter=COUNTER,
+        budget=budget,
+        strategy="sliding_window",
+        pinned={i for i, m in enumerate(held) if any(m is messages[p] for p in pinned)},
+    )
     if oracle == "overflow":
         with pytest.raises(ContextOverflowError):
             manager.get_context()
