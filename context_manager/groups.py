@@ -32,7 +32,9 @@ class ToolProtocol:
     def problem(self, rec: Message) -> str | None:
         """Why ``rec`` cannot come next, or None when it can (nothing is changed)."""
         result_ids = rec.result_ids
-        for rid in result_ids:
+        for k, rid in enumerate(result_ids):
+            if rid in result_ids[:k]:
+                return f"duplicate result for tool call {rid!r}"
             if rid in self.pending:
                 continue
             if rid in self._answered:

@@ -8,7 +8,6 @@ untouched beside the record and is what ``get_context()`` gives back.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -129,8 +128,14 @@ class Message:
 
 
 def to_json_text(value: Any) -> str:
-    """Compact JSON, non-ASCII kept as is: the same text JS ``JSON.stringify`` produces."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """The exact text JS ``JSON.stringify`` produces (numbers, key order, lone surrogates).
+
+    Python's ``json.dumps`` differs on floats (``1.0`` vs ``1``, ``1e-05`` vs ``0.00001``),
+    integer-like keys and lone surrogates, and token counts must match the TypeScript side.
+    """
+    from .compat.js import js_stringify  # late: compat.js imports counting, which imports us
+
+    return js_stringify(value)
 
 
 class _Parts:

@@ -6,6 +6,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from .counting import TokenCounter
+from .errors import ConfigurationError
 from .manager import MessageContextManager
 from .strategies import Strategy
 
@@ -29,6 +30,11 @@ def trim(
     ``reserve_tokens`` is given). ``"fifo"`` means the same as ``"sliding_window"`` here: drop the
     oldest groups until the rest fits. ``priorities`` and ``pinned`` are per input index.
     """
+    if priorities is not None and len(priorities) != len(messages):
+        raise ConfigurationError(
+            f"priorities has {len(priorities)} entries for {len(messages)} messages; "
+            "give one priority per message"
+        )
     if isinstance(strategy, str) and strategy == "fifo":
         strategy = "sliding_window"
     manager = MessageContextManager(
