@@ -21,27 +21,13 @@ import {
   ToolMessage,
   trimMessages,
 } from "@langchain/core/messages";
+import { makeRng } from "../lib/rng.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const PACKAGE = "@langchain/core@1.4.0";
 const SEED = 20261121;
 const RANDOM_CASES = 1200;
 
-// ---------------------------------------------------------------- seeded randomness (mulberry32)
-function makeRng(seed) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (lo, hi) => lo + Math.floor(next() * (hi - lo + 1)); // inclusive
-  const pick = (items) => items[Math.floor(next() * items.length)];
-  const chance = (p) => next() < p;
-  return { next, int, pick, chance };
-}
 
 // ---------------------------------------------------------------- the deterministic counter
 /** ceil(UTF-16 units / 4) + 3 + 85 per image part; units = text, name, tool calls, tool_call_id. */

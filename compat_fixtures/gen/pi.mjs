@@ -8,6 +8,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { makeRng as rngFrom } from "../lib/rng.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const modulesDir = join(here, "..", "node_modules", "@mariozechner");
@@ -18,21 +19,6 @@ const AGENT = `${agentPkg.name}@${agentPkg.version}`;
 const AI = `${aiPkg.name}@${aiPkg.version}`;
 
 // ---------------------------------------------------------------------------------------------
-// Seeded randomness (mulberry32): same seed, same fixtures, byte for byte.
-function rngFrom(seed) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (lo, hi) => lo + Math.floor(next() * (hi - lo + 1)); // inclusive
-  const pick = (xs) => xs[Math.floor(next() * xs.length)];
-  const chance = (p) => next() < p;
-  return { next, int, pick, chance };
-}
 
 // Pieces of text chosen to stress UTF-16 lengths, JSON escaping and regexes.
 const WORDS = [

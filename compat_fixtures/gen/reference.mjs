@@ -17,28 +17,13 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { tsImport } from "tsx/esm/api";
+import { makeRng } from "../lib/rng.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const REFERENCE = pathToFileURL(join(here, "..", "reference", "trim.ts")).href;
 const SEEDS = { sliding_window: 20261121, priority: 20261122, invalid: 20261123 };
 const RANDOM_CASES = 1100;
 const BROKEN_CASES = 400;
-
-// ---------------------------------------------------------------- seeded randomness (mulberry32)
-function makeRng(seed) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (lo, hi) => lo + Math.floor(next() * (hi - lo + 1)); // inclusive
-  const pick = (items) => items[Math.floor(next() * items.length)];
-  const chance = (p) => next() < p;
-  return { next, int, pick, chance };
-}
 
 // ---------------------------------------------------------------- texts
 const WORDS = [

@@ -14,6 +14,7 @@
 import { getEncoding } from "js-tiktoken";
 import * as gpt4o from "gpt-tokenizer/model/gpt-4o";
 import * as gpt4 from "gpt-tokenizer/model/gpt-4";
+import { makeRng } from "../lib/rng.mjs";
 
 const GPT_TOKENIZER = "gpt-tokenizer@4.0.0";
 const JS_TIKTOKEN = "js-tiktoken@1.0.21";
@@ -21,21 +22,6 @@ const SEED = 3_2026_11_21;
 const CHAT_CASES = 1000;
 const RAW_CASES = 1200;
 
-// ---------------------------------------------------------------- seeded randomness (mulberry32)
-function makeRng(seed) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (lo, hi) => lo + Math.floor(next() * (hi - lo + 1)); // inclusive
-  const pick = (items) => items[Math.floor(next() * items.length)];
-  const chance = (p) => next() < p;
-  return { next, int, pick, chance };
-}
 
 // ---------------------------------------------------------------- text material (our own words)
 const WORDS = {
