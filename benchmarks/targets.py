@@ -1,0 +1,63 @@
+"""The targets the enforcer checks: the spec's, and our own (stricter) bar.
+
+Each target names one benchmark (its pytest-benchmark ``name``), the statistic compared and the
+limit. Times are medians in seconds, optionally divided by an ``extra_info`` size (per 1K
+characters / tokens). A target whose benchmark is missing from the run counts as missed: a suite
+that stopped running must not pass silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .common import QUICK_MEMORY_SIZES, SIZES, STRATEGIES
+
+
+@dataclass(frozen=True)
+class Target:
+    label: str
+    benchmark: str
+    limit: float
+    #: "median" (seconds), or an ``extra_info`` key holding the value to compare.
+    stat: str = "median"
+    #: ``extra_info`` key the median is divided by (e.g. ``kchars``: per 1K characters).
+    per: str | None = None
+    unit: str = "s"
+    #: "spec" (the issue's targets) or "bar" (our own, stricter; enforced too).
+    kind: str = "spec"
+
+
+MS = 1e-3
+US = 1e-6
+
+
+def targets(quick: bool = False) -> list[Target]:
+    """Every target; ``quick`` runs check memory up to 30k messages instead of 100k."""
+    memory_sizes = QUICK_MEMORY_SIZES if quick else SIZES
+    out: list[Target] = []
+    for counter in ("chars", "tiktoken"):
+        for chars in (200, 2_000):
+            out.append(Target(f"add one ~{chars}-char message ({counter})",
+                              f"test_add[{counter}-{chars}]", 1 * MS))
+    out.append(Target("add one ~200-char message (estimator), few us",
+                      "test_add[chars-200]", 10 * US, kind="bar"))
+    out.append(Target("estimator counting per 1K chars", "test_estimator_count[1000]",
+                      0.1 * MS, per="kchars"))
+    out.append(Target("estimator counting per 1K chars (100K-char message)",
+                      "test_estimator_count[100000]", 0.1 * MS, per="kchars"))
+    out.append(Target("tiktoken counting per 1K tokens", "test_tiktoken_count[4000]",
+                      1 * MS, per="ktokens"))
+    for strategy in STRATEGIES:
+        for n in SIZES:
+            out.append(Target(f"get_context {strategy} @ {n:,} messages",
+                              f"test_get_context[{strategy}-{n}]", 10 * MS))
+        out.append(Target(f"get_context {strategy} @ 100,000 messages < 1 ms",
+                          f"test_get_context[{strategy}-100000]", 1 * MS, kind="bar"))
+    for n in memory_sizes:
+        out.append(Target(f"memory held by the manager / raw UTF-8 @ {n:,}",
+                          f"test_memory[{n}]", 2.0, stat="manager_ratio", unit="x"))
+    largest = max(memory_sizes)
+    out.append(Target(f"memory linear: bytes per raw byte @ {largest:,} vs @ 1,000",
+                      f"test_memory[{largest}]", 1.25, stat="growth_vs_1k", unit="x"))
+    return out
+
