@@ -83,14 +83,13 @@ class _Streams:
     streams takes a fraction of that and still yields distinct texts (offsets are random).
     """
 
-    SIZE = 1 << 18
-
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, size: int) -> None:
         self.rng = rng
-        self.words = rng.choices(WORDS, k=self.SIZE)
-        self.cjk = "".join(rng.choices(CJK, k=self.SIZE))
+        self.size = size
+        self.words = rng.choices(WORDS, k=size)
+        self.cjk = "".join(rng.choices(CJK, k=size))
         lines = []
-        for _ in range(self.SIZE // 16):
+        for _ in range(size // 16):
             a, b, c = rng.choices(IDENTIFIERS, k=3)
             lines.append(rng.choice(CODE_LINES).format(
                 a=a, b=b, c=c, A=a.capitalize(), B=b.capitalize()))
@@ -101,14 +100,14 @@ class _Streams:
 
     def words_text(self, n_chars: int) -> str:
         """English-like prose of about ``n_chars`` characters."""
-        k = min(max(1, n_chars // 6), self.SIZE - 1)
-        o = self._offset(self.SIZE, k)
+        k = min(max(1, n_chars // 6), self.size - 1)
+        o = self._offset(self.size, k)
         text = " ".join(self.words[o : o + k])
         return text[:1].upper() + text[1:] + "."
 
     def cjk_text(self, n_chars: int) -> str:
-        k = min(max(1, n_chars), self.SIZE - 1)
-        o = self._offset(self.SIZE, k)
+        k = min(max(1, n_chars), self.size - 1)
+        o = self._offset(self.size, k)
         return self.cjk[o : o + k] + "。"
 
     def code_text(self, n_chars: int) -> str:
@@ -204,9 +203,12 @@ def system_prompt() -> Message:
     return {"role": "system", "content": "You are a careful coding agent. " * 12}
 
 
-def iter_groups(seed: int = SEED) -> Iterator[list[Message]]:
-    """Endless protocol-valid groups: user turns, assistant prose, tool groups."""
-    s = _streams(seed)
+def iter_groups(seed: int = SEED, chars: int = 1 << 30) -> Iterator[list[Message]]:
+    """Endless protocol-valid groups: user turns, assistant prose, tool groups.
+
+    ``chars`` (a hint of how much text will be drawn) only sizes the random streams.
+    """
+    s = _streams(seed, chars)
     rng = s.rng
     group = 0
     while True:
@@ -224,7 +226,7 @@ def iter_groups(seed: int = SEED) -> Iterator[list[Message]]:
 def generate(n: int, seed: int = SEED) -> list[Message]:
     """A fresh list of ``n`` messages or fewer (system prompt first, whole groups only)."""
     out = [system_prompt()]
-    for group in iter_groups(seed):
+    for group in iter_groups(seed, chars=n * 800):
         if len(out) + len(group) > n:
             break
         out.extend(group)
@@ -263,14 +265,19 @@ def priorities(messages: list[Message], seed: int = SEED) -> list[int]:
     return out
 
 
-def _streams(seed: int) -> _Streams:
-    """Fresh streams for ``seed`` (a new generator each call, so output depends on seed only)."""
-    return _Streams(random.Random(seed))
+def _streams(seed: int, chars: int) -> _Streams:
+    """Fresh streams for ``seed``, sized for about ``chars`` characters of output.
+
+    Small corpora get small streams (drawing 2^18 words costs ~0.3 s); output depends only on
+    the arguments.
+    """
+    size = min(1 << 18, max(1 << 13, 1 << max(chars // 4, 1).bit_length()))
+    return _Streams(random.Random(seed), size)
 
 
 def mixed_text(n_chars: int, seed: int = SEED) -> str:
     """One text of about ``n_chars`` mixed characters."""
-    return _streams(seed).mixed_text(n_chars)
+    return _streams(seed, n_chars).mixed_text(n_chars)
 
 
 def text_pool(n_chars: int, count: int, seed: int = SEED) -> list[Message]:
@@ -278,7 +285,7 @@ def text_pool(n_chars: int, count: int, seed: int = SEED) -> list[Message]:
 
     Each text starts with its number, so no two are equal and a token cache never hits.
     """
-    s = _streams(seed + n_chars)
+    s = _streams(seed + n_chars, n_chars * count)
     return [
         {"role": "user" if i % 2 == 0 else "assistant",
          "content": f"[{i}] " + s.mixed_text(n_chars - 8)}

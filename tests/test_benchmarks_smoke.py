@@ -1,0 +1,110 @@
+"""The benchmark machinery itself: a seeded corpus, an honest protocol checker, a strict enforcer.
+
+No timings are asserted here (speed targets live in ``benchmarks/``, run by
+``python -m benchmarks.enforce``); these tests make sure what the benchmarks measure is real.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import corpus, enforce
+from benchmarks.common import broken_tool_pairs, check_context
+from benchmarks.targets import targets
+from context_manager import MessageContextManager
+
+
+def test_corpus_is_deterministic_and_seed_dependent() -> None:
+    first = corpus.generate(400)
+    assert first == corpus.generate(400)
+    assert first != corpus.generate(400, seed=corpus.SEED + 1)
+    assert corpus.text_pool(2_000, 5) == corpus.text_pool(2_000, 5)
+
+
+def test_corpus_mixes_the_content_it_claims() -> None:
+    messages = corpus.conversation(3_000)
+    text = "\n".join(str(m.get("content") or "") for m in messages)
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in text)  # CJK
+    assert any(ord(ch) > 0xFFFF for ch in text)  # emoji outside the BMP
+    assert "```python" in text and "def " in text
+    assert max(len(m.get("tool_calls") or ()) for m in messages) >= 2  # parallel calls
+    assert {m["role"] for m in messages} == {"system", "user", "assistant", "tool"}
+
+
+def test_prefixes_end_on_group_boundaries_and_are_protocol_valid() -> None:
+    for n in (10, 97, 1_000, 2_501):
+        messages = corpus.conversation(n)
+        assert len(messages) <= n
+        assert broken_tool_pairs(messages) == (0, 0)
+        manager = MessageContextManager(10**9, strategy="sliding_window")
+        manager.extend(messages)  # raises InvalidMessageError on any protocol break
+        assert manager.get_context() == messages
+
+
+def test_text_pool_texts_are_distinct() -> None:
+    pool = corpus.text_pool(200, 2_000)
+    assert len({m["content"] for m in pool}) == len(pool)
+
+
+def test_broken_tool_pairs_sees_orphans_and_dangling_calls() -> None:
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    result_a = {"role": "tool", "tool_call_id": "a", "content": "x"}
+    result_b = {"role": "tool", "tool_call_id": "b", "content": "y"}
+    assert broken_tool_pairs([call, result_a, result_b]) == (0, 0)
+    assert broken_tool_pairs([result_a, result_b]) == (2, 0)
+    assert broken_tool_pairs([call, result_a]) == (0, 1)
+
+
+def test_check_context_rejects_a_context_that_lost_the_history() -> None:
+    manager = MessageContextManager(2_000, strategy="sliding_window")
+    manager.extend(corpus.conversation(200))
+    check_context(manager, 200)  # a healthy manager passes
+    manager._ledger.originals[:] = []  # simulate lost messages behind correct bookkeeping
+    with pytest.raises(AssertionError, match="lost or misread"):
+        check_context(manager, 200)
+
+
+def _run(tmp_path: Path, benchmarks: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"benchmarks": benchmarks}))
+    return path
+
+
+def _passing_run() -> list[dict[str, Any]]:
+    """One benchmark per name, 10x inside every target that reads it."""
+    runs: dict[str, dict[str, Any]] = {}
+    for target in targets(quick=True):
+        bench = runs.setdefault(target.benchmark, {
+            "name": target.benchmark, "stats": {"median": 1.0},
+            "extra_info": {"kchars": 1.0, "ktokens": 1.0}})
+        if target.stat == "median":
+            bench["stats"]["median"] = min(bench["stats"]["median"], target.limit / 10)
+        else:
+            bench["extra_info"][target.stat] = target.limit / 10
+    return list(runs.values())
+
+
+def test_enforcer_passes_when_every_target_is_met(tmp_path: Path) -> None:
+    assert enforce.main(["--quick", "--from-json", str(_run(tmp_path, _passing_run()))]) == 0
+
+
+def test_enforcer_fails_on_a_missed_or_missing_target(tmp_path: Path) -> None:
+    slow = _passing_run()
+    slow[0]["stats"]["median"] = 1.0  # one second to add a message
+    assert enforce.main(["--quick", "--from-json", str(_run(tmp_path, slow))]) == 1
+    assert enforce.main(["--quick", "--from-json", str(_run(tmp_path, _passing_run()[1:]))]) == 1
+
+
+def test_quick_mode_reports_but_does_not_enforce_own_bars(tmp_path: Path) -> None:
+    run = {bench["name"]: bench for bench in _passing_run()}
+    bars = [t for t in targets(quick=True) if t.kind == "bar"]
+    for target in bars:
+        run[target.benchmark]["stats"]["median"] = target.limit * 2  # spec limits are >= 10x
+    path = _run(tmp_path, list(run.values()))
+    assert enforce.main(["--quick", "--from-json", str(path)]) == 0
