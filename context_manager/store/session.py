@@ -10,6 +10,7 @@ manager's ``apply_compaction`` hook, when it has one) after exactly the messages
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -88,16 +89,21 @@ class SessionStore:
         return self.log.checkpoint()
 
     def revert_to(self, checkpoint_id: int, manager: _Manager) -> None:
-        """Rewrite the log up to the checkpoint, then rebuild ``manager`` from it."""
-        self.log.revert_to(checkpoint_id)
-        restored, sequence = self.log.read()
-        self.restored = restored
-        manager.remove_listener(self.on_event)
-        try:
-            manager.clear(keep_system_prompt=False)
-            replay(manager, sequence, strict=self.log.strict, path=str(self.log.path))
-        finally:
-            manager.add_listener(self.on_event)
+        """Rewrite the log up to the checkpoint, then rebuild ``manager`` from it.
+
+        Runs under the manager's (re-entrant) lock when it has one, so an add from another
+        thread cannot slip in while the listener is detached and go unlogged.
+        """
+        with getattr(manager, "_lock", None) or contextlib.nullcontext():
+            self.log.revert_to(checkpoint_id)
+            restored, sequence = self.log.read()
+            self.restored = restored
+            manager.remove_listener(self.on_event)
+            try:
+                manager.clear(keep_system_prompt=False)
+                replay(manager, sequence, strict=self.log.strict, path=str(self.log.path))
+            finally:
+                manager.add_listener(self.on_event)
 
     def close(self) -> None:
         self.log.close()
