@@ -122,7 +122,7 @@ class Ledger:
         else:
             self._new_group(tokens, priority, pinned)
         released: list[Any] = []
-        if rec.role == "user":
+        if rec.is_user_turn:
             g = len(self.group_start) - 1
             if self.kept_protected >= 0 and self.kept_protected != g:
                 released = self._drop_group(self.kept_protected)

@@ -93,6 +93,15 @@ class Message:
         return tuple(r.call_id for r in self.tool_results)
 
     @property
+    def is_user_turn(self) -> bool:
+        """A message the person wrote: role user, unless it only carries tool results.
+
+        Anthropic returns tool results inside user messages; those are not the user's request,
+        and protecting them instead would let a long agent loop trim the actual question.
+        """
+        return self.role == "user" and (bool(self.text) or not self.tool_results)
+
+    @property
     def call_ids(self) -> tuple[str, ...]:
         return tuple(c.id for c in self.tool_calls)
 

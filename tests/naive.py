@@ -20,7 +20,6 @@ class NaiveGroup:
     pinned: bool = False
     priority: int = 0
     pending: set[str] = field(default_factory=set)
-    has_user: bool = False
 
 
 def build_groups(
@@ -73,11 +72,11 @@ def naive_select(
     )
     for g in groups:
         g.indices = [rest[i] for i in g.indices]
-        g.has_user = any(normalize(messages[i]).role == "user" for i in g.indices)
     if groups and groups[-1].pending:
         groups = groups[:-1]  # an open group is never sent
-    # the latest user message: the group of the last user-role message, if complete and unpinned
-    last_user = max((i for i in rest if normalize(messages[i]).role == "user"), default=None)
+    # the latest user message: the group of the last message the person wrote (a user message
+    # that only carries tool results does not count), if that group is complete and unpinned
+    last_user = max((i for i in rest if normalize(messages[i]).is_user_turn), default=None)
     p = None
     for gi, g in enumerate(groups):
         if last_user is not None and last_user in g.indices and not g.pinned:

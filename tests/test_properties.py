@@ -63,7 +63,7 @@ def check_invariants(
     users = [
         i
         for i, m in enumerate(messages)
-        if normalize(m).role == "user" and any(h is m for h in manager.messages)
+        if normalize(m).is_user_turn and any(h is m for h in manager.messages)
     ]
     if users and not _in_open_group(manager, messages[users[-1]]):
         assert users[-1] in idx, "latest user message dropped"
@@ -143,11 +143,11 @@ def naive_fifo_held(messages: list[Any], pinned: set[int], budget: int) -> list[
         for g in groups:
             g.indices = [rest[i] for i in g.indices]
         fixed = 3 + (COUNTER.count_message(normalize(seen[0])) if sys_first else 0)
-        last_user = max((i for i in rest if normalize(seen[i]).role == "user"), default=None)
+        last_user = max((i for i in rest if normalize(seen[i]).is_user_turn), default=None)
         p = next((gi for gi, g in enumerate(groups) if last_user in g.indices), None)
         if p is not None and groups[p].pinned:
             p = None
-        if kept_p is not None and kept_p != p and normalize(seen[-1]).role == "user":
+        if kept_p is not None and kept_p != p and normalize(seen[-1]).is_user_turn:
             evicted.add(kept_p)
             kept_p = None
         room = budget - fixed - sum(g.tokens for g in groups if g.pinned)

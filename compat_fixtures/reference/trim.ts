@@ -22,10 +22,11 @@
 //     yet). Messages must follow the tool-call protocol (see `buildGroups`).
 //  4. Pins. `pinned` lists message indices that are always sent; pinning any member pins its
 //     whole group. Pinned groups cost budget but are never dropped.
-//  5. Latest user message. The group holding the last message whose role is "user" is always
+//  5. Latest user message. The group holding the last message the person wrote is always
 //     sent (unless it is pinned, which already keeps it, or still waiting for results, which
-//     means there is nothing to protect). An Anthropic user message that only carries tool
-//     results is a user message too.
+//     means there is nothing to protect). That is the last message whose role is "user" and
+//     which has text of its own or carries no tool results: an Anthropic user message that only
+//     carries tool results answers the assistant, it is not the user's request.
 //  6. Overflow. If promptOverhead + system prompt + pinned groups + the latest user group exceed
 //     the budget (maxTokens - reserveTokens), nothing sensible can be sent: the result is
 //     { error: "overflow", required, budget } (Python raises ContextOverflowError(required, budget)).
@@ -198,7 +199,8 @@ export function readConversation(messages: unknown[], options: TrimOptions): Con
       issued.add(call.id);
       group.pending.push(call.id);
     }
-    if (record.role === "user") latestUser = groups.length - 1;
+    const userTurn = record.role === "user" && (record.text !== "" || record.toolResults.length === 0);
+    if (userTurn) latestUser = groups.length - 1;
   }
   if (latestUser >= 0) groups[latestUser].hasLatestUser = true;
   return { systemIndex, systemTokens, groups, estimator };
