@@ -238,3 +238,17 @@ def test_large_history_compacts_storage_and_stays_exact() -> None:
     assert held == msgs[-len(held) :]
     assert m.token_count == sum(EXACT.count_message(normalize(x)) for x in held)
     assert len(m._ledger.originals) < 10_000  # evicted messages were physically released
+
+
+def test_anthropic_tool_result_turns_do_not_displace_the_users_request() -> None:
+    m = MessageContextManager(60, reserve_tokens=0, counter=EXACT, strategy="sliding_window")
+    question = user("q" * 40)  # 10 tokens
+    m.extend([user("old" * 20), question])
+    for i in range(6):
+        m.add({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"t{i}", "name": "run", "input": {}}]})
+        m.add({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{i}", "content": "r" * 40}]})
+    ctx = m.get_context()
+    assert ctx[0] is question  # kept although six newer "user" turns (tool results) exist
+    assert m.context_tokens() <= 60
