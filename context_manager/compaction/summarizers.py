@@ -344,21 +344,27 @@ class ExtractiveSummarizer:
     error line), decision and next-step sentences, file paths and function names. With a
     previous summary, its items are kept and the new ones appended (oldest dropped first when a
     section is over ``max_items``). Output is cut to fit ``request.max_tokens`` at
-    ``chars_per_token`` (3 by default: conservative for real tokenizers).
+    ``chars_per_token`` (3 by default: conservative for real tokenizers) and to half the length
+    of what it summarizes (but at least ``min_chars``), so compacting always saves room.
     """
 
     def __init__(self, *, max_items: int = 12, max_item_chars: int = 240,
-                 chars_per_token: float = 3.0) -> None:
+                 chars_per_token: float = 3.0, min_chars: int = 600) -> None:
         if max_items < 1 or max_item_chars < 16 or chars_per_token <= 0:
             raise CompactionError(
                 "ExtractiveSummarizer needs max_items >= 1, max_item_chars >= 16 and "
                 f"chars_per_token > 0; got {max_items}, {max_item_chars}, {chars_per_token}")
         self.max_items, self.max_item_chars = max_items, max_item_chars
-        self.chars_per_token = chars_per_token
+        self.chars_per_token, self.min_chars = chars_per_token, min_chars
 
     def __call__(self, request: SummaryRequest) -> str:
         facts = _Facts(request.messages, self.max_item_chars)
-        budget = max(1, int(request.max_tokens * self.chars_per_token))
+        # A summary should be shorter than what it replaces: at most half the source text.
+        source = len(request.previous_summary or "") + sum(
+            len(m.text) + len(m.thinking) + sum(len(c.arguments) for c in m.tool_calls)
+            + sum(len(r.text) for r in m.tool_results) for m in request.messages)
+        budget = max(1, min(int(request.max_tokens * self.chars_per_token),
+                            max(self.min_chars, source // 2)))
         if request.kind == "turn_prefix":
             return self._fit(lambda cap: self._prefix(facts, cap), budget)
         previous = parse_sections(request.previous_summary or "")
