@@ -86,7 +86,8 @@ def _response_as_pi(response: Any) -> dict[str, Any] | None:
 
 def _is_reply(value: Any) -> bool:
     if isinstance(value, Mapping):
-        return "stopReason" in value or value.get("role") == "assistant" or "choices" in value
+        return any(key in value for key in ("stopReason", "choices", "stop_reason")) or (
+            value.get("role") == "assistant")
     return _get(value, "choices") is not None or _get(value, "stop_reason") is not None
 
 
@@ -193,6 +194,8 @@ class CompactionTriggers:
         current = manager.used_tokens if tokens is None else tokens
         result = self._flush(manager, current, window)
         if inspect.isawaitable(result):
+            if inspect.iscoroutine(result):
+                result.close()  # never awaited here: close it rather than leak a warning
             raise ConfigurationError("on_flush returned an awaitable; use abefore_request")
         if tokens is None:
             current = manager.used_tokens  # the hook may have changed the history
