@@ -6,8 +6,9 @@ The histories are prefixes of one seeded coding-agent session (~150 tokens a mes
 several hundred messages. Each manager is checked before timing: the context must fill the
 budget and keep every tool call with its results (a fast but broken answer fails the run).
 
-``test_get_context_all_fit`` is the other extreme, reported but not a target: a window so large
-that all 100k messages are returned (the cost is then building a 100k-element list).
+``test_get_context_large_window`` is the other extreme: windows so large that most or all of the
+100k messages are returned (the cost is then building a list of up to 100k messages, and, for
+priority, stitching together thousands of kept runs). Same < 10 ms spec target.
 """
 
 from __future__ import annotations
@@ -43,12 +44,17 @@ def test_get_context(benchmark: Any, strategy: str, n: int) -> None:
     benchmark.extra_info["returned"] = len(context)
 
 
-@pytest.mark.parametrize("strategy", ["sliding_window", "priority"])
-def test_get_context_all_fit(benchmark: Any, strategy: str) -> None:
+#: Windows far larger than usual, so that most (15M tokens: ~76% of the 15.8M-token history)
+#: or all of the 100k messages are returned: the worst case for building the context.
+LARGE_WINDOWS = {"most": 15_000_000, "all": 10**9}
+
+
+@pytest.mark.parametrize("window", list(LARGE_WINDOWS))
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_get_context_large_window(benchmark: Any, strategy: str, window: str) -> None:
     n = 100_000
-    manager = _manager(strategy, n, max_tokens=10**9)
-    context = manager.get_context()
-    assert len(context) == n - 1  # the corpus prefix ends on a group boundary below n
+    manager = _manager(strategy, n, max_tokens=LARGE_WINDOWS[window])
+    context = check_context(manager, n)
     benchmark(manager.get_context)
     benchmark.extra_info["messages"] = n
     benchmark.extra_info["returned"] = len(context)

@@ -4,9 +4,9 @@
 budget (a 128k window minus the 20% reserve our manager keeps by default). ``ours`` and
 ``ours_tiktoken`` start from nothing (normalize, count, select); a chat backend using the
 manager pays only ``get_context()`` per request (``bench_context``), which the report compares
-too. A peer whose call at a size would exceed ``BENCH_PEER_CAP`` seconds (default 60; predicted
-from the previous size, or measured on the first call) is skipped at that size and the reason is
-printed.
+too. A peer whose first call at a size does not finish within ``BENCH_PEER_CAP`` seconds
+(default 60; interrupted by a timer signal) is skipped at that size and at larger ones, and the
+reason is printed.
 
 ``test_orphans`` trims the same 200 random conversations (10-120 messages, random budgets) with
 each library and counts outputs holding a tool result without its call ("orphans", which chat
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -45,7 +46,28 @@ PEERS: dict[str, tuple[str, Callable[[], peers.Trimmer], str]] = {
 }
 
 _inputs: dict[tuple[str, int], list[Any]] = {}
-_seconds: dict[str, tuple[int, float]] = {}
+_too_slow: dict[str, int] = {}
+
+
+class _OverCap(BaseException):
+    """Raised by the timer; a BaseException so ``except Exception`` in a peer cannot eat it."""
+
+
+def _capped(trimmer: peers.Trimmer, messages: list[Any]) -> tuple[list[Any], float]:
+    """One call, interrupted after ``CAP`` seconds; returns (kept, seconds)."""
+
+    def alarm(signum: int, frame: Any) -> None:
+        raise _OverCap
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, CAP)
+    start = time.perf_counter()
+    try:
+        kept = trimmer(messages, BUDGET)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    return kept, time.perf_counter() - start
 
 
 def _input(form: str, n: int) -> list[Any]:
@@ -61,20 +83,16 @@ def _input(form: str, n: int) -> list[Any]:
 def test_trim(benchmark: Any, peer: str, n: int) -> None:
     module, factory, form = PEERS[peer]
     pytest.importorskip(module)
-    previous = _seconds.get(peer)
-    if previous is not None:
-        predicted = previous[1] * n / previous[0]
-        if predicted > CAP:
-            pytest.skip(f"{peer} at {n} messages: predicted {predicted:.0f} s per call "
-                        f"(measured {previous[1]:.1f} s at {previous[0]}) > cap {CAP:.0f} s")
+    if peer in _too_slow:
+        pytest.skip(f"{peer} at {n} messages: not run, one call at {_too_slow[peer]} messages "
+                    f"already took over {CAP:.0f} s")
     trimmer = factory()
     messages = _input(form, n)
-    start = time.perf_counter()
-    kept = trimmer(messages, BUDGET)
-    seconds = time.perf_counter() - start
-    _seconds[peer] = (n, seconds)
-    if seconds > CAP:
-        pytest.skip(f"{peer} at {n} messages: one call took {seconds:.0f} s > cap {CAP:.0f} s")
+    try:
+        kept, seconds = _capped(trimmer, messages)
+    except _OverCap:
+        _too_slow[peer] = n
+        pytest.skip(f"{peer} at {n} messages: one call did not finish in {CAP:.0f} s")
     rounds = max(1, min(30, int(TIME_PER_CASE / max(seconds, 1e-9))))
     benchmark.pedantic(trimmer, args=(messages, BUDGET), rounds=rounds, iterations=1)
     orphans, dangling = broken_tool_pairs(kept)

@@ -5,8 +5,9 @@
     python -m benchmarks.enforce --from-json run.json   # re-check a saved run
 
 Medians are compared, never means or single runs, so a noisy shared machine moves the margin,
-not the verdict. Spec targets always fail the run when missed; our own stricter bars fail it in
-the full run and are reported (not enforced) in quick mode, where CI noise could flip them.
+not the verdict. Spec targets always fail the run when missed; our own stricter bars and the
+stress cases (spec limit, extreme input) fail it in the full run and are reported (not enforced)
+in quick mode, where noise on a shared CI machine could flip them.
 A target whose benchmark did not run counts as missed, and so does any failing suite.
 """
 
@@ -78,7 +79,7 @@ def check(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[list[str]
     """Print every target; return (missed and enforced, missed but only reported)."""
     failed: list[str] = []
     warned: list[str] = []
-    print(f"\n{'kind':<5} {'target':<58} {'limit':>9} {'median':>9} {'margin':>8}  result")
+    print(f"\n{'kind':<6} {'target':<58} {'limit':>9} {'median':>9} {'margin':>8}  result")
     for target in targets(quick):
         bench = results.get(target.benchmark)
         per = f" /1K {target.per[1:]}" if target.per else ""
@@ -94,7 +95,7 @@ def check(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[list[str]
             if not enforced:
                 verdict += " (reported)"
         margin_text = "-" if math.isnan(margin) else f"{margin:.1f}x"
-        print(f"{target.kind:<5} {target.label:<58} {fmt(target.limit, target.unit):>9} "
+        print(f"{target.kind:<6} {target.label:<58} {fmt(target.limit, target.unit):>9} "
               f"{fmt(value, target.unit) + per:>9} {margin_text:>8}  {verdict}")
     return failed, warned
 
@@ -174,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     if failed:
         print(f"\nFAIL: {len(failed)} target(s) missed: " + "; ".join(failed))
     if warned:
-        print(f"\nnote: {len(warned)} own bar(s) missed, reported only in quick mode: "
+        print(f"\nnote: {len(warned)} bar/stress target(s) missed, reported only in quick mode: "
               + "; ".join(warned))
     if status == 0 and not failed:
         print("\nall targets met")

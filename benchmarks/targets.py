@@ -23,7 +23,8 @@ class Target:
     #: ``extra_info`` key the median is divided by (e.g. ``kchars``: per 1K characters).
     per: str | None = None
     unit: str = "s"
-    #: "spec" (the issue's targets) or "bar" (our own, stricter; enforced too).
+    #: "spec": the issue's targets, always enforced. "bar": our own stricter bar, and "stress":
+    #: the spec's limit on an extreme input; both enforced in full runs, reported in quick ones.
     kind: str = "spec"
 
 
@@ -51,6 +52,13 @@ def targets(quick: bool = False) -> list[Target]:
         for n in SIZES:
             out.append(Target(f"get_context {strategy} @ {n:,} messages",
                               f"test_get_context[{strategy}-{n}]", 10 * MS))
+        out.append(Target(f"get_context {strategy} @ 100,000, all fit (1e9 window)",
+                          f"test_get_context_large_window[{strategy}-all]", 10 * MS))
+        # Most-but-not-all fit: priority then stitches ~12k runs together; enforced in full
+        # runs only, as it sits closest to the limit on a loaded machine.
+        out.append(Target(f"get_context {strategy} @ 100,000, 76% fit (15M window)",
+                          f"test_get_context_large_window[{strategy}-most]", 10 * MS,
+                          kind="stress"))
         out.append(Target(f"get_context {strategy} @ 100,000 messages < 1 ms",
                           f"test_get_context[{strategy}-100000]", 1 * MS, kind="bar"))
     for n in memory_sizes:
