@@ -52,7 +52,7 @@ def assert_invariants(manager: MessageContextManager) -> None:
         issued.update(rec.call_ids)
     answered = {rid for rec in records for rid in rec.result_ids}
     assert issued <= answered
-    latest_user = [h.message for h in manager.history() if h.record.role == "user"][-1]
+    latest_user = [h.message for h in manager.history() if h.record.is_user_turn][-1]
     assert any(m is latest_user for m in context)
     assert manager.context_tokens() <= manager.budget_tokens
     if manager.summary is not None:
