@@ -349,7 +349,7 @@ class ExtractiveSummarizer:
     """
 
     def __init__(self, *, max_items: int = 12, max_item_chars: int = 240,
-                 chars_per_token: float = 3.0, min_chars: int = 600) -> None:
+                 chars_per_token: float = 3.0, min_chars: int = 1500) -> None:
         if max_items < 1 or max_item_chars < 16 or chars_per_token <= 0:
             raise CompactionError(
                 "ExtractiveSummarizer needs max_items >= 1, max_item_chars >= 16 and "
@@ -385,18 +385,22 @@ class ExtractiveSummarizer:
 
     def _summary(self, facts: _Facts, previous: Mapping[str, list[str]], focus: str | None,
                  cap: int) -> str:
-        goal = self._items([previous.get("Goal", []), facts.requests[:1]], cap, newest=False)
+        goal = self._items([previous.get("Goal") or facts.requests[:1]], cap, newest=False)
+        goal = [g for g in goal if not g.startswith("Focus: ")]
         if focus:
             goal.append(f"Focus: {_clip(focus, self.max_item_chars)}")
         done_now = set(facts.done)
         in_progress = [i for i in previous.get("In Progress", []) if i not in done_now]
         next_steps = list(facts.next_steps)
-        if facts.requests and len(facts.requests) > 1:
+        if facts.requests and facts.requests[-1] not in goal:
             next_steps.append(f"Continue with the latest request: {facts.requests[-1]}")
-        context = [*(f"File: {f}" for f in facts.files),
-                   *(f"Function: {f}" for f in facts.functions)]
-        if facts.last_reply:
-            context.append(f"Last assistant reply: {facts.last_reply}")
+        earlier = previous.get("Critical Context", [])
+        files = self._items([[i for i in earlier if i.startswith("File: ")],
+                             [f"File: {f}" for f in facts.files]], cap)
+        functions = self._items([[i for i in earlier if i.startswith("Function: ")],
+                                 [f"Function: {f}" for f in facts.functions]], cap)
+        last = [f"Last assistant reply: {facts.last_reply}"] if facts.last_reply else [
+            i for i in earlier if i.startswith("Last assistant reply: ")]
         sections = {
             "Goal": goal,
             "Constraints & Preferences": self._items(
@@ -407,8 +411,7 @@ class ExtractiveSummarizer:
             "Key Decisions": self._items([previous.get("Key Decisions", []), facts.decisions],
                                          cap),
             "Next Steps": self._items([next_steps or previous.get("Next Steps", [])], cap),
-            "Critical Context": self._items([previous.get("Critical Context", []), context],
-                                            2 * cap),
+            "Critical Context": [*files, *functions, *last],
         }
         return render_summary(sections)
 
