@@ -412,3 +412,23 @@ def test_anthropic_shaped_history_is_never_split() -> None:
         assert not first.record.result_ids
         assert "a0.py" in entry.details["read_files"]
         assert_invariants(fresh)
+
+
+def test_persisted_compaction_survives_reopen(tmp_path: Any) -> None:
+    path = tmp_path / "session.jsonl"
+    manager = MessageContextManager.open(path, max_tokens=100_000, system_prompt="sys")
+    manager.extend(coding_session(8))
+    first = manager.compact(policy=POLICIES[0])
+    manager.extend(coding_session(3, start=50))
+    context = manager.get_context()
+    manager.store.close()
+    reopened = MessageContextManager.open(path, max_tokens=100_000)
+    assert reopened.compaction == first
+    assert reopened.get_context() == context
+    llm = RecordingSummarizer()
+    second = reopened.compact(llm, policy=POLICIES[0])
+    assert llm.requests[0].previous_summary == first.summary
+    assert second.first_kept_index > first.first_kept_index
+    assert "src/m0.py" in second.details["read_files"]
+    assert_invariants(reopened)
+    reopened.store.close()

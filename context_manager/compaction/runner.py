@@ -65,6 +65,7 @@ class _State:
             self.cycle += 1
         elif event == "clear":
             self.generation += 1
+            self.flushed_cycle = None  # a new conversation may flush again
 
     def emit(self, event: CompactionEvent) -> None:
         for listener in list(self.listeners):
