@@ -432,3 +432,31 @@ def test_persisted_compaction_survives_reopen(tmp_path: Any) -> None:
     assert "src/m0.py" in second.details["read_files"]
     assert_invariants(reopened)
     reopened.store.close()
+
+
+def test_async_split_turn_failure_cancels_the_sibling_request() -> None:
+    manager = make_manager(3)
+    manager.add({"role": "user", "content": "Now the long one"})
+    for k in range(6):
+        call = {"id": f"x{k}", "type": "function",
+                "function": {"name": "read", "arguments": json.dumps({"path": f"r{k}.md"})}}
+        manager.add({"role": "assistant", "content": "", "tool_calls": [call]})
+        manager.add({"role": "tool", "tool_call_id": f"x{k}", "content": "z" * 400})
+    cancelled: list[str] = []
+
+    async def llm(request: SummaryRequest) -> str:
+        if request.kind == "summary":
+            await asyncio.sleep(0)
+            raise RuntimeError("model down")
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.append(request.kind)
+            raise
+        return "never"
+
+    policy = TokenBudgetCompaction(keep_recent_tokens=250, reserve_tokens=1000)
+    with pytest.raises(CompactionError, match="model down"):
+        asyncio.run(asyncio.wait_for(manager.acompact(llm, policy=policy), 5))
+    assert cancelled == ["turn_prefix"]
+    assert manager.compaction is None

@@ -209,7 +209,12 @@ async def acompact_manager(manager: Any, summarizer: Any = None, *, focus: str |
         run = summarizer or manager.summarizer or ExtractiveSummarizer()
         state.emit(_event(job, "start", will_retry=will_retry))
         try:
-            texts = await asyncio.gather(*(asummarize(run, r) for r in job.requests))
+            tasks = [asyncio.ensure_future(asummarize(run, r)) for r in job.requests]
+            try:
+                texts = await asyncio.gather(*tasks)
+            finally:  # one request failed: do not leave its sibling running
+                for task in tasks:
+                    task.cancel()
             return _apply(manager, state, job, texts, will_retry, clock)
         except BaseException as exc:
             aborted = isinstance(exc, asyncio.CancelledError)
