@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from context_manager.compaction.prompts import (
     SUMMARY_MESSAGE_PREFIX,
     SYSTEM_PROMPT,
 )
-from context_manager.errors import CompactionError
+from context_manager.errors import CompactionError, ConfigurationError
 from context_manager.manager import MessageContextManager
 from context_manager.messages import normalize
 
@@ -460,3 +461,21 @@ def test_async_split_turn_failure_cancels_the_sibling_request() -> None:
         asyncio.run(asyncio.wait_for(manager.acompact(llm, policy=policy), 5))
     assert cancelled == ["turn_prefix"]
     assert manager.compaction is None
+
+
+def test_file_tools_map_other_tool_names_onto_pi_file_tracking() -> None:
+    messages = json.loads((Path(__file__).resolve().parent.parent / "context_manager" / "data"
+                           / "sample_conversation.json").read_text("utf-8"))
+    plain = MessageContextManager(100_000)
+    plain.extend(messages)
+    assert plain.compact(policy=SimpleCompaction()).details == {"read_files": [],
+                                                                "modified_files": []}
+    mapped = MessageContextManager(100_000)
+    mapped.extend(messages)
+    tools = {"read_file": "read", "edit_file": "edit"}
+    entry = mapped.compact(policy=SimpleCompaction(file_tools=tools))
+    assert entry.details == {"read_files": ["app/routes/health.py", "tests/test_db.py"],
+                             "modified_files": ["CHANGELOG.md", "app/db.py"]}
+    assert entry.summary.endswith("<modified-files>\nCHANGELOG.md\napp/db.py\n</modified-files>")
+    with pytest.raises(ConfigurationError, match="file_tools"):
+        TokenBudgetCompaction(file_tools={"cat": "view"})

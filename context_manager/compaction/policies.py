@@ -10,7 +10,7 @@ so a tool call and its results are never split. File tracking is Pi's for both.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
 from ..compat.pi import (
@@ -113,16 +113,52 @@ class CompactionPolicy(Protocol):
              previous_details: Mapping[str, Sequence[str]] | None = None) -> CompactionPlan: ...
 
 
+FILE_TOOL_KINDS = ("read", "write", "edit")
+_PATH_KEYS = ("path", "file_path", "filePath", "filename")
+
+
+def _check_file_tools(file_tools: Mapping[str, str] | None) -> None:
+    for name, kind in (file_tools or {}).items():
+        if kind not in FILE_TOOL_KINDS:
+            raise ConfigurationError(
+                f"file_tools maps {name!r} to {kind!r}; map tool names to one of "
+                f"{', '.join(FILE_TOOL_KINDS)}")
+
+
+def _aliased(message: PiMessage, file_tools: Mapping[str, str]) -> PiMessage:
+    """A copy whose aliased tool calls look like Pi's read / write / edit calls."""
+    content = message.get("content")
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return message
+    blocks = []
+    for block in content:
+        kind = file_tools.get(block.get("name", "")) if block.get("type") == "toolCall" else None
+        if kind is not None:
+            args = block.get("arguments")
+            path = next((args[k] for k in _PATH_KEYS if isinstance(args, Mapping)
+                         and isinstance(args.get(k), str)), None)
+            block = {**block, "name": kind, "arguments": {"path": path} if path else {}}
+        blocks.append(block)
+    return {**message, "content": blocks}
+
+
 def _file_lists(pi_messages: Sequence[PiMessage],
-                previous_details: Mapping[str, Sequence[str]] | None
+                previous_details: Mapping[str, Sequence[str]] | None,
+                file_tools: Mapping[str, str] | None = None,
                 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Pi's rule: earlier read files stay read, earlier modified ones count as edited."""
+    """Pi's rule: earlier read files stay read, earlier modified ones count as edited.
+
+    Pi tracks tools named read / write / edit with a ``path`` argument; ``file_tools`` maps
+    other tool names (e.g. ``{"read_file": "read"}``) onto those, taking the path from
+    ``path``, ``file_path``, ``filePath`` or ``filename``.
+    """
     ops = FileOps()
     if previous_details:
         ops.read.update(dict.fromkeys(previous_details.get("read_files", ())))
         ops.edited.update(dict.fromkeys(previous_details.get("modified_files", ())))
     for message in pi_messages:
-        extract_file_ops_from_message(message, ops)
+        extract_file_ops_from_message(_aliased(message, file_tools) if file_tools else message,
+                                      ops)
     read, modified = compute_file_lists(ops)
     return tuple(read), tuple(modified)
 
@@ -154,14 +190,17 @@ class TokenBudgetCompaction:
     ``token_source="pi"`` (default) walks Pi's chars/4 estimates, exactly as Pi does;
     ``"manager"`` walks the counts the manager's own counter made. The summary may use
     ``0.8 * reserve_tokens`` output tokens, a split turn's prefix summary ``0.5 *``.
+    ``file_tools`` maps your tool names onto Pi's read / write / edit for file tracking.
     """
 
     keep_recent_tokens: int = int(DEFAULT_COMPACTION_SETTINGS["keepRecentTokens"])
     reserve_tokens: int = int(DEFAULT_COMPACTION_SETTINGS["reserveTokens"])
     token_source: Literal["pi", "manager"] = "pi"
+    file_tools: Mapping[str, str] | None = field(default=None, hash=False)
     name: str = "token_budget"
 
     def __post_init__(self) -> None:
+        _check_file_tools(self.file_tools)
         if self.keep_recent_tokens < 0 or self.reserve_tokens < 2:
             raise ConfigurationError(
                 "TokenBudgetCompaction needs keep_recent_tokens >= 0 and reserve_tokens >= 2; "
@@ -209,7 +248,8 @@ class TokenBudgetCompaction:
                 "(lower keep_recent_tokens or add more messages)")
         summarize_pi = view.messages(0, history_end)
         prefix_pi = view.messages(turn, first) if split else []
-        read, modified = _file_lists([*summarize_pi, *prefix_pi], previous_details)
+        read, modified = _file_lists([*summarize_pi, *prefix_pi], previous_details,
+                                     self.file_tools)
         return CompactionPlan(
             first_kept_index=items[first].index,
             to_summarize=tuple(it.record for it in items[:history_end]),
@@ -247,14 +287,16 @@ class SimpleCompaction:
     everything after them; summarize the rest (the summary may use ``max_summary_tokens``).
 
     Messages carrying tool results are not counted (they belong to their call's group), so the
-    kept part never starts inside a tool group.
+    kept part never starts inside a tool group. ``file_tools`` as in :class:`TokenBudgetCompaction`.
     """
 
     max_preserved_messages: int = 2
     max_summary_tokens: int = 8192
+    file_tools: Mapping[str, str] | None = field(default=None, hash=False)
     name: str = "simple"
 
     def __post_init__(self) -> None:
+        _check_file_tools(self.file_tools)
         if self.max_preserved_messages < 1 or self.max_summary_tokens < 1:
             raise ConfigurationError(
                 "SimpleCompaction needs max_preserved_messages >= 1 and max_summary_tokens >= 1; "
@@ -277,7 +319,8 @@ class SimpleCompaction:
                 "the history")
         records = tuple(it.record for it in items[:start])
         view = to_pi_entries(records)
-        read, modified = _file_lists([e["message"] for e in view.entries], previous_details)
+        read, modified = _file_lists([e["message"] for e in view.entries], previous_details,
+                                     self.file_tools)
         return CompactionPlan(
             first_kept_index=items[start].index,
             to_summarize=records,
