@@ -50,6 +50,14 @@ def run(json_path: Path, *, quick: bool, peers: bool, extra: list[str]) -> int:
     return subprocess.call(command, cwd=ROOT, env=env)
 
 
+def compact(json_path: Path) -> None:
+    """Drop the per-round timings pytest-benchmark stores (megabytes); keep stats and extra_info."""
+    data = json.loads(json_path.read_text())
+    for bench in data["benchmarks"]:
+        bench["stats"].pop("data", None)
+    json_path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
 def load(json_path: Path) -> dict[str, dict[str, Any]]:
     data = json.loads(json_path.read_text())
     return {b["name"]: b for b in data["benchmarks"]}
@@ -166,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         if not json_path.exists():
             print(f"no results written to {json_path}", file=sys.stderr)
             return status or 1
+        compact(json_path)
     results = load(json_path)
     quick = args.quick or "test_memory[30000]" in results  # a saved quick run
     failed, warned = check(results, quick=quick)
