@@ -52,3 +52,7 @@ class StoreCorruptionError(ContextManagerError):
 
 class CompactionError(ContextManagerError):
     """Compaction could not produce a summary (summarizer failed, cancelled, nothing to do)."""
+
+
+class CompactionInProgressError(CompactionError):
+    """A compaction is already running on this manager (we refuse rather than wait)."""

@@ -8,6 +8,7 @@ result; ``triggers.py`` decides when (thresholds, overflow errors, the flush hoo
 
 from __future__ import annotations
 
+from ..errors import CompactionInProgressError
 from .convert import to_pi_entries, to_pi_messages
 from .entry import CompactionEntry
 from .policies import (
@@ -19,7 +20,6 @@ from .policies import (
 )
 from .runner import (
     CompactionEvent,
-    CompactionInProgressError,
     acompact_manager,
     add_compaction_listener,
     compact_manager,

@@ -15,15 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import CompactionError
+from ..errors import CompactionError, CompactionInProgressError
 from .entry import REASONS, Clock, CompactionEntry, utc_timestamp
 from .policies import CompactionPlan, CompactionPolicy, TokenBudgetCompaction
 from .prompts import summary_message_text
 from .summarizers import ExtractiveSummarizer, SummaryRequest, asummarize, summarize
-
-
-class CompactionInProgressError(CompactionError):
-    """Another compaction is running on this manager; retry after it finishes."""
 
 
 @dataclass(frozen=True, slots=True)
