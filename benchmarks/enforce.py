@@ -108,6 +108,17 @@ def check(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[list[str]
     return failed, warned
 
 
+def print_reported(results: dict[str, dict[str, Any]], *, quick: bool) -> None:
+    """Medians of the benchmarks no target reads (20K-char adds, store, compaction, ...)."""
+    covered = {t.benchmark for t in targets(quick)}
+    rest = [name for name in sorted(results) if name not in covered
+            and not name.startswith(("test_trim[", "test_orphans[", "test_memory["))]
+    if rest:
+        print(f"\nreported, no target{'':<40} {'median':>9}")
+        for name in rest:
+            print(f"{name:<59} {fmt(float(results[name]['stats']['median']), 's'):>9}")
+
+
 RATIOS = (
     ("one-shot, estimator", "ours", ("langchain_approx",)),
     ("one-shot, tiktoken", "ours_tiktoken", ("langchain_tiktoken", "litellm")),
@@ -178,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     results = load(json_path)
     quick = args.quick or "test_memory[30000]" in results  # a saved quick run
     failed, warned = check(results, quick=quick)
+    print_reported(results, quick=quick)
     print_peers(results)
     if status != 0:
         print(f"\nFAIL: a benchmark suite failed (pytest exit status {status}); see above")
