@@ -187,7 +187,7 @@ def build_session_context(
     by_id: dict[Any, dict[str, Any]] = {}
     for entry in entries:
         by_id[entry.get("id", _MISSING)] = entry
-    empty = {"messages": [], "thinkingLevel": "off", "model": None}
+    empty: dict[str, Any] = {"messages": [], "thinkingLevel": "off", "model": None}
     if leaf_id is None:
         return empty
     leaf = by_id.get(leaf_id) if _js_truthy(leaf_id) else None
