@@ -20,6 +20,7 @@ from .compaction import (
 )
 from .counting import CharEstimator, TokenCounter, count_tokens, get_counter
 from .errors import (
+    CheckpointNotFoundError,
     CompactionError,
     CompactionInProgressError,
     ConfigurationError,
@@ -33,6 +34,7 @@ from .groups import repair
 from .manager import ContextStats, MessageContextManager
 from .messages import Image, Message, ToolCall, ToolResult, normalize
 from .models import ModelInfo, get_model, register_model
+from .store import JsonlLog, ResetPolicy, SessionIndex
 from .strategies import FIFO, Priority, SlidingWindow, Strategy
 from .trim import trim
 
@@ -42,6 +44,7 @@ __all__ = [
     "FIFO",
     "AnthropicSummarizer",
     "CharEstimator",
+    "CheckpointNotFoundError",
     "CompactionEntry",
     "CompactionError",
     "CompactionInProgressError",
@@ -53,11 +56,14 @@ __all__ = [
     "ExtractiveSummarizer",
     "Image",
     "InvalidMessageError",
+    "JsonlLog",
     "Message",
     "MessageContextManager",
     "ModelInfo",
     "OpenAISummarizer",
     "Priority",
+    "ResetPolicy",
+    "SessionIndex",
     "SimpleCompaction",
     "SlidingWindow",
     "StoreCorruptionError",

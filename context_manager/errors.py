@@ -50,6 +50,10 @@ class StoreCorruptionError(ContextManagerError):
         super().__init__(message)
 
 
+class CheckpointNotFoundError(ContextManagerError, ValueError):
+    """``revert_to`` was given a checkpoint id that the session log does not contain."""
+
+
 class CompactionError(ContextManagerError):
     """Compaction could not produce a summary (summarizer failed, cancelled, nothing to do)."""
 

@@ -548,4 +548,5 @@ class MessageContextManager:
 
     def revert_to(self, checkpoint_id: int) -> None:
         """Rewind a persistent session to just before checkpoint ``checkpoint_id``."""
-        self._require_store().revert_to(checkpoint_id, self)
+        with self._lock:  # no add may slip between the file rewrite and the rebuild
+            self._require_store().revert_to(checkpoint_id, self)

@@ -5,8 +5,9 @@ change (``MessageContextManager.open``). See docs/persistence.md for format and 
 
 from __future__ import annotations
 
+from ..errors import CheckpointNotFoundError
 from .index import ResetPolicy, SessionEntry, SessionIndex
-from .jsonl import FSYNC_MODES, CheckpointNotFoundError, FsyncMode, JsonlLog
+from .jsonl import FSYNC_MODES, FsyncMode, JsonlLog
 from .records import RestoredLog, StoredMessage
 from .session import SessionStore, open_session
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import ConfigurationError, ContextManagerError
+from ..errors import CheckpointNotFoundError, ConfigurationError
 from .lock import LogLock
 from .records import (
     CHECKPOINT,
@@ -48,10 +48,6 @@ FsyncMode = Literal["always", "checkpoint", "never"]
 #: message / usage records survive a process crash (SIGKILL) but the last few may be lost on power
 #: loss. ``never``: no fsync at all — survives process crashes only.
 FSYNC_MODES: tuple[FsyncMode, ...] = ("always", "checkpoint", "never")
-
-
-class CheckpointNotFoundError(ContextManagerError, ValueError):
-    """``revert_to`` was given an id that the log does not contain."""
 
 
 class JsonlLog:
