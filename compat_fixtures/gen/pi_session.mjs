@@ -11,25 +11,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildSessionContext, SessionManager } from "@mariozechner/pi-coding-agent";
+import { makeRng } from "../lib/rng.mjs";
 
 const PACKAGE = "@mariozechner/pi-coding-agent@0.73.1";
 const SEED = 6_2026_1121;
 const RANDOM_CASES = 600;
-
-function makeRng(seed) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (lo, hi) => lo + Math.floor(next() * (hi - lo + 1));
-  const pick = (xs) => xs[Math.floor(next() * xs.length)];
-  const chance = (p) => next() < p;
-  return { next, int, pick, chance };
-}
 
 const WORDS = ["read", "the", "file", "ünï", "✓", "😀", "fix", "bug", "tests", "\"q\"", "a\nb", "x"];
 const words = (rng, lo, hi) =>
