@@ -27,6 +27,7 @@ __all__ = [
     "js_sort_key",
     "js_string",
     "js_stringify",
+    "js_trim",
     "js_truthy",
 ]
 
@@ -50,6 +51,16 @@ def js_slice(text: str, end: int) -> str:
 def js_sort_key(text: str) -> bytes:
     """Key for ``Array.prototype.sort()``'s default order: UTF-16 code units, not code points."""
     return text.encode("utf-16-be", "surrogatepass")
+
+
+# ECMAScript WhiteSpace + LineTerminator code points: what ``trim()`` and ``\\s`` strip/match.
+_JS_SPACE_CHARS = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+                   "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+
+
+def js_trim(text: str) -> str:
+    """``text.trim()``: Python's ``strip()`` would also eat ``\\x1c``-``\\x1f`` and ``\\x85``."""
+    return text.strip(_JS_SPACE_CHARS)
 
 
 def js_truthy(value: Any) -> bool:
@@ -167,10 +178,9 @@ def js_stringify(value: Any) -> str:
 
 
 # --- RegExp literals ---------------------------------------------------------------------------
-# JS \s: ECMAScript WhiteSpace + LineTerminator (not Python's str.isspace(), which adds \x1c-\x1f
-# and \x85 but lacks \ufeff).
-_JS_SPACE = ("\\t\\n\\x0b\\x0c\\r\\x20\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f"
-             "\\u205f\\u3000\\ufeff")
+# JS \s is the set trim() strips (not Python's str.isspace(), which adds \x1c-\x1f and \x85 but
+# lacks \ufeff); as escapes, for use inside a character class.
+_JS_SPACE = "".join(f"\\u{ord(ch):04x}" for ch in _JS_SPACE_CHARS)
 _JS_DOT = "[^\\n\\r\\u2028\\u2029]"  # '.' stops at every JS line terminator, not only \n
 _SUPPORTED_FLAGS = frozenset("is")
 
@@ -260,13 +270,25 @@ def _days_from_civil(year: int, month: int, day: int) -> int:
     return era * 146097 + doe - 719468
 
 
-def js_date_ms(value: Any) -> int | None:
+def js_date_ms(value: Any, *, unreproduced_as_nan: bool = False) -> int | None:
     """``new Date(value).getTime()``; ``None`` stands for NaN (JSON ``null``).
 
     Numbers are time-clipped; strings must use the ECMAScript date-time format (what
     ``toISOString()`` writes). A date-time without an offset is local time in JS and depends on
-    the machine, so it is refused rather than guessed, like any other string format.
+    the machine, so it is refused rather than guessed, like any other string format (JS's
+    fallback parser reads e.g. ``" 2026-01-05"`` or ``"Jan 5 2026"`` as local time).
+    ``unreproduced_as_nan`` turns that refusal into ``None``: for readers of files where one odd
+    timestamp must not make the whole file unreadable (JS gives NaN for most such text anyway).
     """
+    try:
+        return _date_ms(value)
+    except InvalidMessageError:
+        if unreproduced_as_nan:
+            return None
+        raise
+
+
+def _date_ms(value: Any) -> int | None:
     if value is None:
         return 0  # new Date(null) is the epoch
     if isinstance(value, bool):
