@@ -23,6 +23,7 @@ from context_manager.compat.js import (
     js_regex,
     js_slice,
     js_stringify,
+    js_trim,
     js_truthy,
 )
 from context_manager.compat.verify import describe_failure, verify_file
@@ -257,6 +258,13 @@ def test_js_value_helpers() -> None:
     assert js_date_ms("2026-13-01") is None
     with pytest.raises(InvalidMessageError):
         js_date_ms("2026-01-01T00:00")  # local time in JS: refused, not guessed
+    # Values below were printed by Node 20 (new Date(x).getTime(), String.prototype.trim).
+    assert js_date_ms(None) == 0 and js_date_ms(True) == 1  # new Date(null) is the epoch
+    assert js_date_ms("2026-01-01T00:00", unreproduced_as_nan=True) is None
+    assert js_date_ms("not a date", unreproduced_as_nan=True) is None
+    assert js_date_ms("2026-04-31", unreproduced_as_nan=True) == 1777593600000
+    assert js_trim("\x1c a \ufeff\u2028") == "\x1c a"  # str.strip() would drop \x1c too
+    assert js_trim("\x85x") == "\x85x"
 
 
 def test_null_block_raises_typed_error() -> None:
@@ -298,3 +306,35 @@ def test_prepare_compaction_split_turn_has_prefix_messages() -> None:
     assert prepared is not None and prepared.is_split_turn
     assert json.loads(json.dumps(prepared.to_pi())) == case["expected"]
     assert prepared.turn_prefix_messages
+
+
+# --- buildSessionContext: leaf choice, undefined fields, cycles --------------------------------
+# Expected values printed by buildSessionContext of pi-coding-agent 0.73.1 under Node 20.
+_SESSION = [
+    {"type": "message", "id": "a", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
+     "message": {"role": "user", "content": "hi", "timestamp": 1}},
+    {"type": "thinking_level_change", "id": "b", "parentId": "a",
+     "timestamp": "2026-01-01T00:00:01.000Z"},
+    {"type": "custom_message", "id": "c", "parentId": "b", "timestamp": None,
+     "customType": "memo", "content": "x", "display": False},
+]
+_HI = {"role": "user", "content": "hi", "timestamp": 1}
+_MEMO = {"role": "custom", "customType": "memo", "content": "x", "display": False, "timestamp": 0}
+
+
+def test_session_context_leaf_choice() -> None:
+    assert pi.build_session_context(_SESSION).to_pi() == {"messages": [_HI, _MEMO],
+                                                          "model": None}
+    assert pi.build_session_context(_SESSION, None).to_pi() == {
+        "messages": [], "thinkingLevel": "off", "model": None}  # null: before the first entry
+    assert pi.build_session_context(_SESSION, "a").to_pi() == {
+        "messages": [_HI], "thinkingLevel": "off", "model": None}
+    unknown = pi.build_session_context(_SESSION, "nope")  # falls back to the last entry
+    assert unknown.to_pi() == {"messages": [_HI, _MEMO], "model": None}
+    assert unknown.thinking_level is None and not unknown.thinking_level_given
+
+
+def test_session_context_parent_cycle_raises() -> None:
+    looped = [dict(_SESSION[0], parentId="c"), *_SESSION[1:]]
+    with pytest.raises(InvalidMessageError, match="cycle"):
+        pi.build_session_context(looped)

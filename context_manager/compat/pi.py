@@ -618,7 +618,11 @@ def _copy_present(out: dict[str, Any], source: Mapping[str, Any], *pairs: tuple[
 
 
 def _entry_time(entry: PiEntry) -> int | None:
-    return js_date_ms(entry["timestamp"]) if "timestamp" in entry else None
+    """``new Date(entry.timestamp).getTime()``. Pi never throws here, so a timestamp whose JS
+    reading we do not reproduce (non-ISO text, a date-time without offset) becomes NaN too."""
+    if "timestamp" not in entry:
+        return None
+    return js_date_ms(entry["timestamp"], unreproduced_as_nan=True)
 
 
 def create_custom_message(entry: PiEntry) -> dict[str, Any]:
@@ -654,23 +658,32 @@ def _same(a: Mapping[str, Any], a_key: str, b: Mapping[str, Any], b_key: str) ->
 
 @dataclass(frozen=True, slots=True)
 class SessionContext:
-    """What the model sees for a session path: messages, thinking level, current model."""
+    """What the model sees for a session path: messages, thinking level, current model.
+
+    ``thinking_level`` is None when the last ``thinking_level_change`` had no level (JS
+    ``undefined``, which ``to_pi`` then leaves out, as ``JSON.stringify`` does).
+    """
 
     messages: list[PiMessage]
     thinking_level: Any
     model: dict[str, Any] | None
+    thinking_level_given: bool = field(default=True, repr=False)
 
     def to_pi(self) -> dict[str, Any]:
-        return {"messages": self.messages, "thinkingLevel": self.thinking_level,
-                "model": self.model}
+        out: dict[str, Any] = {"messages": self.messages}
+        if self.thinking_level_given:
+            out["thinkingLevel"] = self.thinking_level
+        out["model"] = self.model
+        return out
 
 
 def _path_to(entries: Sequence[PiEntry], leaf_id: Any) -> list[PiEntry]:
+    """Root-to-leaf path; an unknown, falsy or omitted leaf id means the last entry."""
     by_id: dict[Any, PiEntry] = {}
     for entry in entries:
         if "id" in entry:
             by_id[entry["id"]] = entry
-    leaf = by_id.get(leaf_id) if js_truthy(leaf_id) else None
+    leaf = by_id.get(leaf_id) if leaf_id is not _ABSENT and js_truthy(leaf_id) else None
     if leaf is None:
         if not entries:
             return []
@@ -688,13 +701,17 @@ def _path_to(entries: Sequence[PiEntry], leaf_id: Any) -> list[PiEntry]:
     return path
 
 
-def build_session_context(entries: Sequence[PiEntry], leaf_id: str | None = None
+def build_session_context(entries: Sequence[PiEntry], leaf_id: str | None = _ABSENT
                           ) -> SessionContext:
-    """Pi's ``buildSessionContext``: walk parentIds from the leaf (default: the last entry).
+    """Pi's ``buildSessionContext``: walk parentIds from the leaf to the root.
 
-    With a compaction on the path the model sees its summary, then the kept entries from
-    ``firstKeptEntryId`` up to the compaction, then everything after it.
+    ``leaf_id`` omitted, unknown or empty means the last entry; ``None`` means "before the first
+    entry" (no messages). With a compaction on the path the model sees its summary, then the kept
+    entries from ``firstKeptEntryId`` up to the compaction, then everything after it. A parentId
+    cycle (Pi would loop forever) raises ``InvalidMessageError``.
     """
+    if leaf_id is None:
+        return SessionContext([], "off", None)
     path = _path_to(entries, leaf_id)
     thinking_level: Any = "off"
     model: dict[str, Any] | None = None
@@ -702,7 +719,7 @@ def build_session_context(entries: Sequence[PiEntry], leaf_id: str | None = None
     for entry in path:
         kind = entry.get("type")
         if kind == "thinking_level_change":
-            thinking_level = entry.get("thinkingLevel")
+            thinking_level = entry.get("thinkingLevel", _ABSENT)
         elif kind == "model_change":
             model = _copy_present({}, entry, ("provider", "provider"), ("modelId", "modelId"))
         elif kind == "message" and entry["message"].get("role") == "assistant":
@@ -736,6 +753,8 @@ def build_session_context(entries: Sequence[PiEntry], leaf_id: str | None = None
                 append(entry)
         for entry in path[at + 1:]:
             append(entry)
+    if thinking_level is _ABSENT:
+        return SessionContext(messages, None, model, thinking_level_given=False)
     return SessionContext(messages, thinking_level, model)
 
 
