@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 from .messages import Message
@@ -74,6 +75,33 @@ class Ledger:
 
     def group_end(self, g: int) -> int:
         return self.group_start[g + 1] if g + 1 < len(self.group_start) else len(self.originals)
+
+    def messages_in(self, starts: list[int], stops: list[int]) -> list[Any]:
+        """The caller's messages of the group runs ``[starts[i], stops[i])``, in order."""
+        originals, group_start = self.originals, self.group_start
+        if len(starts) <= 16:
+            out: list[Any] = []
+            for a, b in zip(starts, stops, strict=True):
+                out.extend(originals[group_start[a] : self.group_end(b - 1)])
+            return out
+        bounds = [*group_start, len(originals)]
+        firsts = list(map(bounds.__getitem__, starts))
+        lasts = list(map(bounds.__getitem__, stops))
+        if sum(lasts) - sum(firsts) >= 4 * len(starts):
+            # Long runs: one slice each (C memcpy), one Python step per run.
+            out = []
+            for a, b in zip(firsts, lasts, strict=True):
+                out += originals[a:b]
+            return out
+        # Short runs (a scattered priority selection): expand in C, message by message, with no
+        # container allocated per run (int ranges are not tracked by the cyclic GC).
+        flat = chain.from_iterable(map(range, firsts, lasts))
+        return list(map(originals.__getitem__, flat))
+
+    def message_count_in(self, starts: list[int], stops: list[int]) -> int:
+        group_start, n = self.group_start, len(self.originals)
+        ends = (group_start[b] if b < len(group_start) else n for b in stops)
+        return sum(ends) - sum(group_start[a] for a in starts)
 
     def held_groups(self) -> Iterator[int]:
         """Every group still held, in order (retained groups below the floor first)."""
@@ -214,7 +242,8 @@ class Ledger:
     def _compact(self) -> None:
         """Physically forget evicted groups (amortized O(1) per add)."""
         keep = list(self.held_groups())
-        old_start, old_end = self.group_start, self.group_end
+        old_start = self.group_start
+        old_ends = {g: self.group_end(g) for g in keep}  # read before the lists are reset
         originals, records, tokens = self.originals, self.records, self.tokens
         pinned, priority, gtokens = self.group_pinned, self.group_priority, self.group_tokens
         protected, kept_protected = self.protected, self.kept_protected
@@ -226,7 +255,7 @@ class Ledger:
         remap: dict[int, int] = {}
         for new_g, g in enumerate(keep):
             remap[g] = new_g
-            a, b = old_start[g], old_end(g)
+            a, b = old_start[g], old_ends[g]
             self.group_start.append(len(self.originals))
             self.originals.extend(originals[a:b])
             self.records.extend(records[a:b])

@@ -386,21 +386,25 @@ class MessageContextManager:
             )
         return self.strategy.select(ledger, room, protected)
 
-    def _runs(self, selection: Selection) -> list[tuple[int, int]]:
-        """Merge pinned groups into the strategy's runs, in order."""
+    def _runs(self, selection: Selection) -> tuple[list[int], list[int]]:
+        """The strategy's runs with the pinned groups merged in, in order."""
         ledger = self._ledger
         complete = ledger.complete
         pins = [g for g in ledger.pinned_groups if g < complete]
         if not pins:
-            return selection.runs
-        merged: list[tuple[int, int]] = []
-        for a, b in sorted(selection.runs + [(g, g + 1) for g in pins]):
-            if merged and a <= merged[-1][1]:
-                if b > merged[-1][1]:
-                    merged[-1] = (merged[-1][0], b)
+            return selection.starts, selection.stops
+        starts: list[int] = []
+        stops: list[int] = []
+        runs = sorted(
+            [*zip(selection.starts, selection.stops, strict=True), *((g, g + 1) for g in pins)]
+        )
+        for a, b in runs:
+            if stops and a <= stops[-1]:
+                stops[-1] = max(stops[-1], b)
             else:
-                merged.append((a, b))
-        return merged
+                starts.append(a)
+                stops.append(b)
+        return starts, stops
 
     def get_context(self) -> list[Any]:
         """The caller's messages to send now: system prompt first, then what fits, in order."""
@@ -410,8 +414,7 @@ class MessageContextManager:
             out: list[Any] = [self._system[0]] if self._system else []
             if self._summary is not None:
                 out.append(self._summary[0])
-            for a, b in self._runs(selection):
-                out.extend(ledger.originals[ledger.group_start[a] : ledger.group_end(b - 1)])
+            out.extend(ledger.messages_in(*self._runs(selection)))
             return out
 
     def context_tokens(self) -> int:
@@ -437,10 +440,7 @@ class MessageContextManager:
                 context_count = (
                     (1 if self._system else 0)
                     + (1 if self._summary else 0)
-                    + sum(
-                        ledger.group_end(b - 1) - ledger.group_start[a]
-                        for a, b in self._runs(selection)
-                    )
+                    + ledger.message_count_in(*self._runs(selection))
                 )
                 context_tokens = self.budget_tokens - self._room() + selection.trimmable_tokens
             except ContextOverflowError:

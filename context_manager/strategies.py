@@ -3,7 +3,7 @@
 Bookkeeping lives once, in :class:`~context_manager.ledger.Ledger`. A strategy receives the token
 room left for trimmable groups (budget minus system prompt, pinned groups, reply priming and tool
 definitions) and the protected group (latest user message), and returns the groups to keep as
-sorted ``(start, stop)`` runs. Pinned groups and the protected group are merged in by the manager.
+sorted runs of groups ``[starts[i], stops[i])``. Pinned groups are merged in by the manager.
 
 Semantics (also stated by the TypeScript reference in ``compat_fixtures/reference``):
 
@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
-from heapq import merge
+from itertools import chain, compress, repeat
+from operator import add, lt
 from typing import Any, ClassVar
 
 from .errors import ConfigurationError
@@ -29,7 +30,14 @@ from .ledger import Ledger
 
 @dataclass(slots=True)
 class Selection:
-    runs: list[tuple[int, int]]
+    """Kept groups as sorted, disjoint runs ``[starts[i], stops[i])``.
+
+    Two int lists rather than a list of tuples: ints are not tracked by CPython's cyclic GC, so a
+    scattered selection of 50k runs does not trigger full collections over the whole history.
+    """
+
+    starts: list[int]
+    stops: list[int]
     trimmable_tokens: int
 
 
@@ -75,9 +83,8 @@ class SlidingWindow(Strategy):
         if cap is not None:
             start = max(start, _cap_start(ledger, cap, lo, hi))
         if protected < 0 or protected >= start:
-            return Selection(
-                [(start, hi)] if start < hi else [], ledger.cum[hi] - ledger.cum[start]
-            )
+            spans = ([start], [hi]) if start < hi else ([], [])
+            return Selection(*spans, ledger.cum[hi] - ledger.cum[start])
         # The latest user turn lies outside the window: keep it, then what fits after it.
         p_tokens = ledger.cum[protected + 1] - ledger.cum[protected]
         after = max(start, protected + 1)
@@ -85,10 +92,11 @@ class SlidingWindow(Strategy):
         if cap is not None:
             p_msgs = ledger.group_end(protected) - ledger.group_start[protected]
             start = max(start, _cap_start(ledger, max(cap - p_msgs, 0), after, hi))
-        runs = [(protected, protected + 1)]
+        starts, stops = [protected], [protected + 1]
         if start < hi:
-            runs.append((start, hi))
-        return Selection(runs, p_tokens + ledger.cum[hi] - ledger.cum[start])
+            starts.append(start)
+            stops.append(hi)
+        return Selection(starts, stops, p_tokens + ledger.cum[hi] - ledger.cum[start])
 
 
 class FIFO(SlidingWindow):
@@ -125,46 +133,69 @@ class Priority(Strategy):
             p_tokens = ledger.cum[protected + 1] - ledger.cum[protected]
             if protected < lo:
                 total += p_tokens
+        if total <= room:  # everything fits: one run, no per-group work
+            starts, stops = ([lo], [hi]) if lo < hi else ([], [])
+            if 0 <= protected < lo:
+                starts.insert(0, protected)
+                stops.insert(0, protected + 1)
+            return Selection(starts, stops, total)
         need = total - room
-        spans: list[tuple[list[int], int, int]] = []
+        kept: list[tuple[list[int], int, int]] = []
+        dropped: list[tuple[list[int], int, int]] = []
+        dropped_tokens = 0
         for priority in sorted(ledger.levels):
             level = ledger.levels[priority]
             a, b = level.span(lo, hi)
             if a == b:
                 continue
             if need <= 0:
-                spans.append((level.groups, a, b))
+                kept.append((level.groups, a, b))
                 continue
             cum = level.cum
             p_pos = bisect_left(level.groups, protected, a, b) if protected >= lo else b
             has_p = p_pos < b and level.groups[p_pos] == protected
-            level_sum = cum[b] - cum[a] - (p_tokens if has_p else 0)
-            if level_sum < need:
-                need -= level_sum
-                if has_p:
-                    spans.append((level.groups, p_pos, p_pos + 1))
-                continue
-            cut = bisect_left(cum, cum[a] + need, a, b + 1)
-            if has_p and cut > p_pos:
-                cut = bisect_left(cum, cum[a] + need + p_tokens, a, b + 1)
-                spans.append((level.groups, p_pos, p_pos + 1))
-            dropped = cum[cut] - cum[a] - (p_tokens if has_p and cut > p_pos else 0)
-            need -= dropped
-            spans.append((level.groups, cut, b))
-        kept = merge(*(groups[a:b] for groups, a, b in spans))
-        runs: list[tuple[int, int]] = []
-        kept_tokens = 0
-        cum_all = ledger.cum
-        for g in kept:
-            kept_tokens += cum_all[g + 1] - cum_all[g]
-            if runs and runs[-1][1] == g:
-                runs[-1] = (runs[-1][0], g + 1)
+            if cum[b] - cum[a] - (p_tokens if has_p else 0) < need:
+                cut = b  # the whole level goes (but the latest user turn)
             else:
-                runs.append((g, g + 1))
+                cut = bisect_left(cum, cum[a] + need, a, b + 1)
+                if has_p and cut > p_pos:  # the latest user turn is never dropped: skip it
+                    cut = bisect_left(cum, cum[a] + need + p_tokens, a, b + 1)
+            spared = has_p and cut > p_pos
+            gone = cum[cut] - cum[a] - (p_tokens if spared else 0)
+            need -= gone
+            dropped_tokens += gone
+            if spared:
+                dropped += [(level.groups, a, p_pos), (level.groups, p_pos + 1, cut)]
+                kept.append((level.groups, p_pos, p_pos + 1))
+            else:
+                dropped.append((level.groups, a, cut))
+            kept.append((level.groups, cut, b))
+        starts, stops = _runs(kept, dropped, lo, hi)
         if 0 <= protected < lo:
-            runs.insert(0, (protected, protected + 1))
-            kept_tokens += p_tokens
-        return Selection(runs, kept_tokens)
+            starts.insert(0, protected)
+            stops.insert(0, protected + 1)
+        return Selection(starts, stops, total - dropped_tokens)
+
+
+def _runs(
+    kept: list[tuple[list[int], int, int]],
+    dropped: list[tuple[list[int], int, int]],
+    lo: int,
+    hi: int,
+) -> tuple[list[int], list[int]]:
+    """Kept groups as runs, built from whichever of kept/dropped is smaller, in C.
+
+    Level slices are already sorted, so ``sorted`` only merges runs (timsort). With a large
+    budget few groups are dropped and the answer is a few long runs between them.
+    """
+    if sum(b - a for _, a, b in dropped) <= sum(b - a for _, a, b in kept):
+        gone = sorted(chain.from_iterable(groups[a:b] for groups, a, b in dropped))
+        starts = [lo, *map(add, gone, repeat(1))]
+        stops = [*gone, hi]
+        nonempty = list(map(lt, starts, stops))
+        return list(compress(starts, nonempty)), list(compress(stops, nonempty))
+    starts = sorted(chain.from_iterable(groups[a:b] for groups, a, b in kept))
+    return starts, list(map(add, starts, repeat(1)))
 
 
 STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (FIFO, SlidingWindow, Priority)}

@@ -252,3 +252,15 @@ def test_anthropic_tool_result_turns_do_not_displace_the_users_request() -> None
     ctx = m.get_context()
     assert ctx[0] is question  # kept although six newer "user" turns (tool results) exist
     assert m.context_tokens() <= 60
+
+
+def test_fifo_keeps_the_recent_history_when_the_ledger_compacts() -> None:
+    # Regression (found by the benchmarks): 10k adds through a small window push the floor past
+    # 4096 groups, so the ledger compacts its storage; no held message may be lost.
+    manager = MessageContextManager(2_000, strategy="fifo")
+    for i in range(10_000):
+        manager.add({"role": "user" if i % 2 == 0 else "assistant", "content": f"{i} " + "x" * 400})
+        context = manager.get_context()
+        assert context[-1]["content"].startswith(f"{i} ")
+        assert len(context) >= min(i + 1, 10), (i, len(context))
+        assert len(manager) == len(manager.messages)
