@@ -93,10 +93,7 @@ def test_naive_oracle_states_the_same_rules(suite: str) -> None:
         wanted = "overflow" if isinstance(expected, dict) else expected
         if answer != wanted:
             disagreements.append((case["id"], wanted, answer))
-    # Known: Python's JSON text of small floats differs from JS (see docs/parity-reference.md).
-    assert [d[0] for d in disagreements] in ([], ["edge-json-small-float-arguments"]), (
-        disagreements[:5]
-    )
+    assert disagreements == [], disagreements[:5]
 
 
 def test_overflow_reports_required_and_budget() -> None:

@@ -6,7 +6,7 @@
 // Every case is also run through LangChain PYTHON (langchain_reference.py, needs python3 with
 // langchain-core): cases where JS and Python agree form the suite `langchain.trimMessages`;
 // cases where they disagree are listed, with both answers, in langchain.trimMessages.jsOnly.json
-// (not a suite: our Python follows LangChain Python there, see docs/parity-langchain.md).
+// (not a suite: our Python follows LangChain Python there, see README.md, "LangChain trim_messages parity").
 //
 // A result is encoded as the kept messages in order: {index} (the caller's message, unchanged)
 // or {index, content} (a cut-down copy, allowPartial). JS's `undefined` entries become null.

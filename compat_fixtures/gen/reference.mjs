@@ -358,7 +358,7 @@ function edgeCases(ref, strategy) {
       ["priority-latest-user-kept-at-0", chat, opts(17, { priorities: [3, 3, 3, 0] })],
     );
   }
-  // Inputs where Python and the reference are known to disagree are kept (see docs/parity-reference.md).
+  // Inputs where Python and the reference are known to disagree are kept (see README.md, "Bugs the reference found").
   cases.push(
     // JSON of tool arguments: JS writes 0.00001 and 1e-7, Python's json.dumps writes 1e-05 and 1e-07.
     [

@@ -2,7 +2,7 @@
 
 Parity targets: ``langchain-core`` 1.7.x ``trim_messages`` (followed wherever the two disagree) and
 ``@langchain/core`` 1.4.0 ``trimMessages`` (proven by ``compat_fixtures/fixtures/langchain.*``).
-``docs/parity-langchain.md`` lists every place where JS and Python LangChain differ.
+README.md ("LangChain trim_messages parity") lists every place where JS and Python LangChain differ.
 
 The trimmer is an independent re-implementation of LangChain's observable behaviour: keep the
 longest prefix ("first") or suffix ("last") that fits, optionally cut the boundary message

@@ -1,6 +1,6 @@
 """Persistence: an append-only JSONL log (Kimi CLI compatible), a ``sessions.json`` index, and
 the glue that makes a :class:`~context_manager.manager.MessageContextManager` persist every
-change (``MessageContextManager.open``). See docs/persistence.md for format and guarantees.
+change (``MessageContextManager.open``). README.md ("Persistence") has the format and guarantees.
 """
 
 from __future__ import annotations
