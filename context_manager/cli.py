@@ -134,26 +134,30 @@ def cmd_count(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def cmd_trim(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _filled(args: argparse.Namespace) -> tuple[MessageContextManager, int]:
+    """A manager holding the file's messages, and how many the file had."""
     messages = load_messages(args.file)
     manager = _manager(args)
     manager.extend(messages)
+    return manager, len(messages)
+
+
+def cmd_trim(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    manager, total = _filled(args)
     kept = manager.get_context()
     json.dump(kept, out, indent=1, ensure_ascii=False)
     out.write("\n")
-    err.write(summary_line(manager.stats(), len(messages)) + "\n")
+    err.write(summary_line(manager.stats(), total) + "\n")
     return 0
 
 
 def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    messages = load_messages(args.file)
-    manager = _manager(args)
-    manager.extend(messages)
+    manager, total = _filled(args)
     stats = manager.stats()
     fields = {k: getattr(stats, k) for k in stats.__dataclass_fields__ if k != "extra"}
     json.dump(fields, out, indent=1)
     out.write("\n")
-    err.write(summary_line(stats, len(messages)) + "\n")
+    err.write(summary_line(stats, total) + "\n")
     return 0
 
 

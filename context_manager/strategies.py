@@ -18,6 +18,7 @@ Semantics (also stated by the TypeScript reference in ``compat_fixtures/referenc
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import chain, compress, repeat
@@ -41,13 +42,14 @@ class Selection:
     trimmable_tokens: int
 
 
-class Strategy:
-    """Base policy: subclasses override ``select`` (and FIFO overrides ``after_add``)."""
+class Strategy(ABC):
+    """Base policy: subclasses implement ``select`` (and FIFO overrides ``after_add``)."""
 
     name: ClassVar[str] = "strategy"
 
+    @abstractmethod
     def select(self, ledger: Ledger, room: int, protected: int) -> Selection:
-        raise NotImplementedError  # pragma: no cover - abstract
+        """The groups to keep within ``room`` trimmable tokens (``protected`` always kept)."""
 
     def after_add(self, ledger: Ledger, room: int) -> list[Any]:
         """Called after each add with the room for everything held; returns evicted messages."""
