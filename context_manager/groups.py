@@ -52,8 +52,11 @@ class ToolProtocol:
 
     def accept(self, rec: Message, index: int | None = None) -> bool:
         """Record ``rec``; True when it joins the open group. Raises on protocol errors."""
-        if not self.pending and not rec.tool_calls and rec.tool_call_id is None and not (
-            rec.tool_results
+        if (
+            not self.pending
+            and not rec.tool_calls
+            and rec.tool_call_id is None
+            and not rec.tool_results
         ):
             return False  # the common case: a plain message outside any tool exchange
         reason = self.problem(rec)
@@ -135,9 +138,14 @@ class Repairer:
         self.dropped = 0
         self.inserted = 0
 
-    def feed(self, original: Any, index: int | None = None) -> list[Any]:
-        rec = normalize(original, index)
-        out: list[Any] = []
+    def feed(
+        self, original: Any, index: int | None = None, rec: Message | None = None
+    ) -> list[tuple[Any, Message]]:
+        """What to store for ``original``, as (message, record) pairs: records are reused, so a
+        caller that already normalized ``original`` passes ``rec`` and nothing is parsed twice."""
+        if rec is None:
+            rec = normalize(original, index)
+        out: list[tuple[Any, Message]] = []
         if self.protocol.pending and not rec.result_ids:
             out.extend(self.finish())
         stale = {r for r in rec.result_ids if r not in self.protocol.pending}
@@ -155,18 +163,21 @@ class Repairer:
         self.protocol.accept(rec, index)
         if rec.tool_calls:
             self._last_call = original
-        out.append(original)
+        out.append((original, rec))
         return out
 
-    def finish(self) -> list[Any]:
+    def finish(self) -> list[tuple[Any, Message]]:
         """Close the open group with synthetic results (if any are missing)."""
         if not self.protocol.pending:
             return []
         fillers = missing_results(self._last_call, list(self.protocol.pending))
         self.inserted += len(self.protocol.pending)
+        out = []
         for filler in fillers:
-            self.protocol.accept(normalize(filler))
-        return fillers
+            rec = normalize(filler)
+            self.protocol.accept(rec)
+            out.append((filler, rec))
+        return out
 
 
 def repair(messages: Iterable[Any]) -> list[Any]:
@@ -174,6 +185,6 @@ def repair(messages: Iterable[Any]) -> list[Any]:
     fixer = Repairer()
     out: list[Any] = []
     for i, message in enumerate(messages):
-        out.extend(fixer.feed(message, i))
-    out.extend(fixer.finish())
+        out.extend(original for original, _ in fixer.feed(message, i))
+    out.extend(original for original, _ in fixer.finish())
     return out

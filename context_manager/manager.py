@@ -241,9 +241,15 @@ class MessageContextManager:
                 f"the system prompt must have role system or developer, not {rec.role!r}"
             )
         with self._lock:
-            self._system = (original, rec, self.counter.count_message(rec))
-            self._emit("system_prompt", {"text": rec.text, "message": original})
+            self._install_system(original, rec)
             self._after_change()
+
+    def _install_system(self, original: Any, rec: Message) -> int:
+        tokens = self.counter.count_message(rec)
+        self._system = (original, rec, tokens)
+        if self._listeners:
+            self._emit("system_prompt", {"text": rec.text, "message": original})
+        return tokens
 
     @property
     def system_prompt(self) -> str | None:
@@ -267,12 +273,10 @@ class MessageContextManager:
                 and rec.role in ("system", "developer")
                 and not self._ledger.originals
             ):
-                self._system = (message, rec, self.counter.count_message(rec))
                 self._added += 1
-                self._emit("system_prompt", {"text": rec.text, "message": message})
-                return self._system[2]
+                return self._install_system(message, rec)
             if self.repair:
-                return self._add_repaired(message, index, priority, pinned)
+                return self._add_repaired(message, rec, index, priority, pinned)
             return self._store(message, rec, index, priority, pinned)
 
     def _store(self, message: Any, rec: Message, index: int, priority: int, pinned: bool) -> int:
@@ -282,21 +286,24 @@ class MessageContextManager:
         released = ledger.append(message, rec, tokens, priority, pinned, joins)
         ledger.open = bool(self._protocol.pending)
         self._added += 1
-        self._emit(
-            "add", {"message": message, "record": rec, "pinned": pinned, "priority": priority}
-        )
+        if self._listeners:
+            self._emit(
+                "add", {"message": message, "record": rec, "pinned": pinned, "priority": priority}
+            )
         evicted = self.strategy.after_add(ledger, self._room(held=True))
         if (released or evicted) and self.on_evict is not None:
             self.on_evict(released + evicted)
         self._after_change()
         return tokens
 
-    def _add_repaired(self, message: Any, index: int, priority: int, pinned: bool) -> int:
+    def _add_repaired(
+        self, message: Any, rec: Message, index: int, priority: int, pinned: bool
+    ) -> int:
         if self._repairer is None:
             self._repairer = Repairer()  # sees the same stream, so its state mirrors ours
         tokens = 0
-        for item in self._repairer.feed(message, index):
-            tokens = self._store(item, normalize(item), self._added, priority, pinned)
+        for item, item_rec in self._repairer.feed(message, index, rec):
+            tokens = self._store(item, item_rec, self._added, priority, pinned)
         return tokens
 
     def extend(self, messages: Iterable[Any]) -> None:
