@@ -5,6 +5,7 @@ counted once; ask for the context that fits. Tool calls and their results stay t
 system prompt and pinned messages stay put, and the latest user message is always sent.
 """
 
+from .budget.strategies import FIFO, Priority, SlidingWindow, Strategy
 from .compaction import (
     AnthropicSummarizer,
     CompactionEntry,
@@ -30,13 +31,12 @@ from .errors import (
     StoreCorruptionError,
     TokenizerUnavailableError,
 )
-from .groups import repair
 from .manager import ContextStats, MessageContextManager
 from .messages import Image, Message, ToolCall, ToolResult, normalize
+from .messages.groups import repair
 from .models import ModelInfo, get_model, register_model
+from .oneshot import trim
 from .store import JsonlLog, ResetPolicy, SessionIndex
-from .strategies import FIFO, Priority, SlidingWindow, Strategy
-from .trim import trim
 
 __version__ = "0.1.0"
 

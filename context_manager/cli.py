@@ -162,7 +162,7 @@ def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .compat.verify import describe_failure, verify_directory
+    from .parity.verify import describe_failure, verify_directory
 
     directory = Path(args.dir)
     if not directory.is_dir():

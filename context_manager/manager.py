@@ -1,9 +1,9 @@
 """MessageContextManager: add messages (counted once), ask for the context that fits.
 
 The manager owns the budget arithmetic and the pinned system prompt; storage and prefix sums live
-in :class:`~context_manager.ledger.Ledger`, the choice of what goes first in a
-:class:`~context_manager.strategies.Strategy`. ``get_context`` costs O(log n) to decide plus the
-size of what it returns.
+in :class:`~context_manager.budget._ledger.Ledger`, the choice of what goes first in a
+:class:`~context_manager.budget.strategies.Strategy`. ``get_context`` costs O(log n) to decide plus
+the size of what it returns.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .budget._ledger import Ledger
+from .budget.strategies import Selection, Strategy, get_strategy
 from .counting import TokenCounter, get_counter
 from .errors import ConfigurationError, ContextOverflowError, InvalidMessageError
-from .groups import Repairer, ToolProtocol
-from .ledger import Ledger
 from .messages import Message, normalize
+from .messages.groups import Repairer, ToolProtocol
 from .models import get_model
-from .strategies import Selection, Strategy, get_strategy
 
 if TYPE_CHECKING:
     from os import PathLike

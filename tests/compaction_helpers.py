@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from context_manager.compaction import SummaryRequest, to_pi_messages
-from context_manager.compat.pi import estimate_tokens
+from context_manager.compaction.pi_rules import estimate_tokens
 from context_manager.messages import Message, ToolCall, to_json_text
 
 FIXTURES = Path(__file__).resolve().parent.parent / "compat_fixtures" / "fixtures"

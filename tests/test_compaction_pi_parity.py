@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from context_manager.compaction import TokenBudgetCompaction, is_context_overflow
-from context_manager.compat.pi import (
+from context_manager.compaction.pi_rules import (
     FileOps,
     compute_file_lists,
     convert_to_llm,

@@ -24,12 +24,13 @@ from typing import Any
 
 import pytest
 
-from context_manager.compat import langchain as lc
-from context_manager.compat.langchain_counting import chars4_tokens, content_of
-from context_manager.compat.verify import verify_file
 from context_manager.counting.estimate import CharEstimator
 from context_manager.errors import ConfigurationError, InvalidMessageError
+from context_manager.interop import langchain as lc
+from context_manager.interop.langchain_counting import chars4_tokens, content_of
 from context_manager.messages import normalize
+from context_manager.parity import langchain as lc_parity
+from context_manager.parity.verify import verify_file
 
 lc_utils: Any
 try:  # LangChain Python is a test extra; without it only the JS-fixture tests run
@@ -77,7 +78,7 @@ def js_only() -> dict[str, Any]:
 # ------------------------------------------------------------------ fixtures from LangChain.js
 
 def test_every_js_fixture_case_passes() -> None:
-    result = verify_file(SUITE, lc.FIXTURE_SUITES, max_failures=3)
+    result = verify_file(SUITE, lc_parity.FIXTURE_SUITES, max_failures=3)
     assert result.error is None
     assert result.package == "@langchain/core@1.4.0"
     assert result.total >= 1000
@@ -108,7 +109,7 @@ def test_fixture_suite_has_the_promised_variety(suite: dict[str, Any]) -> None:
 # ------------------------------------------------------------------ equality with LangChain Python
 
 def _ours(case: Mapping[str, Any]) -> Any:
-    return json.loads(json.dumps(lc.run_trim_case(case)))
+    return json.loads(json.dumps(lc_parity.run_trim_case(case)))
 
 
 def test_fixture_inputs_equal_langchain_python(

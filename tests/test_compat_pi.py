@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from context_manager.compat import pi
-from context_manager.compat.js import (
+from context_manager._js import (
     js_date_ms,
     js_len,
     js_number_str,
@@ -26,8 +25,10 @@ from context_manager.compat.js import (
     js_trim,
     js_truthy,
 )
-from context_manager.compat.verify import describe_failure, verify_file
+from context_manager.compaction import pi_rules as pi
 from context_manager.errors import ConfigurationError, InvalidMessageError
+from context_manager.parity import pi as pi_parity
+from context_manager.parity.verify import describe_failure, verify_file
 
 FIXTURES = Path(__file__).resolve().parent.parent / "compat_fixtures" / "fixtures"
 # Suites written by compat_fixtures/gen/pi.mjs (other pi.* files belong to other generators).
@@ -62,13 +63,13 @@ def _case(suite: str, case_id: str) -> tuple[Any, Any]:
 def test_every_required_suite_is_present_and_large_enough() -> None:
     for suite, minimum in MIN_CASES.items():
         assert len(_suite(suite)["cases"]) >= minimum
-    assert set(pi.FIXTURE_SUITES) == set(SUITES)
+    assert set(pi_parity.FIXTURE_SUITES) == set(SUITES)
     assert all(_suite(name)["suite"] == name for name in SUITES)
 
 
 @pytest.mark.parametrize("path", SUITE_FILES, ids=lambda p: p.stem)
 def test_suite_matches_pi_exactly(path: Path) -> None:
-    result = verify_file(path, dict(pi.FIXTURE_SUITES))
+    result = verify_file(path, dict(pi_parity.FIXTURE_SUITES))
     assert result.error is None
     assert result.package.startswith("@mariozechner/pi-") and result.package.endswith("@0.73.1")
     details = "\n".join(describe_failure(*f) for f in result.failures)

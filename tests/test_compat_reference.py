@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from context_manager.compat.reference import (
+from context_manager.errors import ConfigurationError
+from context_manager.parity.reference import (
     FIXTURE_SUITES,
     REFERENCE_PACKAGE,
     estimator_from_options,
     run_trim_case,
 )
-from context_manager.compat.verify import describe_failure, load_runners, verify_file
-from context_manager.errors import ConfigurationError
+from context_manager.parity.verify import describe_failure, load_runners, verify_file
 
 from .naive import naive_select
 

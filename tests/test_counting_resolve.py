@@ -8,7 +8,6 @@ import pytest
 
 pytest.importorskip("tiktoken")
 
-from context_manager.compat.verify import load_runners, verify_file
 from context_manager.counting import (
     CharEstimator,
     TokenCounter,
@@ -20,6 +19,7 @@ from context_manager.counting.tiktoken_counter import TiktokenCounter
 from context_manager.errors import ConfigurationError, InvalidMessageError
 from context_manager.messages import Message, normalize
 from context_manager.models import ModelInfo, register_model
+from context_manager.parity.verify import load_runners, verify_file
 
 FIXTURES = Path(__file__).resolve().parent.parent / "compat_fixtures" / "fixtures"
 TOKEN_SUITES = sorted(FIXTURES.glob("tokens.*.json"))

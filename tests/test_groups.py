@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from context_manager import InvalidMessageError, MessageContextManager, repair
-from context_manager.groups import MISSING_RESULT_TEXT
+from context_manager.messages.groups import MISSING_RESULT_TEXT
 
 
 def call(*ids: str) -> dict[str, Any]:

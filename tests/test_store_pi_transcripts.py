@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from context_manager.compat import transcripts
-from context_manager.compat.verify import describe_failure, load_runners, verify_file
+from context_manager.interop import pi_sessions as transcripts
+from context_manager.parity.verify import describe_failure, load_runners, verify_file
 
 FIXTURE = (
     Path(__file__).resolve().parents[1] / "compat_fixtures" / "fixtures"

@@ -2,7 +2,7 @@
 //
 // Seeded conversations (OpenAI-style dicts) are converted to LangChain message objects with the
 // library's own classes and trimmed by the real `trimMessages`, counting tokens with "chars4"
-// (see chars4Tokens; the same counter lives in context_manager/compat/langchain_counting.py).
+// (see chars4Tokens; the same counter lives in context_manager/interop/langchain_counting.py).
 // Every case is also run through LangChain PYTHON (langchain_reference.py, needs python3 with
 // langchain-core): cases where JS and Python agree form the suite `langchain.trimMessages`;
 // cases where they disagree are listed, with both answers, in langchain.trimMessages.jsOnly.json

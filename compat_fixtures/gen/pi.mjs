@@ -3,7 +3,7 @@
 // Builds seeded, varied inputs in Pi's own JSON shapes (session entries and agent messages with
 // parallel tool calls, images, emoji / CJK / combining marks, bash executions, custom messages,
 // branch and compaction summaries, long tool results, thinking blocks) and records what the REAL
-// Pi functions return for them. The Python side (context_manager/compat/pi.py) must reproduce
+// Pi functions return for them. The Python side (context_manager/compaction/pi_rules/) must reproduce
 // every expected value exactly. Deterministic: one fixed seed per suite, no clocks.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";

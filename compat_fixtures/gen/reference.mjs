@@ -4,7 +4,7 @@
 // Seeded conversations in OpenAI and Anthropic shapes (parallel tool calls, pins, priorities 0-3,
 // images, emoji / CJK / combining marks, empty content, names, thinking, unknown part types,
 // several system messages, open tool groups at the end) are trimmed by the reference; Python's
-// `context_manager.trim()` must return the same kept indices (context_manager/compat/reference.py).
+// `context_manager.trim()` must return the same kept indices (context_manager/parity/reference.py).
 // The reference is TypeScript: it is loaded with the pinned `tsx` (no build step, nothing written).
 //
 // Suites: reference.trim.sliding_window, reference.trim.priority and reference.trim.invalid

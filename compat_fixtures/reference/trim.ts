@@ -4,7 +4,7 @@
 // of these messages do we send so the prompt fits the token budget? It returns the indices of
 // the messages to keep, in order, or an overflow object when even the parts that must be sent
 // cannot fit. Python must return exactly the same answer on every input (see
-// compat_fixtures/fixtures/reference.trim.*.json and context_manager/compat/reference.py).
+// compat_fixtures/fixtures/reference.trim.*.json and context_manager/parity/reference.py).
 //
 // The code is written to be read, not to be fast: plain loops, every total recomputed. (The
 // Python library keeps prefix sums so the same answer costs O(log n); the answer is the same.)

@@ -40,21 +40,29 @@ def _assistant(rec: Message) -> dict[str, Any]:
     if rec.thinking:
         content.append({"type": "thinking", "thinking": rec.thinking})
     content.extend(_text_blocks(rec.text))
-    content.extend({"type": "toolCall", "id": c.id, "name": c.name,
-                    "arguments": _arguments(c.arguments)} for c in rec.tool_calls)
-    return {"role": "assistant", "content": content,
-            "stopReason": "toolUse" if rec.tool_calls else "stop"}
+    content.extend(
+        {"type": "toolCall", "id": c.id, "name": c.name, "arguments": _arguments(c.arguments)}
+        for c in rec.tool_calls
+    )
+    return {
+        "role": "assistant",
+        "content": content,
+        "stopReason": "toolUse" if rec.tool_calls else "stop",
+    }
 
 
-def _tool_result(call_id: str, name: str, text: str, is_error: bool, images: int
-                 ) -> dict[str, Any]:
+def _tool_result(call_id: str, name: str, text: str, is_error: bool, images: int) -> dict[str, Any]:
     content = _text_blocks(text) + [dict(_IMAGE_BLOCK) for _ in range(images)]
-    return {"role": "toolResult", "toolCallId": call_id, "toolName": name,
-            "content": content, "isError": is_error}
+    return {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": name,
+        "content": content,
+        "isError": is_error,
+    }
 
 
-def to_pi_messages(rec: Message, call_names: dict[str, str] | None = None
-                   ) -> list[dict[str, Any]]:
+def to_pi_messages(rec: Message, call_names: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The Pi message(s) standing for ``rec``; ``call_names`` maps call ids to tool names."""
     names = call_names if call_names is not None else {}
     role = rec.role
@@ -72,9 +80,16 @@ def to_pi_messages(rec: Message, call_names: dict[str, str] | None = None
             return [{"role": "user", "content": content if rec.images else rec.text}]
         # Images inside tool_result blocks are pooled on the record; charge them to the last.
         last = len(rec.tool_results) - 1
-        out = [_tool_result(r.call_id, names.get(r.call_id, ""), r.text, r.is_error,
-                            len(rec.images) if k == last else 0)
-               for k, r in enumerate(rec.tool_results)]
+        out = [
+            _tool_result(
+                r.call_id,
+                names.get(r.call_id, ""),
+                r.text,
+                r.is_error,
+                len(rec.images) if k == last else 0,
+            )
+            for k, r in enumerate(rec.tool_results)
+        ]
         if rec.text:
             out.append({"role": "user", "content": rec.text})
         return out
@@ -92,8 +107,9 @@ class PiView:
 
     def messages(self, start: int, end: int) -> list[dict[str, Any]]:
         """Pi messages of the records at positions ``start <= position < end``."""
-        return [e["message"] for e, o in zip(self.entries, self.owners, strict=True)
-                if start <= o < end]
+        return [
+            e["message"] for e, o in zip(self.entries, self.owners, strict=True) if start <= o < end
+        ]
 
 
 def to_pi_entries(records: Sequence[Message], indices: Sequence[int] | None = None) -> PiView:
@@ -106,8 +122,9 @@ def to_pi_entries(records: Sequence[Message], indices: Sequence[int] | None = No
         base = str(indices[position] if indices is not None else position)
         for k, message in enumerate(to_pi_messages(rec, names)):
             entry_id = base if k == 0 else f"{base}.{k}"
-            entries.append({"type": "message", "id": entry_id, "parentId": parent,
-                            "message": message})
+            entries.append(
+                {"type": "message", "id": entry_id, "parentId": parent, "message": message}
+            )
             owners.append(position)
             parent = entry_id
     return PiView(entries, owners)

@@ -39,14 +39,16 @@ class CompactionEntry:
     first_kept_index: int
     tokens_before: int
     details: dict[str, list[str]] = field(
-        default_factory=lambda: {"read_files": [], "modified_files": []})
+        default_factory=lambda: {"read_files": [], "modified_files": []}
+    )
     reason: str = "manual"
     created_at: str = field(default_factory=utc_timestamp)
 
     def __post_init__(self) -> None:
         if self.reason not in REASONS:
             raise CompactionError(
-                f"compaction reason {self.reason!r} is unknown; use one of {', '.join(REASONS)}")
+                f"compaction reason {self.reason!r} is unknown; use one of {', '.join(REASONS)}"
+            )
 
     @property
     def read_files(self) -> list[str]:
@@ -76,18 +78,29 @@ class CompactionEntry:
         except KeyError as exc:
             raise CompactionError(
                 f"compaction record lacks {exc.args[0]!r}; expected the keys CompactionEntry."
-                "to_dict() writes (summary, first_kept_index, tokens_before, ...)") from None
-        if not isinstance(summary, str) or not isinstance(first_kept, int) or not isinstance(
-                tokens_before, int):
+                "to_dict() writes (summary, first_kept_index, tokens_before, ...)"
+            ) from None
+        if (
+            not isinstance(summary, str)
+            or not isinstance(first_kept, int)
+            or not isinstance(tokens_before, int)
+        ):
             raise CompactionError(
                 "compaction record has wrong types: summary must be a string, "
-                f"first_kept_index and tokens_before ints; got {data!r}")
+                f"first_kept_index and tokens_before ints; got {data!r}"
+            )
         details = data.get("details") or {}
         if not isinstance(details, Mapping):
             raise CompactionError(f"compaction details must be an object, got {details!r}")
         files = {key: _paths(details.get(key), key) for key in ("read_files", "modified_files")}
-        return cls(summary, first_kept, tokens_before, files, str(data.get("reason", "manual")),
-                   str(data.get("created_at", "")))
+        return cls(
+            summary,
+            first_kept,
+            tokens_before,
+            files,
+            str(data.get("reason", "manual")),
+            str(data.get("created_at", "")),
+        )
 
 
 def _paths(value: Any, key: str) -> list[str]:

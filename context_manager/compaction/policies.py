@@ -13,7 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
-from ..compat.pi import (
+from ..errors import CompactionError, ConfigurationError
+from ..messages import Message
+from .convert import PiView, to_pi_entries
+from .pi_rules import (
     DEFAULT_COMPACTION_SETTINGS,
     FileOps,
     PiMessage,
@@ -25,9 +28,6 @@ from ..compat.pi import (
     format_file_operations,
     serialize_conversation,
 )
-from ..errors import CompactionError, ConfigurationError
-from ..messages import Message
-from .convert import PiView, to_pi_entries
 from .prompts import (
     NO_PRIOR_HISTORY,
     SPLIT_TURN_SEPARATOR,
@@ -68,18 +68,33 @@ class CompactionPlan:
     summary_max_tokens: int
     prefix_max_tokens: int
 
-    def requests(self, previous_summary: str | None, focus: str | None
-                 ) -> list[SummaryRequest]:
+    def requests(self, previous_summary: str | None, focus: str | None) -> list[SummaryRequest]:
         """The main request (skipped when only a split turn's prefix is new), then the prefix."""
         out = []
         if self.to_summarize:
-            out.append(SummaryRequest(
-                SYSTEM_PROMPT, summary_request_text(self.conversation, previous_summary, focus),
-                self.summary_max_tokens, "summary", self.to_summarize, previous_summary, focus))
+            out.append(
+                SummaryRequest(
+                    SYSTEM_PROMPT,
+                    summary_request_text(self.conversation, previous_summary, focus),
+                    self.summary_max_tokens,
+                    "summary",
+                    self.to_summarize,
+                    previous_summary,
+                    focus,
+                )
+            )
         if self.is_split_turn:
-            out.append(SummaryRequest(
-                SYSTEM_PROMPT, turn_prefix_request_text(self.prefix_conversation),
-                self.prefix_max_tokens, "turn_prefix", self.turn_prefix, None, focus))
+            out.append(
+                SummaryRequest(
+                    SYSTEM_PROMPT,
+                    turn_prefix_request_text(self.prefix_conversation),
+                    self.prefix_max_tokens,
+                    "turn_prefix",
+                    self.turn_prefix,
+                    None,
+                    focus,
+                )
+            )
         return out
 
     def combine(self, texts: Sequence[str], previous_summary: str | None) -> str:
@@ -88,8 +103,9 @@ class CompactionPlan:
         if self.to_summarize:
             summary = texts.pop(0)
         else:  # nothing new before the turn: the previous summary still holds
-            summary = _strip_file_blocks(previous_summary) if previous_summary else (
-                NO_PRIOR_HISTORY)
+            summary = (
+                _strip_file_blocks(previous_summary) if previous_summary else (NO_PRIOR_HISTORY)
+            )
         if self.is_split_turn:
             summary += SPLIT_TURN_SEPARATOR + texts.pop(0)
         return summary + format_file_operations(self.read_files, self.modified_files)
@@ -109,8 +125,11 @@ class CompactionPolicy(Protocol):
     @property
     def name(self) -> str: ...
 
-    def plan(self, items: Sequence[HistoryLike],
-             previous_details: Mapping[str, Sequence[str]] | None = None) -> CompactionPlan: ...
+    def plan(
+        self,
+        items: Sequence[HistoryLike],
+        previous_details: Mapping[str, Sequence[str]] | None = None,
+    ) -> CompactionPlan: ...
 
 
 FILE_TOOL_KINDS = ("read", "write", "edit")
@@ -122,7 +141,8 @@ def _check_file_tools(file_tools: Mapping[str, str] | None) -> None:
         if kind not in FILE_TOOL_KINDS:
             raise ConfigurationError(
                 f"file_tools maps {name!r} to {kind!r}; map tool names to one of "
-                f"{', '.join(FILE_TOOL_KINDS)}")
+                f"{', '.join(FILE_TOOL_KINDS)}"
+            )
 
 
 def _aliased(message: PiMessage, file_tools: Mapping[str, str]) -> PiMessage:
@@ -135,17 +155,24 @@ def _aliased(message: PiMessage, file_tools: Mapping[str, str]) -> PiMessage:
         kind = file_tools.get(block.get("name", "")) if block.get("type") == "toolCall" else None
         if kind is not None:
             args = block.get("arguments")
-            path = next((args[k] for k in _PATH_KEYS if isinstance(args, Mapping)
-                         and isinstance(args.get(k), str)), None)
+            path = next(
+                (
+                    args[k]
+                    for k in _PATH_KEYS
+                    if isinstance(args, Mapping) and isinstance(args.get(k), str)
+                ),
+                None,
+            )
             block = {**block, "name": kind, "arguments": {"path": path} if path else {}}
         blocks.append(block)
     return {**message, "content": blocks}
 
 
-def _file_lists(pi_messages: Sequence[PiMessage],
-                previous_details: Mapping[str, Sequence[str]] | None,
-                file_tools: Mapping[str, str] | None = None,
-                ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _file_lists(
+    pi_messages: Sequence[PiMessage],
+    previous_details: Mapping[str, Sequence[str]] | None,
+    file_tools: Mapping[str, str] | None = None,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Pi's rule: earlier read files stay read, earlier modified ones count as edited.
 
     Pi tracks tools named read / write / edit with a ``path`` argument; ``file_tools`` maps
@@ -157,8 +184,7 @@ def _file_lists(pi_messages: Sequence[PiMessage],
         ops.read.update(dict.fromkeys(previous_details.get("read_files", ())))
         ops.edited.update(dict.fromkeys(previous_details.get("modified_files", ())))
     for message in pi_messages:
-        extract_file_ops_from_message(_aliased(message, file_tools) if file_tools else message,
-                                      ops)
+        extract_file_ops_from_message(_aliased(message, file_tools) if file_tools else message, ops)
     read, modified = compute_file_lists(ops)
     return tuple(read), tuple(modified)
 
@@ -204,10 +230,12 @@ class TokenBudgetCompaction:
         if self.keep_recent_tokens < 0 or self.reserve_tokens < 2:
             raise ConfigurationError(
                 "TokenBudgetCompaction needs keep_recent_tokens >= 0 and reserve_tokens >= 2; "
-                f"got {self.keep_recent_tokens} and {self.reserve_tokens}")
+                f"got {self.keep_recent_tokens} and {self.reserve_tokens}"
+            )
         if self.token_source not in ("pi", "manager"):
             raise ConfigurationError(
-                f"token_source must be 'pi' or 'manager', got {self.token_source!r}")
+                f"token_source must be 'pi' or 'manager', got {self.token_source!r}"
+            )
 
     @classmethod
     def for_budget(cls, budget_tokens: int) -> TokenBudgetCompaction:
@@ -237,19 +265,22 @@ class TokenBudgetCompaction:
         split = cut.is_split_turn and turn < first
         return view, HistoryCut(first, turn if split else -1, split)
 
-    def plan(self, items: Sequence[HistoryLike],
-             previous_details: Mapping[str, Sequence[str]] | None = None) -> CompactionPlan:
+    def plan(
+        self,
+        items: Sequence[HistoryLike],
+        previous_details: Mapping[str, Sequence[str]] | None = None,
+    ) -> CompactionPlan:
         view, cut = self.find_cut(items)
         first, turn, split = cut
         history_end = turn if split else first
         if first == 0:
             raise _nothing_to_compact(
                 f"the newest {self.keep_recent_tokens} tokens already hold the whole history "
-                "(lower keep_recent_tokens or add more messages)")
+                "(lower keep_recent_tokens or add more messages)"
+            )
         summarize_pi = view.messages(0, history_end)
         prefix_pi = view.messages(turn, first) if split else []
-        read, modified = _file_lists([*summarize_pi, *prefix_pi], previous_details,
-                                     self.file_tools)
+        read, modified = _file_lists([*summarize_pi, *prefix_pi], previous_details, self.file_tools)
         return CompactionPlan(
             first_kept_index=items[first].index,
             to_summarize=tuple(it.record for it in items[:history_end]),
@@ -270,15 +301,19 @@ def _kimi_content(rec: Message) -> str:
     parts += [f"[tool call {c.id}] {c.name}({c.arguments})" for c in rec.tool_calls]
     if rec.tool_call_id:
         parts = [f"[tool result {rec.tool_call_id}] {rec.text}"]
-    parts += [f"[tool result {r.call_id}{' error' if r.is_error else ''}] {r.text}"
-              for r in rec.tool_results]
+    parts += [
+        f"[tool result {r.call_id}{' error' if r.is_error else ''}] {r.text}"
+        for r in rec.tool_results
+    ]
     return "\n".join(parts)
 
 
 def kimi_history_text(records: Sequence[Message]) -> str:
     """Kimi CLI's layout: ``## Message i`` / ``Role: …`` / ``Content: …`` blocks, 1-based."""
-    return "\n\n".join(f"## Message {i}\nRole: {rec.role}\nContent: {_kimi_content(rec)}"
-                       for i, rec in enumerate(records, 1))
+    return "\n\n".join(
+        f"## Message {i}\nRole: {rec.role}\nContent: {_kimi_content(rec)}"
+        for i, rec in enumerate(records, 1)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,10 +335,14 @@ class SimpleCompaction:
         if self.max_preserved_messages < 1 or self.max_summary_tokens < 1:
             raise ConfigurationError(
                 "SimpleCompaction needs max_preserved_messages >= 1 and max_summary_tokens >= 1; "
-                f"got {self.max_preserved_messages} and {self.max_summary_tokens}")
+                f"got {self.max_preserved_messages} and {self.max_summary_tokens}"
+            )
 
-    def plan(self, items: Sequence[HistoryLike],
-             previous_details: Mapping[str, Sequence[str]] | None = None) -> CompactionPlan:
+    def plan(
+        self,
+        items: Sequence[HistoryLike],
+        previous_details: Mapping[str, Sequence[str]] | None = None,
+    ) -> CompactionPlan:
         found, start = 0, len(items)
         for position in range(len(items) - 1, -1, -1):
             rec = items[position].record
@@ -316,11 +355,13 @@ class SimpleCompaction:
         if found < self.max_preserved_messages or start == 0:
             raise _nothing_to_compact(
                 f"the last {self.max_preserved_messages} user/assistant messages already start "
-                "the history")
+                "the history"
+            )
         records = tuple(it.record for it in items[:start])
         view = to_pi_entries(records)
-        read, modified = _file_lists([e["message"] for e in view.entries], previous_details,
-                                     self.file_tools)
+        read, modified = _file_lists(
+            [e["message"] for e in view.entries], previous_details, self.file_tools
+        )
         return CompactionPlan(
             first_kept_index=items[start].index,
             to_summarize=records,

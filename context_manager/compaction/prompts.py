@@ -64,7 +64,8 @@ UPDATE_INSTRUCTION = (
     "Produce the updated summary: keep what still holds from the previous summary, add what "
     "the new messages contribute, move items from In Progress to Done when they were finished, "
     "drop steps that are no longer relevant and refresh Next Steps. Use exactly this layout:\n\n"
-    + _SUMMARY_FORMAT + "\n\n"
+    + _SUMMARY_FORMAT
+    + "\n\n"
     "Be brief. Keep exact file paths, function names and error messages verbatim."
 )
 
@@ -96,8 +97,9 @@ SPLIT_TURN_SEPARATOR = "\n\n---\n\n**Current turn, earlier part (split turn):**\
 NO_PRIOR_HISTORY = "(No earlier history: the compacted part is the start of the current turn.)"
 
 
-def summary_request_text(conversation: str, previous_summary: str | None = None,
-                         focus: str | None = None) -> str:
+def summary_request_text(
+    conversation: str, previous_summary: str | None = None, focus: str | None = None
+) -> str:
     """``<conversation>`` block, optional ``<previous-summary>`` block, then the instruction."""
     text = f"<conversation>\n{conversation}\n</conversation>\n\n"
     if previous_summary:

@@ -101,8 +101,11 @@ def _previous(entry: Any) -> tuple[str | None, int | None, Mapping[str, Sequence
         return None, None, None
     if isinstance(entry, Mapping):
         details = entry.get("details")
-        return (entry.get("summary"), entry.get("first_kept_index"),
-                details if isinstance(details, Mapping) else None)
+        return (
+            entry.get("summary"),
+            entry.get("first_kept_index"),
+            details if isinstance(details, Mapping) else None,
+        )
     return entry.summary, entry.first_kept_index, entry.details
 
 
@@ -121,37 +124,48 @@ class _Job:
     generation: int
 
 
-def _plan(manager: Any, state: _State, policy: CompactionPolicy | None, focus: str | None,
-          reason: str) -> _Job:
+def _plan(
+    manager: Any, state: _State, policy: CompactionPolicy | None, focus: str | None, reason: str
+) -> _Job:
     if reason not in REASONS:
         raise CompactionError(f"unknown compaction reason {reason!r}; use one of {REASONS}")
     previous = manager.compaction
     previous_summary, previous_cut, details = _previous(previous)
-    items = [item for item in manager.history()
-             if not item.pinned and (previous_cut is None or item.index >= previous_cut)]
+    items = [
+        item
+        for item in manager.history()
+        if not item.pinned and (previous_cut is None or item.index >= previous_cut)
+    ]
     plan = (policy or default_policy(manager)).plan(items, details)
-    return _Job(previous, previous_summary, plan, plan.requests(previous_summary, focus),
-                int(manager.used_tokens), reason, state.generation)
+    return _Job(
+        previous,
+        previous_summary,
+        plan,
+        plan.requests(previous_summary, focus),
+        int(manager.used_tokens),
+        reason,
+        state.generation,
+    )
 
 
 def _event(job: _Job, kind: Literal["start", "end"], **extra: Any) -> CompactionEvent:
-    return CompactionEvent(kind, job.reason, job.tokens_before, job.plan.first_kept_index,
-                           **extra)
+    return CompactionEvent(kind, job.reason, job.tokens_before, job.plan.first_kept_index, **extra)
 
 
-def _apply(manager: Any, state: _State, job: _Job, texts: Sequence[str], will_retry: bool,
-           clock: Clock) -> CompactionEntry:
+def _apply(
+    manager: Any, state: _State, job: _Job, texts: Sequence[str], will_retry: bool, clock: Clock
+) -> CompactionEntry:
     if manager.compaction is not job.previous or state.generation != job.generation:
         raise CompactionError(
             "the history was cleared or compacted elsewhere while this compaction ran; its "
-            "plan is stale and was not applied (run compact() again)")
+            "plan is stale and was not applied (run compact() again)"
+        )
     plan = job.plan
     entry = CompactionEntry(
         summary=plan.combine(texts, job.previous_summary),
         first_kept_index=plan.first_kept_index,
         tokens_before=job.tokens_before,
-        details={"read_files": list(plan.read_files),
-                 "modified_files": list(plan.modified_files)},
+        details={"read_files": list(plan.read_files), "modified_files": list(plan.modified_files)},
         reason=job.reason,
         created_at=clock(),
     )
@@ -164,12 +178,20 @@ def _acquire(state: _State) -> None:
     if not state.lock.acquire(blocking=False):
         raise CompactionInProgressError(
             "a compaction is already running on this manager; wait for it to finish "
-            "(compaction never runs concurrently with itself)")
+            "(compaction never runs concurrently with itself)"
+        )
 
 
-def compact_manager(manager: Any, summarizer: Any = None, *, focus: str | None = None,
-                    policy: CompactionPolicy | None = None, reason: str = "manual",
-                    will_retry: bool = False, clock: Clock = utc_timestamp) -> CompactionEntry:
+def compact_manager(
+    manager: Any,
+    summarizer: Any = None,
+    *,
+    focus: str | None = None,
+    policy: CompactionPolicy | None = None,
+    reason: str = "manual",
+    will_retry: bool = False,
+    clock: Clock = utc_timestamp,
+) -> CompactionEntry:
     """Compact ``manager`` now (sync); async summarizers are run to completion here.
 
     ``summarizer`` defaults to ``manager.summarizer``, then to :class:`ExtractiveSummarizer`;
@@ -192,10 +214,16 @@ def compact_manager(manager: Any, summarizer: Any = None, *, focus: str | None =
         state.lock.release()
 
 
-async def acompact_manager(manager: Any, summarizer: Any = None, *, focus: str | None = None,
-                           policy: CompactionPolicy | None = None, reason: str = "manual",
-                           will_retry: bool = False, clock: Clock = utc_timestamp
-                           ) -> CompactionEntry:
+async def acompact_manager(
+    manager: Any,
+    summarizer: Any = None,
+    *,
+    focus: str | None = None,
+    policy: CompactionPolicy | None = None,
+    reason: str = "manual",
+    will_retry: bool = False,
+    clock: Clock = utc_timestamp,
+) -> CompactionEntry:
     """Async :func:`compact_manager`: split-turn requests run concurrently; sync summarizers run
     in a worker thread. Cancelling it leaves no entry and the history untouched."""
     state = state_of(manager)

@@ -54,7 +54,8 @@ def _checked(text: Any, kind: str) -> str:
     if not isinstance(text, str) or not text.strip():
         raise CompactionError(
             f"the summarizer returned {text!r} for the {kind} request; it must return non-empty "
-            "text (check the model's reply or the adapter's output extraction)")
+            "text (check the model's reply or the adapter's output extraction)"
+        )
     return text
 
 
@@ -82,14 +83,16 @@ def summarize(summarizer: Any, request: SummaryRequest) -> str:
     except CompactionError:
         raise
     except Exception as exc:
-        raise CompactionError(f"the summarizer failed on the {request.kind} request: "
-                              f"{type(exc).__name__}: {exc}") from exc
+        raise CompactionError(
+            f"the summarizer failed on the {request.kind} request: {type(exc).__name__}: {exc}"
+        ) from exc
     return _checked(result, request.kind)
 
 
 def _is_async_callable(fn: Any) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None))  # noqa: B004 - instances with an async __call__
+        getattr(fn, "__call__", None)  # noqa: B004 (the bound __call__, not callable())
+    )
 
 
 async def asummarize(summarizer: Any, request: SummaryRequest) -> str:
@@ -107,8 +110,9 @@ async def asummarize(summarizer: Any, request: SummaryRequest) -> str:
     except CompactionError:
         raise
     except Exception as exc:
-        raise CompactionError(f"the summarizer failed on the {request.kind} request: "
-                              f"{type(exc).__name__}: {exc}") from exc
+        raise CompactionError(
+            f"the summarizer failed on the {request.kind} request: {type(exc).__name__}: {exc}"
+        ) from exc
     return _checked(result, request.kind)
 
 
@@ -143,16 +147,19 @@ class OpenAISummarizer:
     reasoning models); ``options`` go to every call (e.g. ``temperature``).
     """
 
-    def __init__(self, client: Any, model: str, *, max_tokens_param: str = "max_tokens",
-                 **options: Any) -> None:
+    def __init__(
+        self, client: Any, model: str, *, max_tokens_param: str = "max_tokens", **options: Any
+    ) -> None:
         self.client, self.model = client, model
         self.max_tokens_param, self.options = max_tokens_param, options
 
     def __call__(self, request: SummaryRequest) -> str | Awaitable[str]:
         result = self.client.chat.completions.create(
             model=self.model,
-            messages=[{"role": "system", "content": request.system_prompt},
-                      {"role": "user", "content": request.prompt}],
+            messages=[
+                {"role": "system", "content": request.system_prompt},
+                {"role": "user", "content": request.prompt},
+            ],
             **{self.max_tokens_param: request.max_tokens},
             **self.options,
         )
@@ -186,29 +193,105 @@ async def _after(awaitable: Awaitable[Any], extract: Any) -> str:
 
 # --- Extractive (offline) summarizer -------------------------------------------------------------
 
-_KNOWN_EXTENSIONS = frozenset((
-    "py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "json", "jsonl", "md", "rst", "txt",
-    "toml", "yaml", "yml", "cfg", "ini", "rs", "go", "java", "kt", "c", "h", "cc", "cpp", "hpp",
-    "cs", "rb", "php", "sh", "bash", "zsh", "html", "css", "scss", "sql", "lock", "ipynb", "csv",
-    "xml", "swift", "vue", "svelte", "env", "gradle", "proto", "graphql", "tf", "lua"))
+_KNOWN_EXTENSIONS = frozenset(
+    (
+        "py",
+        "pyi",
+        "js",
+        "mjs",
+        "cjs",
+        "ts",
+        "tsx",
+        "jsx",
+        "json",
+        "jsonl",
+        "md",
+        "rst",
+        "txt",
+        "toml",
+        "yaml",
+        "yml",
+        "cfg",
+        "ini",
+        "rs",
+        "go",
+        "java",
+        "kt",
+        "c",
+        "h",
+        "cc",
+        "cpp",
+        "hpp",
+        "cs",
+        "rb",
+        "php",
+        "sh",
+        "bash",
+        "zsh",
+        "html",
+        "css",
+        "scss",
+        "sql",
+        "lock",
+        "ipynb",
+        "csv",
+        "xml",
+        "swift",
+        "vue",
+        "svelte",
+        "env",
+        "gradle",
+        "proto",
+        "graphql",
+        "tf",
+        "lua",
+    )
+)
 _TOKEN = re.compile(r"[\w~./-]+")
 _IDENT_CALL = re.compile(r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
 _DEFINITION = re.compile(r"\b(?:def|class|function|fn|func)\s+([A-Za-z_]\w*)")
-_NOT_FUNCTIONS = frozenset({"if", "for", "while", "return", "and", "or", "not", "in", "with",
-                            "switch", "catch", "elif", "print", "e.g", "i.e"})
+_NOT_FUNCTIONS = frozenset(
+    {
+        "if",
+        "for",
+        "while",
+        "return",
+        "and",
+        "or",
+        "not",
+        "in",
+        "with",
+        "switch",
+        "catch",
+        "elif",
+        "print",
+        "e.g",
+        "i.e",
+    }
+)
 _ERROR_LINE = re.compile(
     r"\b\w*(?:Error|Exception)\b|Traceback|\bfailed\b|\bFAILED\b|\berror:|\bcannot\b|"
-    r"\bnot found\b|\bpanic", re.IGNORECASE)
+    r"\bnot found\b|\bpanic",
+    re.IGNORECASE,
+)
 _CONSTRAINT = re.compile(
     r"\b(?:must|should|never|always|don't|do not|avoid|prefer|please|only|without|make sure|"
-    r"keep)\b", re.IGNORECASE)
+    r"keep)\b",
+    re.IGNORECASE,
+)
 _DECISION = re.compile(
     r"\b(?:decided|decide|chose|choose|instead|will use|going with|settled on|switch(?:ed)? to|"
-    r"rather than|let's use|we'll use|I'll use)\b", re.IGNORECASE)
-_NEXT = re.compile(r"\b(?:next|todo|remaining|still need|then I|follow[- ]up|afterwards)\b",
-                   re.IGNORECASE)
-_DONE = re.compile(r"\b(?:done|fixed|added|implemented|created|updated|wrote|passes|passing|"
-                   r"resolved|finished|completed)\b", re.IGNORECASE)
+    r"rather than|let's use|we'll use|I'll use)\b",
+    re.IGNORECASE,
+)
+_NEXT = re.compile(
+    r"\b(?:next|todo|remaining|still need|then I|follow[- ]up|afterwards)\b", re.IGNORECASE
+)
+_DONE = re.compile(
+    r"\b(?:done|fixed|added|implemented|created|updated|wrote|passes|passing|"
+    r"resolved|finished|completed)\b",
+    re.IGNORECASE,
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _FILE_BLOCKS = re.compile(r"\s*<(read-files|modified-files)>.*?</\1>", re.DOTALL)
 _HEADING = re.compile(r"^(#{2,3})\s+(.+?)\s*$")
@@ -240,8 +323,11 @@ def _paths(text: str) -> list[str]:
 
 def _functions(text: str) -> list[str]:
     names = _IDENT_CALL.findall(text) + _DEFINITION.findall(text)
-    return [n for n in names if n not in _NOT_FUNCTIONS and "." not in n.rsplit(".", 1)[-1]
-            and not _looks_like_path(n)]
+    return [
+        n
+        for n in names
+        if n not in _NOT_FUNCTIONS and "." not in n.rsplit(".", 1)[-1] and not _looks_like_path(n)
+    ]
 
 
 def _looks_like_path(name: str) -> bool:
@@ -324,8 +410,11 @@ class _Facts:
             for call in rec.tool_calls:
                 pending[call.id] = _call_text(call.name, call.arguments, limit)
                 self._text(call.arguments)
-        results = [(rec.tool_call_id, rec.text, False)] if rec.tool_call_id else [
-            (r.call_id, r.text, r.is_error) for r in rec.tool_results]
+        results = (
+            [(rec.tool_call_id, rec.text, False)]
+            if rec.tool_call_id
+            else [(r.call_id, r.text, r.is_error) for r in rec.tool_results]
+        )
         for call_id, text, is_error in results:
             self._text(text)
             called = pending.pop(call_id or "", None) or "tool call"
@@ -348,12 +437,19 @@ class ExtractiveSummarizer:
     of what it summarizes (but at least ``min_chars``), so compacting always saves room.
     """
 
-    def __init__(self, *, max_items: int = 12, max_item_chars: int = 240,
-                 chars_per_token: float = 3.0, min_chars: int = 1500) -> None:
+    def __init__(
+        self,
+        *,
+        max_items: int = 12,
+        max_item_chars: int = 240,
+        chars_per_token: float = 3.0,
+        min_chars: int = 1500,
+    ) -> None:
         if max_items < 1 or max_item_chars < 16 or chars_per_token <= 0:
             raise CompactionError(
                 "ExtractiveSummarizer needs max_items >= 1, max_item_chars >= 16 and "
-                f"chars_per_token > 0; got {max_items}, {max_item_chars}, {chars_per_token}")
+                f"chars_per_token > 0; got {max_items}, {max_item_chars}, {chars_per_token}"
+            )
         self.max_items, self.max_item_chars = max_items, max_item_chars
         self.chars_per_token, self.min_chars = chars_per_token, min_chars
 
@@ -361,10 +457,15 @@ class ExtractiveSummarizer:
         facts = _Facts(request.messages, self.max_item_chars)
         # A summary should be shorter than what it replaces: at most half the source text.
         source = len(request.previous_summary or "") + sum(
-            len(m.text) + len(m.thinking) + sum(len(c.arguments) for c in m.tool_calls)
-            + sum(len(r.text) for r in m.tool_results) for m in request.messages)
-        budget = max(1, min(int(request.max_tokens * self.chars_per_token),
-                            max(self.min_chars, source // 2)))
+            len(m.text)
+            + len(m.thinking)
+            + sum(len(c.arguments) for c in m.tool_calls)
+            + sum(len(r.text) for r in m.tool_results)
+            for m in request.messages
+        )
+        budget = max(
+            1, min(int(request.max_tokens * self.chars_per_token), max(self.min_chars, source // 2))
+        )
         if request.kind == "turn_prefix":
             return self._fit(lambda cap: self._prefix(facts, cap), budget)
         previous = parse_sections(request.previous_summary or "")
@@ -383,8 +484,9 @@ class ExtractiveSummarizer:
         merged = list(dict.fromkeys(item for group in groups for item in group))
         return merged[-cap:] if newest else merged[:cap]
 
-    def _summary(self, facts: _Facts, previous: Mapping[str, list[str]], focus: str | None,
-                 cap: int) -> str:
+    def _summary(
+        self, facts: _Facts, previous: Mapping[str, list[str]], focus: str | None, cap: int
+    ) -> str:
         goal = self._items([previous.get("Goal") or facts.requests[:1]], cap, newest=False)
         goal = [g for g in goal if not g.startswith("Focus: ")]
         if focus:
@@ -395,21 +497,31 @@ class ExtractiveSummarizer:
         if facts.requests and facts.requests[-1] not in goal:
             next_steps.append(f"Continue with the latest request: {facts.requests[-1]}")
         earlier = previous.get("Critical Context", [])
-        files = self._items([[i for i in earlier if i.startswith("File: ")],
-                             [f"File: {f}" for f in facts.files]], cap)
-        functions = self._items([[i for i in earlier if i.startswith("Function: ")],
-                                 [f"Function: {f}" for f in facts.functions]], cap)
-        last = [f"Last assistant reply: {facts.last_reply}"] if facts.last_reply else [
-            i for i in earlier if i.startswith("Last assistant reply: ")]
+        files = self._items(
+            [[i for i in earlier if i.startswith("File: ")], [f"File: {f}" for f in facts.files]],
+            cap,
+        )
+        functions = self._items(
+            [
+                [i for i in earlier if i.startswith("Function: ")],
+                [f"Function: {f}" for f in facts.functions],
+            ],
+            cap,
+        )
+        last = (
+            [f"Last assistant reply: {facts.last_reply}"]
+            if facts.last_reply
+            else [i for i in earlier if i.startswith("Last assistant reply: ")]
+        )
         sections = {
             "Goal": goal,
             "Constraints & Preferences": self._items(
-                [previous.get("Constraints & Preferences", []), facts.constraints], cap),
+                [previous.get("Constraints & Preferences", []), facts.constraints], cap
+            ),
             "Done": self._items([previous.get("Done", []), facts.done], cap),
             "In Progress": self._items([in_progress, facts.in_progress], cap),
             "Blocked": self._items([previous.get("Blocked", []), facts.blocked], cap),
-            "Key Decisions": self._items([previous.get("Key Decisions", []), facts.decisions],
-                                         cap),
+            "Key Decisions": self._items([previous.get("Key Decisions", []), facts.decisions], cap),
             "Next Steps": self._items([next_steps or previous.get("Next Steps", [])], cap),
             "Critical Context": [*files, *functions, *last],
         }
@@ -420,12 +532,15 @@ class ExtractiveSummarizer:
             "Original Request": facts.requests[:1] or ["(not in the summarized part)"],
             "Early Progress": self._items([facts.done, facts.blocked, facts.in_progress], cap),
             "Context for Suffix": self._items(
-                [[f"File: {f}" for f in facts.files], facts.decisions,
-                 [f"Last assistant reply: {facts.last_reply}"] if facts.last_reply else []],
-                cap),
+                [
+                    [f"File: {f}" for f in facts.files],
+                    facts.decisions,
+                    [f"Last assistant reply: {facts.last_reply}"] if facts.last_reply else [],
+                ],
+                cap,
+            ),
         }
-        return "\n\n".join(f"## {title}\n" + _bullets(sections[title])
-                           for title in PREFIX_SECTIONS)
+        return "\n\n".join(f"## {title}\n" + _bullets(sections[title]) for title in PREFIX_SECTIONS)
 
 
 def _bullets(items: Sequence[str], marker: str = "- ") -> str:
@@ -438,8 +553,10 @@ def render_summary(sections: Mapping[str, Sequence[str]]) -> str:
     for title in SUMMARY_SECTIONS:
         if title == "Progress":
             marks = {"Done": "- [x] ", "In Progress": "- [ ] ", "Blocked": "- "}
-            sub = [f"### {name}\n" + _bullets(sections.get(name, []), marks[name])
-                   for name in PROGRESS_SUBSECTIONS]
+            sub = [
+                f"### {name}\n" + _bullets(sections.get(name, []), marks[name])
+                for name in PROGRESS_SUBSECTIONS
+            ]
             parts.append("## Progress\n" + "\n\n".join(sub))
         elif title == "Goal":
             goal = sections.get("Goal", [])

@@ -1,7 +1,7 @@
 """When to compact: threshold rules, the pre-compaction flush hook, overflow detection and the
 compact-once-and-retry helper.
 
-Threshold rules: Pi's ``tokens > window - reserve`` (strict, via ``compat.pi.should_compact``)
+Threshold rules: Pi's ``tokens > window - reserve`` (strict, via ``pi_rules.should_compact``)
 with OpenClaw's reserve floor (the reserve is at least ``reserve_floor``; 0 disables the floor),
 and optionally Kimi CLI's ``tokens >= window * ratio``. The soft-threshold hook fires once per
 compaction cycle when tokens reach ``window - reserve - soft_threshold_tokens`` (with OpenClaw's
@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..compat import pi
 from ..errors import CompactionError, ConfigurationError, ContextOverflowError
+from . import pi_rules as pi
 from .entry import CompactionEntry
 from .policies import CompactionPolicy
 from .runner import acompact_manager, compact_manager, state_of
@@ -72,13 +72,18 @@ def _response_as_pi(response: Any) -> dict[str, Any] | None:
     if choices:  # OpenAI: prompt_tokens already include cached ones
         finish = _get(choices[0], "finish_reason")
         stop = "length" if finish == "length" else "stop"
-        used = {"input": _get(usage, "prompt_tokens") or 0, "cacheRead": 0,
-                "output": _get(usage, "completion_tokens") or 0}
+        used = {
+            "input": _get(usage, "prompt_tokens") or 0,
+            "cacheRead": 0,
+            "output": _get(usage, "completion_tokens") or 0,
+        }
     elif _get(response, "stop_reason") is not None:  # Anthropic
         stop = "length" if _get(response, "stop_reason") == "max_tokens" else "stop"
-        used = {"input": _get(usage, "input_tokens") or 0,
-                "cacheRead": _get(usage, "cache_read_input_tokens") or 0,
-                "output": _get(usage, "output_tokens") or 0}
+        used = {
+            "input": _get(usage, "input_tokens") or 0,
+            "cacheRead": _get(usage, "cache_read_input_tokens") or 0,
+            "output": _get(usage, "output_tokens") or 0,
+        }
     else:
         return None
     return {"role": "assistant", "content": [], "stopReason": stop, "usage": used}
@@ -87,7 +92,8 @@ def _response_as_pi(response: Any) -> dict[str, Any] | None:
 def _is_reply(value: Any) -> bool:
     if isinstance(value, Mapping):
         return any(key in value for key in ("stopReason", "choices", "stop_reason")) or (
-            value.get("role") == "assistant")
+            value.get("role") == "assistant"
+        )
     return _get(value, "choices") is not None or _get(value, "stop_reason") is not None
 
 
@@ -107,8 +113,11 @@ def is_context_overflow(error_or_message: Any, context_window: int | None = None
         return pi.is_context_overflow(value, context_window)
     if not isinstance(value, BaseException) and _is_reply(value):
         as_pi = _response_as_pi(value)
-        return bool(context_window) and as_pi is not None and pi.is_context_overflow(
-            as_pi, context_window)
+        return (
+            bool(context_window)
+            and as_pi is not None
+            and pi.is_context_overflow(as_pi, context_window)
+        )
     status = _status(value)
     if status == 429:
         return False
@@ -152,7 +161,8 @@ class CompactionTriggers:
         if min(self.reserve_tokens, self.reserve_floor, self.soft_threshold_tokens) < 0:
             raise ConfigurationError(
                 "reserve_tokens, reserve_floor and soft_threshold_tokens must be >= 0; got "
-                f"{self.reserve_tokens}, {self.reserve_floor}, {self.soft_threshold_tokens}")
+                f"{self.reserve_tokens}, {self.reserve_floor}, {self.soft_threshold_tokens}"
+            )
         if self.ratio is not None and not 0 < self.ratio <= 1:
             raise ConfigurationError(f"ratio must be in (0, 1], got {self.ratio}")
 
@@ -182,9 +192,15 @@ class CompactionTriggers:
         state.flushed_cycle = state.cycle
         return self.on_flush(FlushInfo(tokens, self.flush_threshold(window), window, state.cycle))
 
-    def before_request(self, manager: Any, summarizer: Any = None, *,
-                       policy: CompactionPolicy | None = None, tokens: int | None = None,
-                       context_window: int | None = None) -> CompactionEntry | None:
+    def before_request(
+        self,
+        manager: Any,
+        summarizer: Any = None,
+        *,
+        policy: CompactionPolicy | None = None,
+        tokens: int | None = None,
+        context_window: int | None = None,
+    ) -> CompactionEntry | None:
         """Fire the flush hook if due, then compact (reason ``threshold``) if due.
 
         ``tokens`` defaults to ``manager.used_tokens`` (usage-anchored when recorded) and
@@ -203,9 +219,15 @@ class CompactionTriggers:
             return None
         return compact_manager(manager, summarizer, policy=policy, reason="threshold")
 
-    async def abefore_request(self, manager: Any, summarizer: Any = None, *,
-                              policy: CompactionPolicy | None = None, tokens: int | None = None,
-                              context_window: int | None = None) -> CompactionEntry | None:
+    async def abefore_request(
+        self,
+        manager: Any,
+        summarizer: Any = None,
+        *,
+        policy: CompactionPolicy | None = None,
+        tokens: int | None = None,
+        context_window: int | None = None,
+    ) -> CompactionEntry | None:
         """Async :meth:`before_request` (the flush hook may be async too)."""
         window = context_window or manager.max_tokens
         current = manager.used_tokens if tokens is None else tokens
@@ -222,24 +244,33 @@ class CompactionTriggers:
 # --- Overflow recovery -------------------------------------------------------------------------
 
 
-def _unrecoverable(manager: Any, cause: Any, context_window: int | None, why: str
-                   ) -> ContextOverflowError:
+def _unrecoverable(
+    manager: Any, cause: Any, context_window: int | None, why: str
+) -> ContextOverflowError:
     budget = context_window or manager.max_tokens
     return ContextOverflowError(
         f"the provider reported a context overflow {why} (our count: {manager.used_tokens} "
         f"tokens of {budget}); compact with a smaller keep_recent_tokens / "
         f"max_preserved_messages, or use a model with a larger window. Provider said: {cause}",
-        required=int(manager.used_tokens), budget=int(budget))
+        required=int(manager.used_tokens),
+        budget=int(budget),
+    )
 
 
 def _overflowed(reply: Any, context_window: int | None) -> bool:
     return _is_reply(reply) and is_context_overflow(reply, context_window)
 
 
-def send_with_recovery(manager: Any, send: Callable[[list[Any]], T], *, summarizer: Any = None,
-                       policy: CompactionPolicy | None = None, focus: str | None = None,
-                       context_window: int | None = None,
-                       triggers: CompactionTriggers | None = None) -> T:
+def send_with_recovery(
+    manager: Any,
+    send: Callable[[list[Any]], T],
+    *,
+    summarizer: Any = None,
+    policy: CompactionPolicy | None = None,
+    focus: str | None = None,
+    context_window: int | None = None,
+    triggers: CompactionTriggers | None = None,
+) -> T:
     """``send(manager.get_context())``; on a context overflow compact once and resend once.
 
     An overflow is an exception or a returned reply that :func:`is_context_overflow` accepts.
@@ -259,11 +290,13 @@ def send_with_recovery(manager: Any, send: Callable[[list[Any]], T], *, summariz
             return reply
         first = reply
     try:
-        compact_manager(manager, summarizer, focus=focus, policy=policy, reason="overflow",
-                        will_retry=True)
+        compact_manager(
+            manager, summarizer, focus=focus, policy=policy, reason="overflow", will_retry=True
+        )
     except CompactionError as exc:
-        raise _unrecoverable(manager, first, context_window, "and compaction could not help: "
-                             f"{exc}") from exc
+        raise _unrecoverable(
+            manager, first, context_window, f"and compaction could not help: {exc}"
+        ) from exc
     try:
         reply = send(manager.get_context())
     except Exception as exc:
@@ -275,10 +308,16 @@ def send_with_recovery(manager: Any, send: Callable[[list[Any]], T], *, summariz
     return reply
 
 
-async def asend_with_recovery(manager: Any, send: Callable[[list[Any]], Awaitable[T]], *,
-                              summarizer: Any = None, policy: CompactionPolicy | None = None,
-                              focus: str | None = None, context_window: int | None = None,
-                              triggers: CompactionTriggers | None = None) -> T:
+async def asend_with_recovery(
+    manager: Any,
+    send: Callable[[list[Any]], Awaitable[T]],
+    *,
+    summarizer: Any = None,
+    policy: CompactionPolicy | None = None,
+    focus: str | None = None,
+    context_window: int | None = None,
+    triggers: CompactionTriggers | None = None,
+) -> T:
     """Async :func:`send_with_recovery` (``send`` returns an awaitable)."""
     if triggers is not None:
         await triggers.abefore_request(manager, summarizer, policy=policy)
@@ -293,11 +332,13 @@ async def asend_with_recovery(manager: Any, send: Callable[[list[Any]], Awaitabl
             return reply
         first = reply
     try:
-        await acompact_manager(manager, summarizer, focus=focus, policy=policy,
-                               reason="overflow", will_retry=True)
+        await acompact_manager(
+            manager, summarizer, focus=focus, policy=policy, reason="overflow", will_retry=True
+        )
     except CompactionError as exc:
-        raise _unrecoverable(manager, first, context_window, "and compaction could not help: "
-                             f"{exc}") from exc
+        raise _unrecoverable(
+            manager, first, context_window, f"and compaction could not help: {exc}"
+        ) from exc
     try:
         reply = await send(manager.get_context())
     except Exception as exc:

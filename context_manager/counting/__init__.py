@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .._js import utf16_len
 from ..messages import normalize
 from .base import TokenCounter
-from .estimate import CharEstimator, message_chars, utf16_len
+from .estimate import CharEstimator, message_chars
 from .resolve import counter_for_model, get_counter
 
 __all__ = [

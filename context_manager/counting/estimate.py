@@ -7,16 +7,9 @@ budgets equal to the token. It needs no tokenizer and costs about a microsecond 
 
 from __future__ import annotations
 
+from .._js import utf16_len
 from ..messages import Message
 from .base import TokenCounter
-
-
-def utf16_len(text: str) -> int:
-    """Length in UTF-16 code units, i.e. JavaScript's ``text.length``."""
-    if text.isascii():
-        return len(text)
-    # surrogatepass: JS strings may hold lone surrogates (e.g. a text cut inside an emoji).
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def message_chars(message: Message) -> int:

@@ -53,9 +53,7 @@ def _import_tiktoken() -> Any:
         import tiktoken
         import tiktoken_ext.openai_public  # type: ignore[import-untyped]  # noqa: F401
     except ImportError as exc:
-        raise TokenizerUnavailableError(
-            f"tiktoken is not installed: {_INSTALL_HINT}"
-        ) from exc
+        raise TokenizerUnavailableError(f"tiktoken is not installed: {_INSTALL_HINT}") from exc
     return tiktoken
 
 

@@ -156,8 +156,11 @@ class SessionIndex:
 
     def session_path(self, entry: SessionEntry) -> Path:
         """The entry's log file: ``sessionFile`` if set, else ``<sessionId>.jsonl`` beside us."""
-        return Path(entry.session_file) if entry.session_file else (
-            self.path.parent / f"{entry.session_id}.jsonl")
+        return (
+            Path(entry.session_file)
+            if entry.session_file
+            else (self.path.parent / f"{entry.session_id}.jsonl")
+        )
 
     # ------------------------------------------------------------------ changing
     def resolve(self, key: str) -> SessionEntry:
@@ -296,8 +299,10 @@ class SessionIndex:
         }
 
     def _write(self, entries: dict[str, SessionEntry]) -> None:
-        text = json.dumps({k: e.to_json() for k, e in entries.items()}, indent=2,
-                          ensure_ascii=False) + "\n"
+        text = (
+            json.dumps({k: e.to_json() for k, e in entries.items()}, indent=2, ensure_ascii=False)
+            + "\n"
+        )
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -169,7 +169,8 @@ class JsonlLog:
         except Exception:
             logger.warning(
                 "%s: cutting off %d bytes of a torn last line left by an interrupted writer",
-                self.path, len(fragment),
+                self.path,
+                len(fragment),
             )
             os.ftruncate(fd, start + cut + 1)
         else:  # a complete record that only lacks its newline: keep it

@@ -173,8 +173,10 @@ class Replayer:
     def _bad_line(self, number: int, reason: str, complete: bool) -> None:
         if not complete:
             logger.warning(
-                "%s: ignoring torn last line %d (%s); it was never fully written", self.path,
-                number, reason,
+                "%s: ignoring torn last line %d (%s); it was never fully written",
+                self.path,
+                number,
+                reason,
             )
             self.state.torn_tail = True
             return

@@ -192,8 +192,11 @@ def _replay_compaction(
     fields = {k: v for k, v in item.items() if k not in ("role", "content", "_line")}
     kept = fields.get("first_kept_index")
     if not isinstance(kept, int) or isinstance(kept, bool) or kept < 0:
-        logger.warning("%s: line %s: compaction without a valid first_kept_index; ignored",
-                       path, item.get("_line"))
+        logger.warning(
+            "%s: line %s: compaction without a valid first_kept_index; ignored",
+            path,
+            item.get("_line"),
+        )
         return
     first_kept = added_before[kept] if kept < len(added_before) else added
     summary = fields.get("summary_message")

@@ -9,13 +9,11 @@ untouched beside the record and is what ``get_context()`` gives back.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
-from .errors import InvalidMessageError
+from ..errors import InvalidMessageError
+from .record import _ROLE_SET, ROLES, Image, Message, ToolCall, ToolResult, to_json_text
 
-ROLES = ("system", "developer", "user", "assistant", "tool")
-_ROLE_SET = frozenset(ROLES)
 # LangChain message ``type`` values and the chat role they stand for.
 _LANGCHAIN_TYPES = {
     "human": "user",
@@ -30,121 +28,6 @@ _LANGCHAIN_TYPES = {
 }
 _TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 _IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
-
-
-class ToolCall(NamedTuple):
-    """One function call requested by the assistant; ``arguments`` is the JSON text sent."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-class ToolResult(NamedTuple):
-    """A result carried inside a message (Anthropic ``tool_result`` block)."""
-
-    call_id: str
-    text: str
-    is_error: bool = False
-
-
-class Image(NamedTuple):
-    """An image part; size and detail are optional and only refine real-tokenizer counts."""
-
-    detail: str | None = None
-    width: int | None = None
-    height: int | None = None
-
-
-@dataclass(slots=True)
-class Message:
-    """The normalized record every module reads; also accepted as input in its own right.
-
-    ``text`` joins text parts with a newline. A tool result message (OpenAI shape) has role
-    ``"tool"`` and ``tool_call_id``; results embedded in a user turn (Anthropic shape) live in
-    ``tool_results``. ``other`` holds the compact JSON of content parts we do not model, so they
-    still cost tokens rather than silently counting as free.
-
-    Treat records as immutable: they are shared, not copied. (Not ``frozen=True`` because a
-    frozen dataclass costs about 1 µs more per message to build, a third of an add.)
-    """
-
-    role: str
-    text: str = ""
-    name: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None
-    tool_results: tuple[ToolResult, ...] = ()
-    images: tuple[Image, ...] = ()
-    thinking: str = ""
-    other: str = ""
-
-    def __post_init__(self) -> None:
-        if self.role not in _ROLE_SET:
-            raise InvalidMessageError(
-                f"unknown role {self.role!r}", hint=f"use one of {', '.join(ROLES)}"
-            )
-
-    @property
-    def result_ids(self) -> tuple[str, ...]:
-        """Ids of the tool calls this message answers (empty for ordinary messages)."""
-        if self.tool_call_id is not None:
-            return (self.tool_call_id,)
-        return tuple(r.call_id for r in self.tool_results)
-
-    @property
-    def is_user_turn(self) -> bool:
-        """A message the person wrote: role user, unless it only carries tool results.
-
-        Anthropic returns tool results inside user messages; those are not the user's request,
-        and protecting them instead would let a long agent loop trim the actual question.
-        """
-        return self.role == "user" and (bool(self.text) or not self.tool_results)
-
-    @property
-    def call_ids(self) -> tuple[str, ...]:
-        return tuple(c.id for c in self.tool_calls)
-
-    def to_openai(self) -> dict[str, Any]:
-        """Render as an OpenAI chat dict (used by the CLI, persistence and summaries)."""
-        out: dict[str, Any] = {"role": self.role}
-        content: Any = self.text
-        if self.images:
-            parts: list[dict[str, Any]] = []
-            if self.text:
-                parts.append({"type": "text", "text": self.text})
-            for img in self.images:
-                url: dict[str, Any] = {"url": ""}
-                if img.detail:
-                    url["detail"] = img.detail
-                parts.append({"type": "image_url", "image_url": url})
-            content = parts
-        out["content"] = content if (content or not self.tool_calls) else None
-        if self.name is not None:
-            out["name"] = self.name
-        if self.tool_calls:
-            out["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in self.tool_calls
-            ]
-        if self.tool_call_id is not None:
-            out["tool_call_id"] = self.tool_call_id
-        return out
-
-
-def to_json_text(value: Any) -> str:
-    """The exact text JS ``JSON.stringify`` produces (numbers, key order, lone surrogates).
-
-    Python's ``json.dumps`` differs on floats (``1.0`` vs ``1``, ``1e-05`` vs ``0.00001``),
-    integer-like keys and lone surrogates, and token counts must match the TypeScript side.
-    """
-    from .compat.js import js_stringify  # late: compat.js imports counting, which imports us
-
-    return js_stringify(value)
 
 
 class _Parts:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..counting import CharEstimator
 from ..errors import ConfigurationError, ContextOverflowError, InvalidMessageError
-from ..trim import trim
+from ..oneshot import trim
 
 __all__ = ["FIXTURE_SUITES", "estimator_from_options", "run_trim_case"]
 

@@ -1,9 +1,9 @@
 """Trimming policies: tiny classes that only decide which groups go first.
 
-Bookkeeping lives once, in :class:`~context_manager.ledger.Ledger`. A strategy receives the token
-room left for trimmable groups (budget minus system prompt, pinned groups, reply priming and tool
-definitions) and the protected group (latest user message), and returns the groups to keep as
-sorted runs of groups ``[starts[i], stops[i])``. Pinned groups are merged in by the manager.
+Bookkeeping lives once, in :class:`~context_manager.budget._ledger.Ledger`. A strategy receives
+the token room left for trimmable groups (budget minus system prompt, pinned groups, reply priming
+and tool definitions) and the protected group (latest user message), and returns the groups to keep
+as sorted runs of groups ``[starts[i], stops[i])``. Pinned groups are merged in by the manager.
 
 Semantics (also stated by the TypeScript reference in ``compat_fixtures/reference``):
 
@@ -25,8 +25,8 @@ from itertools import chain, compress, repeat
 from operator import add, lt
 from typing import Any, ClassVar
 
-from .errors import ConfigurationError
-from .ledger import Ledger
+from ..errors import ConfigurationError
+from ._ledger import Ledger
 
 
 @dataclass(slots=True)

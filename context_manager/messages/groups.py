@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .errors import InvalidMessageError
-from .messages import Message, normalize
+from ..errors import InvalidMessageError
+from .normalize import normalize
+from .record import Message
 
 #: Text of the result inserted for a call whose result never arrived.
 MISSING_RESULT_TEXT = "Error: no result was recorded for this tool call."

@@ -17,8 +17,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from .._js import utf16_len
 from ..counting.base import TokenCounter
-from ..counting.estimate import utf16_len
 from ..errors import ConfigurationError, InvalidMessageError
 from ..messages import normalize
 
@@ -56,7 +56,8 @@ def message_type(message: Msg, index: int | None = None) -> str:
     """LangChain's type name for an OpenAI dict; raises on a role LangChain cannot convert."""
     if not isinstance(message, Mapping):
         raise InvalidMessageError(
-            f"expected an OpenAI-style dict, got {type(message).__name__}", index=index,
+            f"expected an OpenAI-style dict, got {type(message).__name__}",
+            index=index,
             hint='e.g. {"role": "user", "content": "hi"}',
         )
     role = message.get("role")
@@ -112,15 +113,18 @@ def langchain_tool_calls(message: Msg, index: int | None = None) -> list[dict[st
         function = raw.get("function") if isinstance(raw, Mapping) else None
         if not isinstance(function, Mapping):
             raise InvalidMessageError(
-                "tool call lacks a 'function' object", index=index,
+                "tool call lacks a 'function' object",
+                index=index,
                 hint='use {"id", "type": "function", "function": {"name", "arguments"}}',
             )
-        calls.append({
-            "name": function.get("name"),
-            "args": _parsed_arguments(function.get("arguments"), index),
-            "id": raw.get("id"),
-            "type": "tool_call",
-        })
+        calls.append(
+            {
+                "name": function.get("name"),
+                "args": _parsed_arguments(function.get("arguments"), index),
+                "id": raw.get("id"),
+                "type": "tool_call",
+            }
+        )
     return calls
 
 
@@ -194,7 +198,8 @@ def tool_call_id_of(message: Msg, index: int | None) -> str:
     call_id = message.get("tool_call_id")
     if not isinstance(call_id, str):
         raise InvalidMessageError(
-            "tool message lacks a string 'tool_call_id'", index=index,
+            "tool message lacks a string 'tool_call_id'",
+            index=index,
             hint="LangChain's ToolMessage requires it",
         )
     return call_id

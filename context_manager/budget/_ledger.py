@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from itertools import chain
 from typing import Any
 
-from .messages import Message
+from ..messages import Message
 
 _COMPACT_MIN = 4096
 

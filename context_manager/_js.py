@@ -15,8 +15,21 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from ..counting import utf16_len
-from ..errors import ConfigurationError, InvalidMessageError
+from .errors import ConfigurationError, InvalidMessageError
+
+_BMP_MAX = "\uffff"
+
+
+def utf16_len(text: str) -> int:
+    """Length in UTF-16 code units, i.e. JavaScript's ``text.length``.
+
+    Only astral characters (above U+FFFF) take two units, so a string without any is measured by
+    ``len``; ``max`` finds that out in C without encoding. Lone surrogates count one, as in JS.
+    """
+    if text.isascii() or max(text) <= _BMP_MAX:
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
 
 __all__ = [
     "js_date_ms",
@@ -29,15 +42,13 @@ __all__ = [
     "js_stringify",
     "js_trim",
     "js_truthy",
+    "utf16_len",
 ]
 
 
 def js_len(text: str) -> int:
     """``text.length``: UTF-16 code units, lone surrogates (e.g. a halved emoji) counting one."""
-    try:
-        return utf16_len(text)
-    except UnicodeEncodeError:  # a lone surrogate: strict UTF-16 encoding refuses it
-        return len(text.encode("utf-16-le", "surrogatepass")) // 2
+    return utf16_len(text)
 
 
 def js_slice(text: str, end: int) -> str:
@@ -54,8 +65,10 @@ def js_sort_key(text: str) -> bytes:
 
 
 # ECMAScript WhiteSpace + LineTerminator code points: what ``trim()`` and ``\\s`` strip/match.
-_JS_SPACE_CHARS = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-                   "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+_JS_SPACE_CHARS = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
 
 
 def js_trim(text: str) -> str:
@@ -126,8 +139,15 @@ def js_string(value: Any) -> str:
     )
 
 
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
-            "\t": "\\t"}
+_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
 _NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
 
 
@@ -168,13 +188,17 @@ def js_stringify(value: Any) -> str:
     if isinstance(value, float):
         return "null" if math.isnan(value) or math.isinf(value) else js_number_str(value)
     if isinstance(value, Mapping):
-        items = (f"{_quote(k)}:{js_stringify(value[k] if k in value else value[int(k)])}"
-                 for k in js_object_keys(value))
+        items = (
+            f"{_quote(k)}:{js_stringify(value[k] if k in value else value[int(k)])}"
+            for k in js_object_keys(value)
+        )
         return "{" + ",".join(items) + "}"
     if isinstance(value, Sequence):
         return "[" + ",".join(js_stringify(v) for v in value) + "]"
-    raise InvalidMessageError(f"cannot serialize {type(value).__name__} as JSON",
-                              hint="use str, numbers, bool, None, lists and dicts")
+    raise InvalidMessageError(
+        f"cannot serialize {type(value).__name__} as JSON",
+        hint="use str, numbers, bool, None, lists and dicts",
+    )
 
 
 # --- RegExp literals ---------------------------------------------------------------------------
@@ -244,8 +268,9 @@ def js_regex(source: str, flags: str = "") -> re.Pattern[str]:
     """
     unknown = set(flags) - _SUPPORTED_FLAGS
     if unknown:
-        raise ConfigurationError(f"regex /{source}/{flags}: flags {sorted(unknown)} unsupported",
-                                 )
+        raise ConfigurationError(
+            f"regex /{source}/{flags}: flags {sorted(unknown)} unsupported",
+        )
     if not source.isascii():
         raise ConfigurationError(f"regex /{source}/{flags}: only ASCII patterns are supported")
     py_flags = re.ASCII | (re.IGNORECASE if "i" in flags else 0)
@@ -307,16 +332,23 @@ def _date_ms(value: Any) -> int | None:
         )
     year_s, month_s, day_s, hour_s, minute_s, second_s, frac_s, zone = match.groups()
     if hour_s is not None and zone is None:
-        raise InvalidMessageError(f"timestamp {value!r} has no offset (JS reads it as local time)",
-                                  hint="append Z or an offset like +02:00")
+        raise InvalidMessageError(
+            f"timestamp {value!r} has no offset (JS reads it as local time)",
+            hint="append Z or an offset like +02:00",
+        )
     if year_s == "-000000":
         raise InvalidMessageError(f"timestamp {value!r}: year -000000 is not a valid date")
     year, month, day = int(year_s), int(month_s or 1), int(day_s or 1)
     hour, minute, second = int(hour_s or 0), int(minute_s or 0), int(second_s or 0)
     millis = int((frac_s or "0")[:3].ljust(3, "0"))  # V8 keeps milliseconds, drops the rest
     # V8 accepts day 29..31 in any month and rolls over (2026-02-30 is March 2), so do we.
-    if not (1 <= month <= 12 and 1 <= day <= 31 and minute < 60
-            and second < 60 and (hour < 24 or (hour == 24 and minute == second == millis == 0))):
+    if not (
+        1 <= month <= 12
+        and 1 <= day <= 31
+        and minute < 60
+        and second < 60
+        and (hour < 24 or (hour == 24 and minute == second == millis == 0))
+    ):
         return None
     offset = 0
     if zone and zone != "Z":

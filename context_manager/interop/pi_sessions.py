@@ -6,7 +6,7 @@ with ``id`` / ``parentId`` forming a tree (branches share ancestors). This modul
 included: the first line must be a valid header or the session is empty, malformed lines are
 skipped, v1/v2 files are migrated to v3, and the leaf is the last entry indexed. Which messages
 the model then sees is Pi's ``buildSessionContext``, implemented once in :mod:`.pi`
-(:func:`~context_manager.compat.pi.build_session_context`).
+(:func:`~context_manager.compaction.pi_rules.build_session_context`).
 
 Known gaps, none of which Pi writes: non-object JSON lines are skipped (Pi would index them as
 entries), timestamps JS would read as local time (non-ISO text) become ``null`` here, and a
@@ -16,12 +16,11 @@ entries), timestamps JS would read as local time (non-ISO text) become ``null`` 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .js import js_trim
-from .pi import build_session_context
+from .._js import js_trim
+from ..compaction.pi_rules import build_session_context
 
 _MISSING: Any = object()  # an omitted argument or key (JS ``undefined``), unlike None (``null``)
 
@@ -70,8 +69,11 @@ def _migrate(entries: list[dict[str, Any]]) -> None:
             if entry.get("type") == "compaction":
                 index = entry.get("firstKeptEntryIndex")
                 if isinstance(index, int | float) and not isinstance(index, bool):
-                    target = entries[int(index)] if 0 <= index < len(entries) and \
-                        index == int(index) else None
+                    target = (
+                        entries[int(index)]
+                        if 0 <= index < len(entries) and index == int(index)
+                        else None
+                    )
                     if target is not None and target.get("type") != "session":
                         entry["firstKeptEntryId"] = target.get("id", _MISSING)
                     entry.pop("firstKeptEntryIndex", None)
@@ -99,12 +101,3 @@ def session_context_from_text(text: str, leaf_id: Any = _MISSING) -> dict[str, A
 def read_pi_session(path: str | Path, leaf_id: Any = _MISSING) -> dict[str, Any]:
     """``{"messages", "thinkingLevel", "model"}`` for the session file at ``path``."""
     return session_context_from_text(Path(path).read_text(encoding="utf-8"), leaf_id)
-
-
-def _run_case(case: dict[str, Any]) -> dict[str, Any]:
-    if "leafId" in case:
-        return session_context_from_text(case["jsonl"], case["leafId"])
-    return session_context_from_text(case["jsonl"])
-
-
-FIXTURE_SUITES: dict[str, Callable[[Any], Any]] = {"pi.buildSessionContext": _run_case}

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 RUNNER_MODULES = (
-    "context_manager.compat.pi",
-    "context_manager.compat.langchain",
-    "context_manager.compat.tokenizers",
-    "context_manager.compat.reference",
-    "context_manager.compat.transcripts",
+    "context_manager.parity.pi",
+    "context_manager.parity.langchain",
+    "context_manager.parity.tokens",
+    "context_manager.parity.reference",
+    "context_manager.parity.pi_sessions",
 )
 
 Runner = Callable[[Any], Any]

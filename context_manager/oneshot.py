@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from .budget.strategies import Strategy
 from .counting import TokenCounter
 from .errors import ConfigurationError
 from .manager import MessageContextManager
-from .strategies import Strategy
 
 
 def trim(

@@ -26,7 +26,6 @@ from .langchain_counting import (
     Msg,
     PerMessage,
     ResolvedCounter,
-    chars4_tokens,
     checked_type,
     content_of,
     count_tokens_approximately,
@@ -35,7 +34,6 @@ from .langchain_counting import (
 )
 
 __all__ = [
-    "FIXTURE_SUITES",
     "PerMessage",
     "count_tokens_approximately",
     "default_text_splitter",
@@ -51,8 +49,10 @@ _Item = tuple[int, Msg]
 
 # LangChain type names and OpenAI role names accepted by start_on / end_on.
 _TYPE_ALIASES = {
-    "human": "human", "user": "human",
-    "ai": "ai", "assistant": "ai",
+    "human": "human",
+    "user": "human",
+    "ai": "ai",
+    "assistant": "ai",
     "system": "system",
     "tool": "tool",
 }
@@ -83,11 +83,20 @@ def trim_messages(
     "system", "tool") or OpenAI roles ("user", "assistant"). ``include_system`` and ``start_on``
     need ``strategy="last"``.
     """
-    return [message for _, message in _trim(
-        messages, max_tokens=max_tokens, token_counter=token_counter, strategy=strategy,
-        allow_partial=allow_partial, include_system=include_system, start_on=start_on,
-        end_on=end_on, text_splitter=text_splitter,
-    )]
+    return [
+        message
+        for _, message in _trim(
+            messages,
+            max_tokens=max_tokens,
+            token_counter=token_counter,
+            strategy=strategy,
+            allow_partial=allow_partial,
+            include_system=include_system,
+            start_on=start_on,
+            end_on=end_on,
+            text_splitter=text_splitter,
+        )
+    ]
 
 
 def _trim(
@@ -116,8 +125,7 @@ def _trim(
     counter = resolve_counter(token_counter)
     items = list(enumerate(messages))
     kinds = [checked_type(message, index) for index, message in items]
-    trimmer = _Trimmer(counter, text_splitter or default_text_splitter, items, kinds,
-                       allow_partial)
+    trimmer = _Trimmer(counter, text_splitter or default_text_splitter, items, kinds, allow_partial)
     if strategy == "first":
         return trimmer.keep_head(items, max_tokens, "first", end_types)
     return trimmer.keep_tail(items, max_tokens, include_system, start_types, end_types)
@@ -139,8 +147,14 @@ def _type_set(value: TypeNames, option: str) -> frozenset[str] | None:
 class _Trimmer:
     """One trimming run: the counter, the splitter and each message's LangChain type."""
 
-    def __init__(self, counter: ResolvedCounter, splitter: Splitter, items: list[_Item],
-                 kinds: list[str], allow_partial: bool) -> None:
+    def __init__(
+        self,
+        counter: ResolvedCounter,
+        splitter: Splitter,
+        items: list[_Item],
+        kinds: list[str],
+        allow_partial: bool,
+    ) -> None:
         self.counter = counter
         self.splitter = splitter
         self.kinds = kinds
@@ -150,9 +164,14 @@ class _Trimmer:
         self.costs = [each(message) for _, message in items] if each is not None else []
         self.originals = [message for _, message in items]
 
-    def keep_tail(self, items: list[_Item], budget: float, include_system: bool,
-                  start_types: frozenset[str] | None,
-                  end_types: frozenset[str] | None) -> list[_Item]:
+    def keep_tail(
+        self,
+        items: list[_Item],
+        budget: float,
+        include_system: bool,
+        start_types: frozenset[str] | None,
+        end_types: frozenset[str] | None,
+    ) -> list[_Item]:
         """Newest messages within ``budget``: cut the tail back to ``end_types``, set a leading
         system message aside (it is kept whole, even over budget), then keep the longest prefix
         of the reversed rest, which must end (i.e. start, once reversed back) on ``start_types``.
@@ -160,7 +179,7 @@ class _Trimmer:
         if not items:
             return []
         if end_types:
-            items = items[:self._end_index(items, len(items), end_types)]
+            items = items[: self._end_index(items, len(items), end_types)]
         system: _Item | None = None
         if include_system and items and self.kinds[items[0][0]] == "system":
             system, items = items[0], items[1:]
@@ -170,8 +189,13 @@ class _Trimmer:
         kept.reverse()
         return kept if system is None else [system, *kept]
 
-    def keep_head(self, items: list[_Item], budget: float, partial_side: Strategy,
-                  end_types: frozenset[str] | None) -> list[_Item]:
+    def keep_head(
+        self,
+        items: list[_Item],
+        budget: float,
+        partial_side: Strategy,
+        end_types: frozenset[str] | None,
+    ) -> list[_Item]:
         """Longest prefix within ``budget``; ``partial_side`` says which end of a cut to keep."""
         if not items:
             return []
@@ -196,8 +220,14 @@ class _Trimmer:
             stop -= 1
         return stop
 
-    def _partial(self, items: list[_Item], kept_count: int, budget: float, side: Strategy,
-                 prefix_count: Callable[[int], int]) -> _Item | None:
+    def _partial(
+        self,
+        items: list[_Item],
+        kept_count: int,
+        budget: float,
+        side: Strategy,
+        prefix_count: Callable[[int], int],
+    ) -> _Item | None:
         """The cut-down boundary message LangChain would add after the kept prefix, if any."""
         index, boundary = items[kept_count]
         head = items[:kept_count]
@@ -279,44 +309,3 @@ def split_after_spaces(text: str) -> list[str]:
     """The fixtures' second splitter (also in ``gen/langchain.mjs``): cut after every space."""
     pieces = text.split(" ")
     return [piece + " " for piece in pieces[:-1]] + pieces[-1:]
-
-
-_FIXTURE_COUNTERS: dict[str, Any] = {
-    "chars4": per_message(chars4_tokens),
-    "approximate": "approximate",
-}
-_FIXTURE_SPLITTERS: dict[str, Splitter] = {
-    "newline": default_text_splitter,
-    "space": split_after_spaces,
-}
-
-
-def run_trim_case(case: Mapping[str, Any]) -> Any:
-    """Fixture runner: kept messages as ``{"index"}`` plus ``"content"`` when it was cut."""
-    messages = case["messages"]
-    try:
-        kept = _trim(
-            messages,
-            max_tokens=case["max_tokens"],
-            token_counter=_FIXTURE_COUNTERS[case["counter"]],
-            strategy=case["strategy"],
-            allow_partial=case["allow_partial"],
-            include_system=case["include_system"],
-            start_on=case["start_on"],
-            end_on=case["end_on"],
-            text_splitter=_FIXTURE_SPLITTERS[case["splitter"]],
-        )
-    except ConfigurationError:
-        return {"error": "invalid_options"}
-    out: list[dict[str, Any]] = []
-    for index, message in kept:
-        entry: dict[str, Any] = {"index": index}
-        if content_of(message) != content_of(messages[index]):
-            entry["content"] = message["content"]
-        out.append(entry)
-    return out
-
-
-FIXTURE_SUITES: dict[str, Callable[[Any], Any]] = {
-    "langchain.trimMessages": run_trim_case,
-}

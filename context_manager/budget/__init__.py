@@ -1,0 +1,7 @@
+"""The budget core: the ledger (private storage, prefix sums), its read-only view, strategies."""
+
+from __future__ import annotations
+
+from .strategies import FIFO, Priority, Selection, SlidingWindow, Strategy, get_strategy
+
+__all__ = ["FIFO", "Priority", "Selection", "SlidingWindow", "Strategy", "get_strategy"]

@@ -1,1 +1,0 @@
-"""Exact Python reproductions of TypeScript behaviour, proven by ``compat_fixtures/``."""

@@ -1,0 +1,13 @@
+"""Messages in, records out: every accepted shape is normalized once, at the door.
+
+:func:`normalize` turns a caller's message (OpenAI / Anthropic / LangChain / :class:`Message`) into
+the :class:`Message` record the rest of the library reads; :mod:`.groups` holds the tool-call
+protocol (which messages travel together) and ``repair``.
+"""
+
+from __future__ import annotations
+
+from .normalize import normalize
+from .record import ROLES, Image, Message, ToolCall, ToolResult, to_json_text
+
+__all__ = ["ROLES", "Image", "Message", "ToolCall", "ToolResult", "normalize", "to_json_text"]
