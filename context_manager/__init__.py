@@ -31,11 +31,12 @@ from .errors import (
     StoreCorruptionError,
     TokenizerUnavailableError,
 )
-from .manager import ContextStats, MessageContextManager
+from .manager import MessageContextManager
 from .messages import Image, Message, ToolCall, ToolResult, normalize
 from .messages.groups import repair
 from .models import ModelInfo, get_model, register_model
 from .oneshot import trim
+from .stats import ContextStats
 from .store import JsonlLog, ResetPolicy, SessionIndex
 
 __version__ = "0.1.0"

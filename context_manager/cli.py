@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .errors import ContextManagerError
-from .manager import ContextStats, MessageContextManager
+from .manager import MessageContextManager
 from .messages import normalize
+from .stats import ContextStats
 
 SAMPLE = "sample_conversation.json"
 

@@ -41,7 +41,14 @@ class TokenizerUnavailableError(ContextManagerError, RuntimeError):
     """A real tokenizer was asked for but cannot be loaded (we never fall back silently)."""
 
 
-class StoreCorruptionError(ContextManagerError):
+class StoreError(ContextManagerError):
+    """A store could not read or write (disk full, permissions, a value it cannot encode).
+
+    Raised before memory changes (write-ahead), so the manager is as it was.
+    """
+
+
+class StoreCorruptionError(StoreError):
     """A persisted log has a line that cannot be read (raised in strict mode)."""
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:

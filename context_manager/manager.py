@@ -4,116 +4,57 @@ The manager owns the budget arithmetic and the pinned system prompt; storage and
 in :class:`~context_manager.budget._ledger.Ledger`, the choice of what goes first in a
 :class:`~context_manager.budget.strategies.Strategy`. ``get_context`` costs O(log n) to decide plus
 the size of what it returns.
+
+Extensions (stores, compaction) never touch private state: a *journal* receives each
+:mod:`~context_manager.events` change before memory changes (write-ahead), subscribers receive it
+after, and :meth:`MessageContextManager.locked` is the one lock they may hold.
 """
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._config_keys import CONFIG_KEYS
 from .budget._ledger import Ledger
 from .budget.strategies import Selection, Strategy, get_strategy
 from .counting import TokenCounter, get_counter
+from .counting.usage import read_usage
 from .errors import ConfigurationError, ContextOverflowError, InvalidMessageError
+from .events import (
+    Change,
+    Cleared,
+    Compacted,
+    Event,
+    Evicted,
+    Journal,
+    Listener,
+    MessageAdded,
+    SystemPromptSet,
+    UsageRecorded,
+)
+from .host import HistoryItem
 from .messages import Message, normalize
 from .messages.groups import Repairer, ToolProtocol
 from .models import get_model
+from .stats import ContextStats
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
     from os import PathLike
+
+T = TypeVar("T")
 
 #: Context window used when neither ``max_tokens`` nor ``model`` is given.
 DEFAULT_MAX_TOKENS = 128_000
 
-Listener = Callable[[str, dict[str, Any]], None]
 
-
-@dataclass(frozen=True, slots=True)
-class HistoryItem:
-    """One held message as compaction and persistence see it (``index`` is stable)."""
-
-    index: int
-    message: Any
-    record: Message
-    tokens: int
-    pinned: bool
-    priority: int
-
-
-@dataclass(frozen=True, slots=True)
-class ContextStats:
-    """A snapshot of the budget. ``used_tokens`` is what sending the whole history would cost."""
-
-    max_tokens: int
-    reserve_tokens: int
-    budget_tokens: int
-    used_tokens: int
-    remaining_tokens: int
-    message_count: int
-    counts_by_role: dict[str, int]
-    tokens_by_role: dict[str, int]
-    context_tokens: int
-    context_message_count: int
-    near_limit: bool
-    strategy: str
-    counter: str
-    calibrated: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def usage_ratio(self) -> float:
-        return self.used_tokens / self.budget_tokens if self.budget_tokens else 1.0
-
-
-_CONFIG_KEYS = {
-    "max_tokens": "max_tokens",
-    "maxTokens": "max_tokens",
-    "contextLength": "max_tokens",
-    "context_length": "max_tokens",
-    "contextWindow": "max_tokens",
-    "context_window": "max_tokens",
-    "model": "model",
-    "counter": "counter",
-    "tokenCounter": "counter",
-    "strategy": "strategy",
-    "reserveRatio": "reserve_ratio",
-    "reserve_ratio": "reserve_ratio",
-    "reserveTokens": "reserve_tokens",
-    "reserve_tokens": "reserve_tokens",
-    "maxMessages": "max_messages",
-    "max_messages": "max_messages",
-    "warnRatio": "warn_ratio",
-    "warn_ratio": "warn_ratio",
-    "warningThreshold": "warn_ratio",
-    "repair": "repair",
-    "systemPrompt": "system_prompt",
-    "system_prompt": "system_prompt",
-    "tools": "tools",
-}
-
-
-def _usage_input_tokens(usage: Any) -> int:
-    """Prompt tokens from an int, an OpenAI/Anthropic usage object or dict."""
-    if isinstance(usage, int):
-        return usage
-
-    def get(name: str) -> int:
-        value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
-        return value if isinstance(value, int) else 0
-
-    if get("prompt_tokens"):
-        return get("prompt_tokens")
-    total = (
-        get("input_tokens") + get("cache_read_input_tokens") + get("cache_creation_input_tokens")
-    )
-    if total:
-        return total
-    raise ConfigurationError(
-        "record_usage needs an int or a usage object with prompt_tokens (OpenAI) or "
-        f"input_tokens (Anthropic); got {usage!r}"
-    )
+def _check_priority(priority: Any) -> int:
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise ConfigurationError(f"priority must be an int, got {priority!r}")
+    return priority
 
 
 class MessageContextManager:
@@ -123,6 +64,9 @@ class MessageContextManager:
     reserve (``reserve_tokens``, else ``reserve_ratio`` of the window, 20% by default). With a
     ``model`` the window defaults to the model's, and a larger ``max_tokens`` is an error (we
     refuse rather than clamp, so a typo cannot silently shrink or grow a budget).
+
+    The budget, counter, strategy and tools are fixed at construction (read-only properties):
+    cached totals depend on them, so changing one means building a new manager.
     """
 
     def __init__(
@@ -140,57 +84,78 @@ class MessageContextManager:
         on_evict: Callable[[list[Any]], None] | None = None,
         repair: bool = False,
         tools: Sequence[Any] | None = None,
-        system_prompt: str | None = None,
+        system_prompt: str | Any | None = None,
         summarizer: Any = None,
     ) -> None:
         window = self._window(max_tokens, model)
         if reserve_tokens is None:
-            if not 0 <= reserve_ratio < 1:
-                raise ConfigurationError(f"reserve_ratio must be in [0, 1), got {reserve_ratio}")
+            if (
+                isinstance(reserve_ratio, bool)
+                or not isinstance(reserve_ratio, int | float)
+                or not 0 <= reserve_ratio < 1
+            ):
+                raise ConfigurationError(f"reserve_ratio must be in [0, 1), got {reserve_ratio!r}")
             reserve_tokens = int(window * reserve_ratio)
-        if not 0 <= reserve_tokens < window:
+        if (
+            isinstance(reserve_tokens, bool)
+            or not isinstance(reserve_tokens, int)
+            or not 0 <= reserve_tokens < window
+        ):
             raise ConfigurationError(
-                f"reserve_tokens must be in [0, max_tokens={window}), got {reserve_tokens}"
+                f"reserve_tokens must be an int in [0, max_tokens={window}), got {reserve_tokens!r}"
             )
-        if not 0 < warn_ratio <= 1:
-            raise ConfigurationError(f"warn_ratio must be in (0, 1], got {warn_ratio}")
-        self.max_tokens = window
-        self.model = model
-        self.reserve_tokens = reserve_tokens
-        self.budget_tokens = window - reserve_tokens
-        self.counter = get_counter(counter, model=model)
-        self.strategy = get_strategy(strategy, max_messages=max_messages)
+        if (
+            isinstance(warn_ratio, bool)
+            or not isinstance(warn_ratio, int | float)
+            or not 0 < warn_ratio <= 1
+        ):
+            raise ConfigurationError(f"warn_ratio must be in (0, 1], got {warn_ratio!r}")
+        if tools is not None and (
+            isinstance(tools, str | bytes) or not isinstance(tools, Sequence)
+        ):
+            raise ConfigurationError(f"tools must be a list of tool definitions, got {tools!r}")
+        for name, hook in (("on_near_limit", on_near_limit), ("on_evict", on_evict)):
+            if hook is not None and not callable(hook):
+                raise ConfigurationError(f"{name} must be callable, got {hook!r}")
+        self._max_tokens = window
+        self._model = model
+        self._reserve_tokens = reserve_tokens
+        self._budget_tokens = window - reserve_tokens
+        self._counter = get_counter(counter, model=model)
+        self._strategy = get_strategy(strategy, max_messages=max_messages)
         self.warn_ratio = warn_ratio
         self.on_near_limit = on_near_limit
         self.on_evict = on_evict
-        self.repair = repair
-        self.tools = list(tools) if tools else None
-        self._tools_tokens = self.counter.count_tools(self.tools) if self.tools else 0
-        self._fixed = self.counter.prompt_overhead + self._tools_tokens
+        self._repair = bool(repair)
+        self._tools = tuple(tools) if tools else None
+        tools_tokens = self._counter.count_tools(list(self._tools)) if self._tools else 0
+        self._fixed = self._counter.prompt_overhead + tools_tokens
         self._ledger = Ledger()
         self._protocol = ToolProtocol()
         self._repairer: Repairer | None = None
         self._system: tuple[Any, Message, int] | None = None
         self._listeners: list[Listener] = []
+        self._journal: Journal | None = None
+        self._extensions: dict[type[Any], Any] = {}
         self._warned = False
         self._usage_anchor: tuple[int, int] | None = None
         self._lock = threading.RLock()
         self._added = 0
-        self.store: Any = None
         #: Used by ``compact()`` when no summarizer is passed (None: the extractive one).
         self.summarizer = summarizer
-        #: The latest compaction entry applied (None until the first compaction).
-        self.compaction: Any = None
+        self._compaction: Any = None
         self._summary: tuple[Any, Message, int] | None = None
         if system_prompt is not None:
             self.set_system_prompt(system_prompt)
 
     @staticmethod
     def _window(max_tokens: int | None, model: str | None) -> int:
+        if model is not None and not isinstance(model, str):
+            raise ConfigurationError(f"model must be a model name, got {model!r}")
         limit = get_model(model).context_window if model else None
         if max_tokens is None:
             return limit or DEFAULT_MAX_TOKENS
-        if not isinstance(max_tokens, int) or max_tokens <= 0:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
             raise ConfigurationError(f"max_tokens must be a positive int, got {max_tokens!r}")
         if limit is not None and max_tokens > limit:
             raise ConfigurationError(
@@ -202,34 +167,127 @@ class MessageContextManager:
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> MessageContextManager:
         """Build from a dict with snake_case or TS-style camelCase keys."""
+        if not isinstance(config, Mapping):
+            raise ConfigurationError(f"config must be a mapping, got {type(config).__name__}")
         options: dict[str, Any] = {}
         for key, value in config.items():
-            target = _CONFIG_KEYS.get(key)
+            target = CONFIG_KEYS.get(key) if isinstance(key, str) else None
             if target is None:
                 raise ConfigurationError(
-                    f"unknown config key {key!r}; known keys: {', '.join(sorted(_CONFIG_KEYS))}"
+                    f"unknown config key {key!r}; known keys: {', '.join(sorted(CONFIG_KEYS))}"
                 )
             options[target] = value
         return cls(**options)
 
     @classmethod
     def open(cls, path: str | PathLike[str], **options: Any) -> MessageContextManager:
-        """Open (or create) a persistent session log; every later change is appended to it."""
+        """Open (or create) a persistent session log; every later change is written ahead."""
         from .store.session import open_session
 
         return open_session(cls, path, **options)
 
-    # -- listeners --------------------------------------------------------------------------
-    def add_listener(self, listener: Listener) -> None:
-        """Call ``listener(event, data)`` on add / system_prompt / clear / usage / compaction."""
-        self._listeners.append(listener)
+    # -- configuration (read-only: cached totals depend on it) ------------------------------
+    @property
+    def max_tokens(self) -> int:
+        """The context window."""
+        return self._max_tokens
 
-    def remove_listener(self, listener: Listener) -> None:
-        self._listeners.remove(listener)
+    @property
+    def model(self) -> str | None:
+        return self._model
 
-    def _emit(self, event: str, data: dict[str, Any]) -> None:
-        for listener in self._listeners:
-            listener(event, data)
+    @property
+    def reserve_tokens(self) -> int:
+        """Tokens kept free for the reply."""
+        return self._reserve_tokens
+
+    @property
+    def budget_tokens(self) -> int:
+        """What the context may use: ``max_tokens - reserve_tokens``."""
+        return self._budget_tokens
+
+    @property
+    def counter(self) -> TokenCounter:
+        return self._counter
+
+    @property
+    def strategy(self) -> Strategy:
+        return self._strategy
+
+    @property
+    def tools(self) -> list[Any] | None:
+        """Tool definitions counted in every request (a copy; set them at construction)."""
+        return list(self._tools) if self._tools else None
+
+    @property
+    def repair(self) -> bool:
+        """Repair a broken tool protocol on add instead of raising; may be switched any time."""
+        return self._repair
+
+    @repair.setter
+    def repair(self, value: bool) -> None:
+        with self._lock:
+            if value and not self._repair:
+                # The repairer mirrors the protocol state from here on.
+                self._repairer = Repairer.resuming(self._protocol, self._last_call_message())
+            self._repair = bool(value)
+
+    def _last_call_message(self) -> Any:
+        ledger = self._ledger
+        for i in range(len(ledger.records) - 1, -1, -1):
+            if ledger.records[i].tool_calls:
+                return ledger.originals[i]
+        return None
+
+    # -- extension boundary -----------------------------------------------------------------
+    def locked(self) -> AbstractContextManager[Any]:
+        """The manager's (re-entrant) lock: hold it to make several calls atomically."""
+        return self._lock
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event)`` after every change; returns a function that unsubscribes."""
+        if not callable(listener):
+            raise ConfigurationError(f"listener must be callable, got {listener!r}")
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def attach_journal(self, journal: Journal | None) -> Journal | None:
+        """Install the write-ahead journal (one at a time); returns the previous one."""
+        with self._lock:
+            previous, self._journal = self._journal, journal
+            return previous
+
+    @property
+    def store(self) -> Any:
+        """The attached store (the journal), or None for an in-memory manager."""
+        return self._journal
+
+    def extension(self, key: type[T], factory: Callable[[], T]) -> T:
+        """The per-manager instance of an extension's state, created by ``factory`` once.
+
+        Extensions keep their bookkeeping here (owned by the manager, freed with it) instead of
+        in module-global registries.
+        """
+        with self._lock:
+            value = self._extensions.get(key)
+            if value is None:
+                value = self._extensions[key] = factory()
+            return value
+
+    def _write(self, change: Change) -> None:
+        if self._journal is not None:
+            self._journal.write(change)
+
+    def _emit(self, event: Event) -> None:
+        for listener in list(self._listeners):
+            listener(event)
 
     # -- adding -----------------------------------------------------------------------------
     def set_system_prompt(self, prompt: str | Any) -> None:
@@ -245,26 +303,39 @@ class MessageContextManager:
             self._after_change()
 
     def _install_system(self, original: Any, rec: Message) -> int:
-        tokens = self.counter.count_message(rec)
+        tokens = self._counter.count_message(rec)
+        change = SystemPromptSet(original, rec)
+        self._write(change)
         self._system = (original, rec, tokens)
         if self._listeners:
-            self._emit("system_prompt", {"text": rec.text, "message": original})
+            self._emit(change)
         return tokens
 
     @property
     def system_prompt(self) -> str | None:
+        """The system prompt's text (None when there is none)."""
         return self._system[1].text if self._system else None
+
+    @property
+    def system_message(self) -> Any:
+        """The system prompt as the caller gave it (a text becomes a system dict)."""
+        return self._system[0] if self._system else None
 
     def count_message(self, message: Any) -> int:
         """Tokens ``message`` would take if added (nothing is stored)."""
-        return self.counter.count_message(normalize(message))
+        return self._counter.count_message(normalize(message))
 
     def can_add(self, message: Any) -> bool:
         """True when adding ``message`` keeps everything held within the budget."""
-        return self.used_tokens + self.count_message(message) <= self.budget_tokens
+        return self.used_tokens + self.count_message(message) <= self._budget_tokens
 
     def add(self, message: Any, *, priority: int = 0, pinned: bool = False) -> int:
-        """Add one message (any accepted shape); returns the tokens it was counted at."""
+        """Add one message (any accepted shape); returns the tokens it was counted at.
+
+        With a store, the message is written before memory changes; if that fails, nothing
+        changed and the store's typed error says why.
+        """
+        _check_priority(priority)
         with self._lock:
             index = self._added
             rec = normalize(message, index)
@@ -273,26 +344,32 @@ class MessageContextManager:
                 and rec.role in ("system", "developer")
                 and not self._ledger.originals
             ):
+                tokens = self._install_system(message, rec)
                 self._added += 1
-                return self._install_system(message, rec)
-            if self.repair:
+                return tokens
+            if self._repair:
                 return self._add_repaired(message, rec, index, priority, pinned)
-            return self._store(message, rec, index, priority, pinned)
+            return self._store(message, rec, index, priority, bool(pinned))
 
     def _store(self, message: Any, rec: Message, index: int, priority: int, pinned: bool) -> int:
-        joins = self._protocol.accept(rec, index)
-        tokens = self.counter.count_message(rec)
+        joins = self._protocol.check(rec, index)
+        tokens = self._counter.count_message(rec)
+        change = MessageAdded(message, rec, index, tokens, pinned, priority)
+        self._write(change)
+        self._protocol.commit(rec)
         ledger = self._ledger
         released = ledger.append(message, rec, tokens, priority, pinned, joins)
         ledger.open = bool(self._protocol.pending)
         self._added += 1
         if self._listeners:
-            self._emit(
-                "add", {"message": message, "record": rec, "pinned": pinned, "priority": priority}
-            )
-        evicted = self.strategy.after_add(ledger, self._room(held=True))
-        if (released or evicted) and self.on_evict is not None:
-            self.on_evict(released + evicted)
+            self._emit(change)
+        evicted = self._strategy.after_add(ledger, self._room(held=True))
+        if released or evicted:
+            gone = released + evicted
+            if self._listeners:
+                self._emit(Evicted(tuple(gone)))
+            if self.on_evict is not None:
+                self.on_evict(gone)
         self._after_change()
         return tokens
 
@@ -303,35 +380,53 @@ class MessageContextManager:
             self._repairer = Repairer()  # sees the same stream, so its state mirrors ours
         tokens = 0
         for item, item_rec in self._repairer.feed(message, index, rec):
-            tokens = self._store(item, item_rec, self._added, priority, pinned)
+            tokens = self._store(item, item_rec, self._added, priority, bool(pinned))
         return tokens
 
     def extend(self, messages: Iterable[Any]) -> None:
-        """Add messages in order; on an invalid one, those before it stay added."""
-        for message in messages:
-            self.add(message)
+        """Add messages in order under one lock; on an invalid one, those before it stay added.
+
+        The cyclic garbage collector is paused meanwhile: a bulk load allocates many objects
+        and none of them is garbage, so collections would only walk the growing history.
+        """
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            with self._lock:
+                for message in messages:
+                    self.add(message)
+        finally:
+            if paused:
+                gc.enable()
 
     def record_usage(self, usage: Any) -> None:
         """Anchor counts on the provider's reported prompt tokens (int or usage object)."""
-        reported = _usage_input_tokens(usage)
+        reported = read_usage(usage).prompt_tokens
         with self._lock:
+            change = UsageRecorded(reported)
+            self._write(change)
             self._usage_anchor = (reported, self.token_count)
-            self._emit("usage", {"input_tokens": reported})
+            if self._listeners:
+                self._emit(change)
             self._after_change()
 
     def clear(self, *, keep_system_prompt: bool = True) -> None:
         """Forget the history (and the system prompt unless ``keep_system_prompt``)."""
         with self._lock:
+            change = Cleared(bool(keep_system_prompt))
+            self._write(change)
             self._ledger = Ledger()
             self._protocol.reset()
             self._repairer = None
             self._usage_anchor = None
             self._warned = False
             self._summary = None
-            self.compaction = None
+            self._compaction = None
             if not keep_system_prompt:
                 self._system = None
-            self._emit("clear", {"keep_system_prompt": keep_system_prompt})
+            if self._listeners:
+                self._emit(change)
 
     # -- reading ----------------------------------------------------------------------------
     @property
@@ -353,8 +448,9 @@ class MessageContextManager:
     @property
     def messages(self) -> list[Any]:
         """Every message held (caller's objects, in order), system prompt excluded."""
-        ledger = self._ledger
-        return [ledger.originals[i] for i in ledger.held_indices()]
+        with self._lock:
+            ledger = self._ledger
+            return [ledger.originals[i] for i in ledger.held_indices()]
 
     def __len__(self) -> int:
         """Messages held, system prompt included."""
@@ -370,7 +466,7 @@ class MessageContextManager:
             system += self._summary[2]
         ledger = self._ledger
         pinned = ledger.pinned_total if held else ledger.pinned_complete_tokens()
-        return self.budget_tokens - self._fixed - system - pinned
+        return self._budget_tokens - self._fixed - system - pinned
 
     def _select(self) -> Selection:
         ledger = self._ledger
@@ -378,20 +474,20 @@ class MessageContextManager:
         protected = ledger.protected_group()
         needed = ledger.cum[protected + 1] - ledger.cum[protected] if protected >= 0 else 0
         if needed > room:
-            fixed = self.budget_tokens - room
+            fixed = self._budget_tokens - room
             what = (
                 "the pinned messages and the latest user turn"
                 if protected >= 0
                 else ("the pinned messages")
             )
             raise ContextOverflowError(
-                f"{what} need {fixed + needed} tokens but the budget is {self.budget_tokens} "
-                f"(short by {fixed + needed - self.budget_tokens}); raise max_tokens, lower the "
+                f"{what} need {fixed + needed} tokens but the budget is {self._budget_tokens} "
+                f"(short by {fixed + needed - self._budget_tokens}); raise max_tokens, lower the "
                 "reserve, unpin messages or compact",
                 required=fixed + needed,
-                budget=self.budget_tokens,
+                budget=self._budget_tokens,
             )
-        return self.strategy.select(ledger, room, protected)
+        return self._strategy.select(ledger, room, protected)
 
     def _runs(self, selection: Selection) -> tuple[list[int], list[int]]:
         """The strategy's runs with the pinned groups merged in, in order."""
@@ -428,7 +524,7 @@ class MessageContextManager:
         """Tokens of what ``get_context`` returns, reply priming and tool definitions included."""
         with self._lock:
             selection = self._select()
-            return self.budget_tokens - self._room() + selection.trimmable_tokens
+            return self._budget_tokens - self._room() + selection.trimmable_tokens
 
     def stats(self) -> ContextStats:
         with self._lock:
@@ -449,31 +545,31 @@ class MessageContextManager:
                     + (1 if self._summary else 0)
                     + ledger.message_count_in(*self._runs(selection))
                 )
-                context_tokens = self.budget_tokens - self._room() + selection.trimmable_tokens
+                context_tokens = self._budget_tokens - self._room() + selection.trimmable_tokens
             except ContextOverflowError:
                 context_count, context_tokens = 0, 0
             used = self.used_tokens
             return ContextStats(
-                max_tokens=self.max_tokens,
-                reserve_tokens=self.reserve_tokens,
-                budget_tokens=self.budget_tokens,
+                max_tokens=self._max_tokens,
+                reserve_tokens=self._reserve_tokens,
+                budget_tokens=self._budget_tokens,
                 used_tokens=used,
-                remaining_tokens=max(0, self.budget_tokens - used),
+                remaining_tokens=max(0, self._budget_tokens - used),
                 message_count=sum(counts.values()),
                 counts_by_role=counts,
                 tokens_by_role=tokens,
                 context_tokens=context_tokens,
                 context_message_count=context_count,
-                near_limit=used >= self.warn_ratio * self.budget_tokens,
-                strategy=self.strategy.name,
-                counter=self.counter.name,
+                near_limit=used >= self.warn_ratio * self._budget_tokens,
+                strategy=self._strategy.name,
+                counter=self._counter.name,
                 calibrated=self._usage_anchor is not None,
             )
 
     def _after_change(self) -> None:
         if self.on_near_limit is None:
             return
-        near = self.used_tokens >= self.warn_ratio * self.budget_tokens
+        near = self.used_tokens >= self.warn_ratio * self._budget_tokens
         if near and not self._warned:
             self._warned = True
             self.on_near_limit(self.stats())
@@ -506,30 +602,44 @@ class MessageContextManager:
         """The summary message sent after the system prompt (None before any compaction)."""
         return self._summary[0] if self._summary else None
 
+    @property
+    def compaction(self) -> Any:
+        """The latest compaction entry applied (None until the first compaction)."""
+        return self._compaction
+
     def apply_compaction(self, summary: Any, first_kept_index: int, entry: Any = None) -> None:
         """Send ``summary`` instead of every message before ``first_kept_index``.
 
         Pinned messages and the latest user turn stay (invariants 1 and 3); a cut inside a tool
         group moves back to the group's start. History before the cut leaves memory; a store
-        keeps it on disk (append-only).
+        keeps it on disk (append-only). Written ahead like every other change.
         """
+        if (
+            isinstance(first_kept_index, bool)
+            or not isinstance(first_kept_index, int)
+            or first_kept_index < 0
+        ):
+            raise ConfigurationError(
+                f"first_kept_index must be an int >= 0, got {first_kept_index!r}"
+            )
         rec = normalize(summary)
         with self._lock:
             ledger = self._ledger
-            self._summary = (summary, rec, self.counter.count_message(rec))
+            tokens = self._counter.count_message(rec)
+            change = Compacted(summary, first_kept_index, entry)
+            self._write(change)
+            self._summary = (summary, rec, tokens)
             ledger.evict_before(min(ledger.group_of_seq(first_kept_index), ledger.complete))
-            self.compaction = entry
-            self._emit(
-                "compaction",
-                {"entry": entry, "summary": summary, "first_kept_index": first_kept_index},
-            )
+            self._compaction = entry
+            if self._listeners:
+                self._emit(change)
             self._after_change()
 
     def compact(
         self, summarizer: Any = None, *, focus: str | None = None, policy: Any = None
     ) -> Any:
         """Summarize old messages now; returns the ``CompactionEntry`` applied."""
-        from .compaction import compact_manager
+        from .compaction.runner import compact_manager
 
         return compact_manager(self, summarizer, focus=focus, policy=policy)
 
@@ -537,23 +647,26 @@ class MessageContextManager:
         self, summarizer: Any = None, *, focus: str | None = None, policy: Any = None
     ) -> Any:
         """Async ``compact``; cancelling it leaves history and log untouched."""
-        from .compaction import acompact_manager
+        from .compaction.runner import acompact_manager
 
         return await acompact_manager(self, summarizer, focus=focus, policy=policy)
 
     # -- persistence shortcuts (see store/) -------------------------------------------------
     def _require_store(self) -> Any:
-        if self.store is None:
+        if self._journal is None or not hasattr(self._journal, "checkpoint"):
             raise ConfigurationError(
                 "this manager has no store; create it with MessageContextManager.open(path)"
             )
-        return self.store
+        return self._journal
 
     def checkpoint(self) -> int:
         """Mark the current point of a persistent session; returns the checkpoint id."""
-        return int(self._require_store().checkpoint())
+        with self._lock:
+            return int(self._require_store().checkpoint())
 
     def revert_to(self, checkpoint_id: int) -> None:
         """Rewind a persistent session to just before checkpoint ``checkpoint_id``."""
+        if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int):
+            raise ConfigurationError(f"checkpoint_id must be an int, got {checkpoint_id!r}")
         with self._lock:  # no add may slip between the file rewrite and the rebuild
             self._require_store().revert_to(checkpoint_id, self)

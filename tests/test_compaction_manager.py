@@ -27,6 +27,7 @@ from context_manager.compaction.prompts import (
     SYSTEM_PROMPT,
 )
 from context_manager.errors import CompactionError, ConfigurationError
+from context_manager.events import Compacted
 from context_manager.manager import MessageContextManager
 from context_manager.messages import normalize
 
@@ -323,8 +324,8 @@ def test_cancelled_acompact_leaves_no_trace() -> None:
     history, context = manager.history(), manager.get_context()
     events: list[CompactionEvent] = []
     add_compaction_listener(manager, events.append)
-    store_events: list[str] = []
-    manager.add_listener(lambda event, data: store_events.append(event))
+    store_events: list[object] = []
+    manager.subscribe(store_events.append)
 
     async def scenario() -> None:
         llm = BlockingSummarizer()
@@ -337,7 +338,7 @@ def test_cancelled_acompact_leaves_no_trace() -> None:
     asyncio.run(scenario())
     assert manager.compaction is None and manager.summary is None
     assert manager.history() == history and manager.get_context() == context
-    assert "compaction" not in store_events
+    assert not any(isinstance(e, Compacted) for e in store_events)
     assert [(e.type, e.aborted) for e in events] == [("start", False), ("end", True)]
     assert manager.compact(policy=POLICIES[1]) is manager.compaction  # the lock was released
 

@@ -150,7 +150,7 @@ def test_record_usage_anchors_counts() -> None:
         {"input_tokens": 10, "cache_read_input_tokens": 30, "cache_creation_input_tokens": 5}
     )
     assert m.used_tokens == 45
-    with pytest.raises(ConfigurationError, match="record_usage needs"):
+    with pytest.raises(ConfigurationError, match="usage needs prompt_tokens"):
         m.record_usage({"nothing": 1})
 
 

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import CompactionError, CompactionInProgressError
+from ..events import Cleared, Compacted, Event
+from ..host import ManagerHost
+from ._flow import Flow, Parallel, run_async, run_sync
 from .entry import REASONS, Clock, CompactionEntry, utc_timestamp
 from .policies import CompactionPlan, CompactionPolicy, TokenBudgetCompaction
 from .prompts import summary_message_text
-from .summarizers import ExtractiveSummarizer, SummaryRequest, asummarize, summarize
+from .summarizers import ExtractiveSummarizer, SummaryRequest, summary_flow
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +45,8 @@ class CompactionEvent:
 CompactionListener = Callable[[CompactionEvent], None]
 
 
-class _State:
-    """Per-manager compaction bookkeeping (kept outside the manager, keyed weakly)."""
+class CompactionState:
+    """Per-manager compaction bookkeeping, owned by the manager (``manager.extension``)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -56,10 +58,10 @@ class _State:
         #: The cycle in which the soft-threshold flush hook last fired (None: never).
         self.flushed_cycle: int | None = None
 
-    def on_manager_event(self, event: str, data: dict[str, Any]) -> None:
-        if event == "compaction":
+    def on_manager_event(self, event: Event) -> None:
+        if isinstance(event, Compacted):
             self.cycle += 1
-        elif event == "clear":
+        elif isinstance(event, Cleared):
             self.generation += 1
             self.flushed_cycle = None  # a new conversation may flush again
 
@@ -68,25 +70,23 @@ class _State:
             listener(event)
 
 
-_STATES: weakref.WeakKeyDictionary[Any, _State] = weakref.WeakKeyDictionary()
-_STATES_LOCK = threading.Lock()
+def state_of(manager: ManagerHost) -> CompactionState:
+    """The manager's compaction state, created (and subscribed to its events) on first use."""
 
-
-def state_of(manager: Any) -> _State:
-    with _STATES_LOCK:
-        state = _STATES.get(manager)
-        if state is None:
-            state = _STATES[manager] = _State()
-            manager.add_listener(state.on_manager_event)
+    def create() -> CompactionState:
+        state = CompactionState()
+        manager.subscribe(state.on_manager_event)
         return state
 
+    return manager.extension(CompactionState, create)
 
-def add_compaction_listener(manager: Any, listener: CompactionListener) -> None:
+
+def add_compaction_listener(manager: ManagerHost, listener: CompactionListener) -> None:
     """Call ``listener(CompactionEvent)`` on every compaction start / end of ``manager``."""
     state_of(manager).listeners.append(listener)
 
 
-def remove_compaction_listener(manager: Any, listener: CompactionListener) -> None:
+def remove_compaction_listener(manager: ManagerHost, listener: CompactionListener) -> None:
     state_of(manager).listeners.remove(listener)
 
 
@@ -109,7 +109,7 @@ def _previous(entry: Any) -> tuple[str | None, int | None, Mapping[str, Sequence
     return entry.summary, entry.first_kept_index, entry.details
 
 
-def default_policy(manager: Any) -> CompactionPolicy:
+def default_policy(manager: ManagerHost) -> CompactionPolicy:
     return TokenBudgetCompaction.for_budget(int(manager.budget_tokens))
 
 
@@ -125,7 +125,11 @@ class _Job:
 
 
 def _plan(
-    manager: Any, state: _State, policy: CompactionPolicy | None, focus: str | None, reason: str
+    manager: ManagerHost,
+    state: CompactionState,
+    policy: CompactionPolicy | None,
+    focus: str | None,
+    reason: str,
 ) -> _Job:
     if reason not in REASONS:
         raise CompactionError(f"unknown compaction reason {reason!r}; use one of {REASONS}")
@@ -153,7 +157,12 @@ def _event(job: _Job, kind: Literal["start", "end"], **extra: Any) -> Compaction
 
 
 def _apply(
-    manager: Any, state: _State, job: _Job, texts: Sequence[str], will_retry: bool, clock: Clock
+    manager: ManagerHost,
+    state: CompactionState,
+    job: _Job,
+    texts: Sequence[str],
+    will_retry: bool,
+    clock: Clock,
 ) -> CompactionEntry:
     if manager.compaction is not job.previous or state.generation != job.generation:
         raise CompactionError(
@@ -174,7 +183,7 @@ def _apply(
     return entry
 
 
-def _acquire(state: _State) -> None:
+def _acquire(state: CompactionState) -> None:
     if not state.lock.acquire(blocking=False):
         raise CompactionInProgressError(
             "a compaction is already running on this manager; wait for it to finish "
@@ -182,8 +191,8 @@ def _acquire(state: _State) -> None:
         )
 
 
-def compact_manager(
-    manager: Any,
+def compaction_flow(
+    manager: ManagerHost,
     summarizer: Any = None,
     *,
     focus: str | None = None,
@@ -191,12 +200,8 @@ def compact_manager(
     reason: str = "manual",
     will_retry: bool = False,
     clock: Clock = utc_timestamp,
-) -> CompactionEntry:
-    """Compact ``manager`` now (sync); async summarizers are run to completion here.
-
-    ``summarizer`` defaults to ``manager.summarizer``, then to :class:`ExtractiveSummarizer`;
-    ``policy`` defaults to :class:`TokenBudgetCompaction` sized for the manager's budget.
-    """
+) -> Flow[CompactionEntry]:
+    """Plan, summarize (the one step a driver performs), then apply; events on both ends."""
     state = state_of(manager)
     _acquire(state)
     try:
@@ -204,7 +209,7 @@ def compact_manager(
         run = summarizer or manager.summarizer or ExtractiveSummarizer()
         state.emit(_event(job, "start", will_retry=will_retry))
         try:
-            texts = [summarize(run, request) for request in job.requests]
+            texts = yield Parallel(tuple(summary_flow(run, r) for r in job.requests))
             return _apply(manager, state, job, texts, will_retry, clock)
         except BaseException as exc:
             aborted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
@@ -214,41 +219,29 @@ def compact_manager(
         state.lock.release()
 
 
+def compact_manager(
+    manager: ManagerHost, summarizer: Any = None, **options: Any
+) -> CompactionEntry:
+    """Compact ``manager`` now (sync); async summarizers are run to completion here.
+
+    ``summarizer`` defaults to ``manager.summarizer``, then to :class:`ExtractiveSummarizer`;
+    ``policy`` defaults to :class:`TokenBudgetCompaction` sized for the manager's budget. Options
+    are :func:`compaction_flow`'s.
+    """
+    return run_sync(compaction_flow(manager, summarizer, **options))
+
+
 async def acompact_manager(
-    manager: Any,
-    summarizer: Any = None,
-    *,
-    focus: str | None = None,
-    policy: CompactionPolicy | None = None,
-    reason: str = "manual",
-    will_retry: bool = False,
-    clock: Clock = utc_timestamp,
+    manager: ManagerHost, summarizer: Any = None, **options: Any
 ) -> CompactionEntry:
     """Async :func:`compact_manager`: split-turn requests run concurrently; sync summarizers run
     in a worker thread. Cancelling it leaves no entry and the history untouched."""
-    state = state_of(manager)
-    _acquire(state)
-    try:
-        job = _plan(manager, state, policy, focus, reason)
-        run = summarizer or manager.summarizer or ExtractiveSummarizer()
-        state.emit(_event(job, "start", will_retry=will_retry))
-        try:
-            tasks = [asyncio.ensure_future(asummarize(run, r)) for r in job.requests]
-            try:
-                texts = await asyncio.gather(*tasks)
-            finally:  # one request failed: do not leave its sibling running
-                for task in tasks:
-                    task.cancel()
-            return _apply(manager, state, job, texts, will_retry, clock)
-        except BaseException as exc:
-            aborted = isinstance(exc, asyncio.CancelledError)
-            state.emit(_event(job, "end", aborted=aborted, error=None if aborted else str(exc)))
-            raise
-    finally:
-        state.lock.release()
+    return await run_async(compaction_flow(manager, summarizer, **options))
 
 
-def restore_compaction(manager: Any, data: Mapping[str, Any] | CompactionEntry) -> CompactionEntry:
+def restore_compaction(
+    manager: ManagerHost, data: Mapping[str, Any] | CompactionEntry
+) -> CompactionEntry:
     """Re-apply a persisted entry (e.g. from a store's log) without summarizing again."""
     entry = data if isinstance(data, CompactionEntry) else CompactionEntry.from_dict(data)
     manager.apply_compaction(summary_message(entry.summary), entry.first_kept_index, entry)

@@ -8,8 +8,6 @@ sync or async; :func:`summarize` and :func:`asummarize` run either kind from eit
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import inspect
 import re
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
@@ -18,6 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import CompactionError
 from ..messages import Message
+from ._flow import Call, Flow, run_async, run_sync
 from .prompts import PREFIX_SECTIONS, PROGRESS_SUBSECTIONS, SUMMARY_SECTIONS
 
 RequestKind = Literal["summary", "turn_prefix"]
@@ -59,61 +58,28 @@ def _checked(text: Any, kind: str) -> str:
     return text
 
 
-async def _await(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
-
-
-def _run_blocking(awaitable: Awaitable[Any]) -> Any:
-    """Run an awaitable to completion from sync code, even inside a running event loop."""
+def summary_flow(summarizer: Any, request: SummaryRequest) -> Flow[str]:
+    """Ask ``summarizer`` for one summary; failures become ``CompactionError`` (cancellation and
+    interrupts pass through unwrapped). Sync summarizers run in a worker thread under asyncio."""
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_await(awaitable))
-    # A loop runs in this thread: blocking it on itself would deadlock, so use a fresh thread.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, _await(awaitable)).result()
+        result = yield Call(summarizer, (request,), thread=True)
+    except CompactionError:
+        raise
+    except Exception as exc:
+        raise CompactionError(
+            f"the summarizer failed on the {request.kind} request: {type(exc).__name__}: {exc}"
+        ) from exc
+    return _checked(result, request.kind)
 
 
 def summarize(summarizer: Any, request: SummaryRequest) -> str:
     """Call a sync or async summarizer from sync code; failures become ``CompactionError``."""
-    try:
-        result = summarizer(request)
-        if inspect.isawaitable(result):
-            result = _run_blocking(result)
-    except CompactionError:
-        raise
-    except Exception as exc:
-        raise CompactionError(
-            f"the summarizer failed on the {request.kind} request: {type(exc).__name__}: {exc}"
-        ) from exc
-    return _checked(result, request.kind)
-
-
-def _is_async_callable(fn: Any) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004 (the bound __call__, not callable())
-    )
+    return run_sync(summary_flow(summarizer, request))
 
 
 async def asummarize(summarizer: Any, request: SummaryRequest) -> str:
-    """Await an async summarizer, or run a sync one in a worker thread (the loop stays free).
-
-    Cancellation propagates (``asyncio.CancelledError`` is not wrapped).
-    """
-    try:
-        if _is_async_callable(summarizer):
-            result = await summarizer(request)
-        else:
-            result = await asyncio.to_thread(summarizer, request)
-            if inspect.isawaitable(result):
-                result = await result
-    except CompactionError:
-        raise
-    except Exception as exc:
-        raise CompactionError(
-            f"the summarizer failed on the {request.kind} request: {type(exc).__name__}: {exc}"
-        ) from exc
-    return _checked(result, request.kind)
+    """Await an async summarizer, or run a sync one in a worker thread (the loop stays free)."""
+    return await run_async(summary_flow(summarizer, request))
 
 
 # --- LLM adapters -------------------------------------------------------------------------------

@@ -10,16 +10,18 @@ defaults the reserve is the 20000 floor), so an app can save notes before histor
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..counting.usage import read_usage
 from ..errors import CompactionError, ConfigurationError, ContextOverflowError
+from ..host import ManagerHost
 from . import pi_rules as pi
+from ._flow import Call, Flow, run_async, run_sync
 from .entry import CompactionEntry
 from .policies import CompactionPolicy
-from .runner import acompact_manager, compact_manager, state_of
+from .runner import compaction_flow, state_of
 
 T = TypeVar("T")
 
@@ -65,27 +67,22 @@ def _pi_error(text: str) -> dict[str, Any]:
 
 def _response_as_pi(response: Any) -> dict[str, Any] | None:
     """An OpenAI chat completion or Anthropic message reply as the Pi message Pi would record."""
-    usage = _get(response, "usage")
-    if usage is None:
+    raw = _get(response, "usage")
+    if raw is None:
         return None
     choices = _get(response, "choices")
-    if choices:  # OpenAI: prompt_tokens already include cached ones
-        finish = _get(choices[0], "finish_reason")
-        stop = "length" if finish == "length" else "stop"
-        used = {
-            "input": _get(usage, "prompt_tokens") or 0,
-            "cacheRead": 0,
-            "output": _get(usage, "completion_tokens") or 0,
-        }
+    if choices:
+        stop = "length" if _get(choices[0], "finish_reason") == "length" else "stop"
     elif _get(response, "stop_reason") is not None:  # Anthropic
         stop = "length" if _get(response, "stop_reason") == "max_tokens" else "stop"
-        used = {
-            "input": _get(usage, "input_tokens") or 0,
-            "cacheRead": _get(usage, "cache_read_input_tokens") or 0,
-            "output": _get(usage, "output_tokens") or 0,
-        }
     else:
         return None
+    try:
+        usage = read_usage(raw)
+    except ConfigurationError:
+        return None
+    # Pi compares input + cacheRead with the window; cache writes are not in its reading.
+    used = {"input": usage.input, "cacheRead": usage.cache_read, "output": usage.output}
     return {"role": "assistant", "content": [], "stopReason": stop, "usage": used}
 
 
@@ -183,69 +180,59 @@ class CompactionTriggers:
     def should_flush(self, tokens: int, context_window: int) -> bool:
         return self.enabled and tokens >= self.flush_threshold(context_window)
 
-    def _flush(self, manager: Any, tokens: int, window: int) -> Any:
-        state = state_of(manager)
-        if self.on_flush is None or not self.should_flush(tokens, window):
-            return None
-        if state.flushed_cycle == state.cycle:
-            return None  # already flushed since the last compaction
-        state.flushed_cycle = state.cycle
-        return self.on_flush(FlushInfo(tokens, self.flush_threshold(window), window, state.cycle))
-
-    def before_request(
+    def request_flow(
         self,
-        manager: Any,
+        manager: ManagerHost,
         summarizer: Any = None,
         *,
         policy: CompactionPolicy | None = None,
         tokens: int | None = None,
         context_window: int | None = None,
-    ) -> CompactionEntry | None:
-        """Fire the flush hook if due, then compact (reason ``threshold``) if due.
-
-        ``tokens`` defaults to ``manager.used_tokens`` (usage-anchored when recorded) and
-        ``context_window`` to ``manager.max_tokens``. Returns the entry when it compacted.
-        """
+        sync: bool = True,
+    ) -> Flow[CompactionEntry | None]:
+        """Fire the flush hook if due (once per cycle), then compact if due."""
         window = context_window or manager.max_tokens
         current = manager.used_tokens if tokens is None else tokens
-        result = self._flush(manager, current, window)
-        if inspect.isawaitable(result):
-            if inspect.iscoroutine(result):
-                result.close()  # never awaited here: close it rather than leak a warning
-            raise ConfigurationError("on_flush returned an awaitable; use abefore_request")
+        state = state_of(manager)
+        due = self.on_flush is not None and self.should_flush(current, window)
+        if due and state.flushed_cycle != state.cycle:
+            state.flushed_cycle = state.cycle
+            info = FlushInfo(current, self.flush_threshold(window), window, state.cycle)
+            yield Call(
+                self.on_flush,  # type: ignore[arg-type]
+                (info,),
+                awaitable="refuse",
+                refusal="on_flush returned an awaitable; use abefore_request",
+            )
         if tokens is None:
             current = manager.used_tokens  # the hook may have changed the history
         if not self.should_compact(current, window):
             return None
-        return compact_manager(manager, summarizer, policy=policy, reason="threshold")
+        return (yield from compaction_flow(manager, summarizer, policy=policy, reason="threshold"))
+
+    def before_request(
+        self, manager: ManagerHost, summarizer: Any = None, **options: Any
+    ) -> CompactionEntry | None:
+        """Fire the flush hook if due, then compact (reason ``threshold``) if due.
+
+        Options: ``policy``; ``tokens`` (default ``manager.used_tokens``, usage-anchored when
+        recorded); ``context_window`` (default ``manager.max_tokens``). Returns the entry when it
+        compacted.
+        """
+        return run_sync(self.request_flow(manager, summarizer, **options))
 
     async def abefore_request(
-        self,
-        manager: Any,
-        summarizer: Any = None,
-        *,
-        policy: CompactionPolicy | None = None,
-        tokens: int | None = None,
-        context_window: int | None = None,
+        self, manager: ManagerHost, summarizer: Any = None, **options: Any
     ) -> CompactionEntry | None:
         """Async :meth:`before_request` (the flush hook may be async too)."""
-        window = context_window or manager.max_tokens
-        current = manager.used_tokens if tokens is None else tokens
-        result = self._flush(manager, current, window)
-        if inspect.isawaitable(result):
-            await result
-        if tokens is None:
-            current = manager.used_tokens
-        if not self.should_compact(current, window):
-            return None
-        return await acompact_manager(manager, summarizer, policy=policy, reason="threshold")
+        return await run_async(self.request_flow(manager, summarizer, **options))
 
 
 # --- Overflow recovery -------------------------------------------------------------------------
 
 
 def _unrecoverable(
-    manager: Any, cause: Any, context_window: int | None, why: str
+    manager: ManagerHost, cause: Any, context_window: int | None, why: str
 ) -> ContextOverflowError:
     budget = context_window or manager.max_tokens
     return ContextOverflowError(
@@ -261,90 +248,61 @@ def _overflowed(reply: Any, context_window: int | None) -> bool:
     return _is_reply(reply) and is_context_overflow(reply, context_window)
 
 
-def send_with_recovery(
-    manager: Any,
-    send: Callable[[list[Any]], T],
+def recovery_flow(
+    manager: ManagerHost,
+    send: Callable[[list[Any]], Any],
     *,
     summarizer: Any = None,
     policy: CompactionPolicy | None = None,
     focus: str | None = None,
     context_window: int | None = None,
     triggers: CompactionTriggers | None = None,
-) -> T:
+) -> Flow[Any]:
+    """Send; on a context overflow compact once and resend once (see :func:`send_with_recovery`)."""
+    if triggers is not None:
+        yield from triggers.request_flow(manager, summarizer, policy=policy)
+    try:
+        reply = yield Call(send, (manager.get_context(),), awaitable="pass")
+    except Exception as exc:
+        if not is_context_overflow(exc, context_window):
+            raise
+        first: Any = exc
+    else:
+        if not _overflowed(reply, context_window):
+            return reply
+        first = reply
+    try:
+        yield from compaction_flow(
+            manager, summarizer, focus=focus, policy=policy, reason="overflow", will_retry=True
+        )
+    except CompactionError as exc:
+        raise _unrecoverable(
+            manager, first, context_window, f"and compaction could not help: {exc}"
+        ) from exc
+    try:
+        reply = yield Call(send, (manager.get_context(),), awaitable="pass")
+    except Exception as exc:
+        if is_context_overflow(exc, context_window):
+            raise _unrecoverable(manager, exc, context_window, "again after compacting") from exc
+        raise
+    if _overflowed(reply, context_window):
+        raise _unrecoverable(manager, reply, context_window, "again after compacting")
+    return reply
+
+
+def send_with_recovery(manager: ManagerHost, send: Callable[[list[Any]], T], **options: Any) -> T:
     """``send(manager.get_context())``; on a context overflow compact once and resend once.
 
     An overflow is an exception or a returned reply that :func:`is_context_overflow` accepts.
     A second overflow, or a compaction that finds nothing to summarize, raises
-    ``ContextOverflowError`` (chained to the provider's error). ``triggers`` run first.
+    ``ContextOverflowError`` (chained to the provider's error). Options: ``summarizer``,
+    ``policy``, ``focus``, ``context_window``, ``triggers`` (run first).
     """
-    if triggers is not None:
-        triggers.before_request(manager, summarizer, policy=policy)
-    try:
-        reply = send(manager.get_context())
-    except Exception as exc:
-        if not is_context_overflow(exc, context_window):
-            raise
-        first: Any = exc
-    else:
-        if not _overflowed(reply, context_window):
-            return reply
-        first = reply
-    try:
-        compact_manager(
-            manager, summarizer, focus=focus, policy=policy, reason="overflow", will_retry=True
-        )
-    except CompactionError as exc:
-        raise _unrecoverable(
-            manager, first, context_window, f"and compaction could not help: {exc}"
-        ) from exc
-    try:
-        reply = send(manager.get_context())
-    except Exception as exc:
-        if is_context_overflow(exc, context_window):
-            raise _unrecoverable(manager, exc, context_window, "again after compacting") from exc
-        raise
-    if _overflowed(reply, context_window):
-        raise _unrecoverable(manager, reply, context_window, "again after compacting")
-    return reply
+    return run_sync(recovery_flow(manager, send, **options))  # type: ignore[no-any-return]
 
 
 async def asend_with_recovery(
-    manager: Any,
-    send: Callable[[list[Any]], Awaitable[T]],
-    *,
-    summarizer: Any = None,
-    policy: CompactionPolicy | None = None,
-    focus: str | None = None,
-    context_window: int | None = None,
-    triggers: CompactionTriggers | None = None,
+    manager: ManagerHost, send: Callable[[list[Any]], Awaitable[T]], **options: Any
 ) -> T:
     """Async :func:`send_with_recovery` (``send`` returns an awaitable)."""
-    if triggers is not None:
-        await triggers.abefore_request(manager, summarizer, policy=policy)
-    try:
-        reply = await send(manager.get_context())
-    except Exception as exc:
-        if not is_context_overflow(exc, context_window):
-            raise
-        first: Any = exc
-    else:
-        if not _overflowed(reply, context_window):
-            return reply
-        first = reply
-    try:
-        await acompact_manager(
-            manager, summarizer, focus=focus, policy=policy, reason="overflow", will_retry=True
-        )
-    except CompactionError as exc:
-        raise _unrecoverable(
-            manager, first, context_window, f"and compaction could not help: {exc}"
-        ) from exc
-    try:
-        reply = await send(manager.get_context())
-    except Exception as exc:
-        if is_context_overflow(exc, context_window):
-            raise _unrecoverable(manager, exc, context_window, "again after compacting") from exc
-        raise
-    if _overflowed(reply, context_window):
-        raise _unrecoverable(manager, reply, context_window, "again after compacting")
-    return reply
+    return await run_async(recovery_flow(manager, send, **options))

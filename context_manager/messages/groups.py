@@ -51,8 +51,9 @@ class ToolProtocol:
                 return f"tool call id {call.id!r} was already used"
         return None
 
-    def accept(self, rec: Message, index: int | None = None) -> bool:
-        """Record ``rec``; True when it joins the open group. Raises on protocol errors."""
+    def check(self, rec: Message, index: int | None = None) -> bool:
+        """True when ``rec`` would join the open group; raises on protocol errors. Changes
+        nothing, so a write-ahead journal can refuse the message before :meth:`commit`."""
         if (
             not self.pending
             and not rec.tool_calls
@@ -67,14 +68,29 @@ class ToolProtocol:
                 index=index,
                 hint="add every tool result right after its call, or pass repair=True",
             )
-        joins = bool(self.pending) and bool(rec.result_ids)
+        return bool(self.pending) and bool(rec.result_ids)
+
+    def accept(self, rec: Message, index: int | None = None) -> bool:
+        """Record ``rec``; True when it joins the open group. Raises on protocol errors."""
+        joins = self.check(rec, index)
+        self.commit(rec)
+        return joins
+
+    def commit(self, rec: Message) -> None:
+        """Record a message :meth:`check` accepted."""
         for rid in rec.result_ids:
             del self.pending[rid]
             self._answered.add(rid)
         for call in rec.tool_calls:
             self._issued.add(call.id)
             self.pending[call.id] = None
-        return joins
+
+    def copy(self) -> ToolProtocol:
+        twin = ToolProtocol()
+        twin.pending = dict(self.pending)
+        twin._issued = set(self._issued)
+        twin._answered = set(self._answered)
+        return twin
 
     def reset(self) -> None:
         self.pending.clear()
@@ -138,6 +154,16 @@ class Repairer:
         self._last_call: Any = None
         self.dropped = 0
         self.inserted = 0
+
+    @classmethod
+    def resuming(cls, protocol: ToolProtocol, last_call: Any) -> Repairer:
+        """A repairer that continues a stream ``protocol`` has followed so far (repair switched
+        on mid-conversation): open calls are closed with synthetic results on the next message.
+        ``last_call`` is the message that issued the open calls (it decides the results' shape)."""
+        fixer = cls()
+        fixer.protocol = protocol.copy()
+        fixer._last_call = last_call
+        return fixer
 
     def feed(
         self, original: Any, index: int | None = None, rec: Message | None = None

@@ -1,127 +1,132 @@
 """Glue between a :class:`MessageContextManager` and its :class:`~.jsonl.JsonlLog`.
 
 ``MessageContextManager.open(path, **options)`` lands in :func:`open_session`: it reads the log,
-builds the manager, replays the history with no listener attached (so nothing is written twice),
-then attaches :class:`SessionStore` as a listener so every later add / system prompt / usage /
-clear / compaction is appended. Replay follows file order, so a ``_usage`` record anchors the
-count at the same point it did originally, and a ``_compaction`` record is re-applied (through the
-manager's ``apply_compaction`` hook, when it has one) after exactly the messages that preceded it.
+builds the manager, replays the history with no journal attached (so nothing is written twice),
+then attaches :class:`SessionStore` as the manager's write-ahead journal: every later add /
+system prompt / usage / clear / compaction is written before memory changes. Replay follows file
+order, so a ``_usage`` record anchors the count at the same point it did originally, and a
+``_compaction`` record is re-applied (``apply_compaction``) after exactly the messages that
+preceded it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from ..errors import ContextManagerError, StoreCorruptionError
+from ..errors import ContextManagerError, StoreCorruptionError, StoreError
+from ..events import Change, Cleared, Compacted, MessageAdded, SystemPromptSet, UsageRecorded
+from ..host import ManagerHost
 from .jsonl import FsyncMode, JsonlLog
 from .records import CHECKPOINT, COMPACTION, SYSTEM_PROMPT, USAGE, RestoredLog, StoredMessage
 
 logger = logging.getLogger("context_manager.store")
 
 
-class _Manager(Protocol):
-    store: Any
-
-    @property
-    def system_prompt(self) -> str | None: ...
-
-    def add(self, message: Any, *, priority: int = 0, pinned: bool = False) -> int: ...
-    def set_system_prompt(self, prompt: str) -> None: ...
-    def record_usage(self, usage: Any) -> None: ...
-    def clear(self, *, keep_system_prompt: bool = True) -> None: ...
-    def add_listener(self, listener: Any) -> None: ...
-    def remove_listener(self, listener: Any) -> None: ...
-
-
-M = TypeVar("M", bound=_Manager)
+M = TypeVar("M", bound=ManagerHost)
 
 Sequence_ = list[StoredMessage | dict[str, Any]]
 
 
 class SessionStore:
-    """The ``manager.store`` of a persistent session: persists events, checkpoints, reverts."""
+    """The journal of a persistent session: writes each change ahead, checkpoints, reverts."""
 
     def __init__(self, log: JsonlLog, restored: RestoredLog) -> None:
         self.log = log
         #: What the log held when it was last read (opened or reverted).
         self.restored = restored
-        self._manager: _Manager | None = None
+        self._manager: ManagerHost | None = None
 
     @property
     def path(self) -> os.PathLike[str]:
         return self.log.path
 
-    def attach(self, manager: _Manager) -> None:
+    def attach(self, manager: ManagerHost) -> None:
         self._manager = manager
-        manager.store = self
-        manager.add_listener(self.on_event)
+        manager.attach_journal(self)
 
     def detach(self) -> None:
         if self._manager is not None:
-            self._manager.remove_listener(self.on_event)
+            self._manager.attach_journal(None)
 
-    def on_event(self, event: str, data: dict[str, Any]) -> None:
-        """Manager listener: append the record for ``event`` (runs under the manager's lock)."""
-        if event == "add":
-            self.log.append_message(
-                _persistable(data["message"], data.get("record")),
-                pinned=bool(data.get("pinned", False)),
-                priority=int(data.get("priority", 0)),
+    def write(self, change: Change) -> None:
+        """Write ``change`` before the manager applies it (runs under the manager's lock).
+
+        Encoding and I/O failures become typed errors, and the manager stays unchanged.
+        """
+        try:
+            self._write(change)
+        except ContextManagerError:
+            raise
+        except (UnicodeError, ValueError, TypeError, RecursionError, OverflowError) as exc:
+            raise StoreError(
+                f"{self.log.path}: cannot store {type(change).__name__}: {exc}; nothing was "
+                "added (the value has no lossless JSON form, e.g. a lone surrogate or NaN)"
+            ) from exc
+        except OSError as exc:
+            raise StoreError(
+                f"{self.log.path}: cannot write {type(change).__name__}: "
+                f"{exc.strerror or exc}; nothing was changed in memory"
+            ) from exc
+
+    def _write(self, change: Change) -> None:
+        log = self.log
+        if isinstance(change, MessageAdded):
+            log.append_message(
+                _persistable(change.message, change.record),
+                pinned=change.pinned,
+                priority=change.priority,
             )
-        elif event == "system_prompt":
-            self.log.write_system_prompt(str(data["text"]))
-        elif event == "usage":
-            self.log.append_usage(int(data["input_tokens"]))
-        elif event == "clear":
-            self.log.clear()
+        elif isinstance(change, SystemPromptSet):
+            log.write_system_prompt(change.record.text)
+        elif isinstance(change, UsageRecorded):
+            log.append_usage(change.input_tokens)
+        elif isinstance(change, Cleared):
+            log.clear()
             manager = self._manager
-            if data.get("keep_system_prompt", True) and manager and manager.system_prompt:
-                self.log.write_system_prompt(manager.system_prompt)
-        elif event == "compaction":
-            self.log.append_compaction(_compaction_record(data))
+            if change.keep_system_prompt and manager is not None and manager.system_prompt:
+                log.write_system_prompt(manager.system_prompt)
+        elif isinstance(change, Compacted):
+            log.append_compaction(_compaction_record(change))
 
     def checkpoint(self) -> int:
         return self.log.checkpoint()
 
-    def revert_to(self, checkpoint_id: int, manager: _Manager) -> None:
+    def revert_to(self, checkpoint_id: int, manager: ManagerHost) -> None:
         """Rewrite the log up to the checkpoint, then rebuild ``manager`` from it.
 
         Runs under the manager's (re-entrant) lock when it has one, so an add from another
         thread cannot slip in while the listener is detached and go unlogged.
         """
-        with getattr(manager, "_lock", None) or contextlib.nullcontext():
+        with manager.locked():
             self.log.revert_to(checkpoint_id)
             restored, sequence = self.log.read()
             self.restored = restored
-            manager.remove_listener(self.on_event)
+            manager.attach_journal(None)
             try:
                 manager.clear(keep_system_prompt=False)
                 replay(manager, sequence, strict=self.log.strict, path=str(self.log.path))
             finally:
-                manager.add_listener(self.on_event)
+                manager.attach_journal(self)
 
     def close(self) -> None:
         self.log.close()
 
 
-def _compaction_record(data: dict[str, Any]) -> dict[str, Any]:
+def _compaction_record(change: Compacted) -> dict[str, Any]:
     """The entry's own fields, plus what replay needs: the cut and the summary message sent."""
-    entry: Any = data.get("entry")
+    entry: Any = change.entry
     fields: dict[str, Any] = {}
     if entry is not None and hasattr(entry, "to_dict"):
         fields.update(entry.to_dict())
     elif isinstance(entry, Mapping):
         fields.update(entry)
-    if "first_kept_index" in data:
-        fields["first_kept_index"] = data["first_kept_index"]
-    summary = data.get("summary")
-    if summary is not None:
-        fields["summary_message"] = dict(_persistable(summary, None))
+    fields["first_kept_index"] = change.first_kept_index
+    if change.summary is not None:
+        fields["summary_message"] = dict(_persistable(change.summary, None))
     return fields
 
 
@@ -153,7 +158,7 @@ def _persistable(message: Any, record: Any) -> Mapping[str, Any]:
     return rendered
 
 
-def replay(manager: _Manager, sequence: Sequence_, *, strict: bool, path: str) -> None:
+def replay(manager: ManagerHost, sequence: Sequence_, *, strict: bool, path: str) -> None:
     """Apply logged records to ``manager`` in file order (no listener must be attached).
 
     A compaction's ``first_kept_index`` counts message lines of this file (the manager numbers
@@ -183,12 +188,9 @@ def replay(manager: _Manager, sequence: Sequence_, *, strict: bool, path: str) -
 
 
 def _replay_compaction(
-    manager: _Manager, item: dict[str, Any], added_before: list[int], added: int, path: str
+    manager: ManagerHost, item: dict[str, Any], added_before: list[int], added: int, path: str
 ) -> None:
-    apply = getattr(manager, "apply_compaction", None)
-    if apply is None:
-        logger.debug("%s: manager has no apply_compaction; compaction not replayed", path)
-        return
+    apply = manager.apply_compaction
     fields = {k: v for k, v in item.items() if k not in ("role", "content", "_line")}
     kept = fields.get("first_kept_index")
     if not isinstance(kept, int) or isinstance(kept, bool) or kept < 0:

@@ -1,0 +1,110 @@
+"""Typed events: what changed in a manager, as values a store or an extension can act on.
+
+Every change a manager makes is described by one of these frozen dataclasses. A *journal* (the
+write-ahead side, e.g. a store) receives the change **before** memory changes and may refuse it by
+raising; *subscribers* receive it **after** it was applied. Both see the same object, so what was
+written is exactly what was applied. ``isinstance`` / ``match`` on the class replaces the string
+event names and loosely typed dicts of earlier versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias
+
+from .messages.record import Message
+
+__all__ = [
+    "Change",
+    "Cleared",
+    "Compacted",
+    "Event",
+    "Evicted",
+    "Journal",
+    "Listener",
+    "MessageAdded",
+    "SystemPromptSet",
+    "ToolCallsClosed",
+    "UsageRecorded",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageAdded:
+    """A message joined the history. ``message`` is the caller's object, ``record`` its reading."""
+
+    message: Any
+    record: Message
+    index: int
+    tokens: int
+    pinned: bool = False
+    priority: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SystemPromptSet:
+    """The pinned system prompt was set or replaced (``message`` as the caller gave it)."""
+
+    message: Any
+    record: Message
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRecorded:
+    """The provider reported ``input_tokens`` for the context last sent."""
+
+    input_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Cleared:
+    """The history was forgotten (and the system prompt, unless ``keep_system_prompt``)."""
+
+    keep_system_prompt: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """``summary`` now stands for every message before ``first_kept_index``.
+
+    ``entry`` is the compaction package's record of it (``None`` when applied by hand).
+    """
+
+    summary: Any
+    first_kept_index: int
+    entry: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Evicted:
+    """FIFO dropped these messages for good (the caller's objects, oldest first). Not logged."""
+
+    messages: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallsClosed:
+    """Open tool calls were answered with synthetic results (e.g. the user interrupted them)."""
+
+    call_ids: tuple[str, ...]
+    reason: str
+
+
+#: A change a journal writes ahead of memory.
+Change: TypeAlias = MessageAdded | SystemPromptSet | UsageRecorded | Cleared | Compacted
+#: Anything a subscriber may receive.
+Event: TypeAlias = Change | Evicted | ToolCallsClosed
+Listener: TypeAlias = Callable[[Event], None]
+
+
+class Journal(Protocol):
+    """Write-ahead sink for a manager's changes (a store implements it).
+
+    ``write`` runs under the manager's lock before memory changes. It must validate and encode
+    the change, write it durably (as its fsync policy says), and raise a
+    :class:`~context_manager.errors.ContextManagerError` subclass if it cannot; the manager then
+    leaves memory unchanged.
+    """
+
+    def write(self, change: Change) -> None: ...

@@ -1,0 +1,31 @@
+"""The budget snapshot ``MessageContextManager.stats()`` returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ContextStats"]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextStats:
+    """A snapshot of the budget. ``used_tokens`` is what sending the whole history would cost."""
+
+    max_tokens: int
+    reserve_tokens: int
+    budget_tokens: int
+    used_tokens: int
+    remaining_tokens: int
+    message_count: int
+    counts_by_role: dict[str, int]
+    tokens_by_role: dict[str, int]
+    context_tokens: int
+    context_message_count: int
+    near_limit: bool
+    strategy: str
+    counter: str
+    calibrated: bool = False
+
+    @property
+    def usage_ratio(self) -> float:
+        return self.used_tokens / self.budget_tokens if self.budget_tokens else 1.0
