@@ -1,88 +1,135 @@
 """Keep an LLM conversation inside a token budget.
 
-Add messages (OpenAI dicts, Anthropic blocks, LangChain objects or :class:`Message`), each
-counted once; ask for the context that fits. Tool calls and their results stay together, the
-system prompt and pinned messages stay put, and the latest user message is always sent.
+Add messages (OpenAI, Anthropic, Gemini, LangChain, pydantic-ai or SDK objects), each counted
+once; ask for the context that fits. Tool calls and their results stay together, the system
+prompt and pinned messages stay put, and the latest user turn is always sent.
+
+This module only re-exports the core names, and loads each on first use so that
+``import context_manager`` stays cheap. Compaction, stores, interop and integrations live in
+their subpackages (``context_manager.compaction``, ``.store``, ``.interop``, ``.integrations``).
 """
 
-from .budget.strategies import FIFO, Priority, SlidingWindow, Strategy
-from .compaction import (
-    AnthropicSummarizer,
-    CompactionEntry,
-    CompactionTriggers,
-    ExtractiveSummarizer,
-    OpenAISummarizer,
-    SimpleCompaction,
-    TokenBudgetCompaction,
-    add_compaction_listener,
-    asend_with_recovery,
-    is_context_overflow,
-    send_with_recovery,
-)
-from .counting import CharEstimator, TokenCounter, count_tokens, get_counter
-from .errors import (
-    CheckpointNotFoundError,
-    CompactionError,
-    CompactionInProgressError,
-    ConfigurationError,
-    ContextManagerError,
-    ContextOverflowError,
-    InvalidMessageError,
-    StoreCorruptionError,
-    TokenizerUnavailableError,
-)
-from .manager import MessageContextManager
-from .messages import Image, Message, ToolCall, ToolResult, normalize
-from .messages.groups import repair
-from .models import ModelInfo, get_model, register_model
-from .oneshot import trim
-from .stats import ContextStats
-from .store import JsonlLog, ResetPolicy, SessionIndex
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+import warnings
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+# name -> module that defines it (relative to this package)
+_EXPORTS = {
+    "MessageContextManager": ".manager",
+    "ContextStats": ".stats",
+    "Message": ".messages",
+    "normalize": ".messages",
+    "repair": ".messages.groups",
+    "trim": ".oneshot",
+    "count_tokens": ".counting",
+    "get_counter": ".counting",
+    "TokenCounter": ".counting",
+    "CharEstimator": ".counting",
+    "Strategy": ".budget.strategies",
+    "FIFO": ".budget.strategies",
+    "SlidingWindow": ".budget.strategies",
+    "Priority": ".budget.strategies",
+    "ModelInfo": ".models",
+    "get_model": ".models",
+    "register_model": ".models",
+    "ContextManagerError": ".errors",
+    "ConfigurationError": ".errors",
+    "ContextOverflowError": ".errors",
+    "InvalidMessageError": ".errors",
+    "StoreError": ".errors",
+    "TokenizerUnavailableError": ".errors",
+}
+
+# Names that used to be exported here: still importable, with a warning naming their home.
+_MOVED = {
+    "AnthropicSummarizer": ".compaction",
+    "CompactionEntry": ".compaction",
+    "CompactionTriggers": ".compaction",
+    "ExtractiveSummarizer": ".compaction",
+    "OpenAISummarizer": ".compaction",
+    "SimpleCompaction": ".compaction",
+    "TokenBudgetCompaction": ".compaction",
+    "add_compaction_listener": ".compaction",
+    "asend_with_recovery": ".compaction",
+    "is_context_overflow": ".compaction",
+    "send_with_recovery": ".compaction",
+    "CheckpointNotFoundError": ".errors",
+    "CompactionError": ".errors",
+    "CompactionInProgressError": ".errors",
+    "StoreCorruptionError": ".errors",
+    "Image": ".messages",
+    "ToolCall": ".messages",
+    "ToolResult": ".messages",
+    "JsonlLog": ".store",
+    "ResetPolicy": ".store",
+    "SessionIndex": ".store",
+}
 
 __all__ = [
     "FIFO",
-    "AnthropicSummarizer",
     "CharEstimator",
-    "CheckpointNotFoundError",
-    "CompactionEntry",
-    "CompactionError",
-    "CompactionInProgressError",
-    "CompactionTriggers",
     "ConfigurationError",
     "ContextManagerError",
     "ContextOverflowError",
     "ContextStats",
-    "ExtractiveSummarizer",
-    "Image",
     "InvalidMessageError",
-    "JsonlLog",
     "Message",
     "MessageContextManager",
     "ModelInfo",
-    "OpenAISummarizer",
     "Priority",
-    "ResetPolicy",
-    "SessionIndex",
-    "SimpleCompaction",
     "SlidingWindow",
-    "StoreCorruptionError",
+    "StoreError",
     "Strategy",
-    "TokenBudgetCompaction",
     "TokenCounter",
     "TokenizerUnavailableError",
-    "ToolCall",
-    "ToolResult",
-    "add_compaction_listener",
-    "asend_with_recovery",
     "count_tokens",
     "get_counter",
     "get_model",
-    "is_context_overflow",
     "normalize",
     "register_model",
     "repair",
-    "send_with_recovery",
     "trim",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        module = _MOVED.get(name)
+        if module is None:
+            raise AttributeError(f"module 'context_manager' has no attribute {name!r}")
+        warnings.warn(
+            f"context_manager.{name} moved: import it from context_manager{module}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+if TYPE_CHECKING:
+    from .budget.strategies import FIFO, Priority, SlidingWindow, Strategy
+    from .counting import CharEstimator, TokenCounter, count_tokens, get_counter
+    from .errors import (
+        ConfigurationError,
+        ContextManagerError,
+        ContextOverflowError,
+        InvalidMessageError,
+        StoreError,
+        TokenizerUnavailableError,
+    )
+    from .manager import MessageContextManager
+    from .messages import Message, normalize
+    from .messages.groups import repair
+    from .models import ModelInfo, get_model, register_model
+    from .oneshot import trim
+    from .stats import ContextStats

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._config_keys import CONFIG_KEYS
+from ._config import CONFIG_KEYS, budget_options, checked_hook, checked_tools
 from .budget._ledger import Ledger
 from .budget.strategies import Selection, Strategy, get_strategy
 from .counting import TokenCounter, get_counter
@@ -38,7 +38,6 @@ from .events import (
 from .host import HistoryItem
 from .messages import Message, normalize
 from .messages.groups import Repairer, ToolProtocol
-from .models import get_model
 from .stats import ContextStats
 
 if TYPE_CHECKING:
@@ -46,9 +45,6 @@ if TYPE_CHECKING:
     from os import PathLike
 
 T = TypeVar("T")
-
-#: Context window used when neither ``max_tokens`` nor ``model`` is given.
-DEFAULT_MAX_TOKENS = 128_000
 
 
 def _check_priority(priority: Any) -> int:
@@ -87,36 +83,9 @@ class MessageContextManager:
         system_prompt: str | Any | None = None,
         summarizer: Any = None,
     ) -> None:
-        window = self._window(max_tokens, model)
-        if reserve_tokens is None:
-            if (
-                isinstance(reserve_ratio, bool)
-                or not isinstance(reserve_ratio, int | float)
-                or not 0 <= reserve_ratio < 1
-            ):
-                raise ConfigurationError(f"reserve_ratio must be in [0, 1), got {reserve_ratio!r}")
-            reserve_tokens = int(window * reserve_ratio)
-        if (
-            isinstance(reserve_tokens, bool)
-            or not isinstance(reserve_tokens, int)
-            or not 0 <= reserve_tokens < window
-        ):
-            raise ConfigurationError(
-                f"reserve_tokens must be an int in [0, max_tokens={window}), got {reserve_tokens!r}"
-            )
-        if (
-            isinstance(warn_ratio, bool)
-            or not isinstance(warn_ratio, int | float)
-            or not 0 < warn_ratio <= 1
-        ):
-            raise ConfigurationError(f"warn_ratio must be in (0, 1], got {warn_ratio!r}")
-        if tools is not None and (
-            isinstance(tools, str | bytes) or not isinstance(tools, Sequence)
-        ):
-            raise ConfigurationError(f"tools must be a list of tool definitions, got {tools!r}")
-        for name, hook in (("on_near_limit", on_near_limit), ("on_evict", on_evict)):
-            if hook is not None and not callable(hook):
-                raise ConfigurationError(f"{name} must be callable, got {hook!r}")
+        window, reserve_tokens = budget_options(
+            max_tokens, model, reserve_ratio, reserve_tokens, warn_ratio
+        )
         self._max_tokens = window
         self._model = model
         self._reserve_tokens = reserve_tokens
@@ -124,10 +93,10 @@ class MessageContextManager:
         self._counter = get_counter(counter, model=model)
         self._strategy = get_strategy(strategy, max_messages=max_messages)
         self.warn_ratio = warn_ratio
-        self.on_near_limit = on_near_limit
-        self.on_evict = on_evict
+        self.on_near_limit = checked_hook("on_near_limit", on_near_limit)
+        self.on_evict = checked_hook("on_evict", on_evict)
         self._repair = bool(repair)
-        self._tools = tuple(tools) if tools else None
+        self._tools = checked_tools(tools)
         tools_tokens = self._counter.count_tools(list(self._tools)) if self._tools else 0
         self._fixed = self._counter.prompt_overhead + tools_tokens
         self._ledger = Ledger()
@@ -147,22 +116,6 @@ class MessageContextManager:
         self._summary: tuple[Any, Message, int] | None = None
         if system_prompt is not None:
             self.set_system_prompt(system_prompt)
-
-    @staticmethod
-    def _window(max_tokens: int | None, model: str | None) -> int:
-        if model is not None and not isinstance(model, str):
-            raise ConfigurationError(f"model must be a model name, got {model!r}")
-        limit = get_model(model).context_window if model else None
-        if max_tokens is None:
-            return limit or DEFAULT_MAX_TOKENS
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
-            raise ConfigurationError(f"max_tokens must be a positive int, got {max_tokens!r}")
-        if limit is not None and max_tokens > limit:
-            raise ConfigurationError(
-                f"max_tokens={max_tokens} exceeds {model}'s context window of {limit} tokens; "
-                "pass a smaller max_tokens or omit it to use the model's window"
-            )
-        return max_tokens
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> MessageContextManager:
@@ -229,15 +182,8 @@ class MessageContextManager:
         with self._lock:
             if value and not self._repair:
                 # The repairer mirrors the protocol state from here on.
-                self._repairer = Repairer.resuming(self._protocol, self._last_call_message())
+                self._repairer = Repairer.resuming(self._protocol, self._ledger.last_call())
             self._repair = bool(value)
-
-    def _last_call_message(self) -> Any:
-        ledger = self._ledger
-        for i in range(len(ledger.records) - 1, -1, -1):
-            if ledger.records[i].tool_calls:
-                return ledger.originals[i]
-        return None
 
     # -- extension boundary -----------------------------------------------------------------
     def locked(self) -> AbstractContextManager[Any]:
@@ -491,23 +437,7 @@ class MessageContextManager:
 
     def _runs(self, selection: Selection) -> tuple[list[int], list[int]]:
         """The strategy's runs with the pinned groups merged in, in order."""
-        ledger = self._ledger
-        complete = ledger.complete
-        pins = [g for g in ledger.pinned_groups if g < complete]
-        if not pins:
-            return selection.starts, selection.stops
-        starts: list[int] = []
-        stops: list[int] = []
-        runs = sorted(
-            [*zip(selection.starts, selection.stops, strict=True), *((g, g + 1) for g in pins)]
-        )
-        for a, b in runs:
-            if stops and a <= stops[-1]:
-                stops[-1] = max(stops[-1], b)
-            else:
-                starts.append(a)
-                stops.append(b)
-        return starts, stops
+        return self._ledger.with_pins(selection.starts, selection.stops)
 
     def get_context(self) -> list[Any]:
         """The caller's messages to send now: system prompt first, then what fits, in order."""
@@ -529,12 +459,7 @@ class MessageContextManager:
     def stats(self) -> ContextStats:
         with self._lock:
             ledger = self._ledger
-            counts = {"system": 0, "user": 0, "assistant": 0, "tool": 0}
-            tokens = dict.fromkeys(counts, 0)
-            for role, n in ledger.role_counts.items():
-                key = "system" if role == "developer" else role
-                counts[key] = counts.get(key, 0) + n
-                tokens[key] = tokens.get(key, 0) + ledger.role_tokens[role]
+            counts, tokens = ledger.role_totals()
             if self._system:
                 counts["system"] += 1
                 tokens["system"] += self._system[2]
@@ -580,22 +505,7 @@ class MessageContextManager:
     def history(self) -> list[HistoryItem]:
         """Every held message with its stable index, tokens, pin and priority, in order."""
         with self._lock:
-            ledger = self._ledger
-            items = []
-            for g in ledger.held_groups():
-                pinned, priority = ledger.group_pinned[g], ledger.group_priority[g]
-                for i in range(ledger.group_start[g], ledger.group_end(g)):
-                    items.append(
-                        HistoryItem(
-                            ledger.seq[i],
-                            ledger.originals[i],
-                            ledger.records[i],
-                            ledger.tokens[i],
-                            pinned,
-                            priority,
-                        )
-                    )
-            return items
+            return [HistoryItem(*row) for row in self._ledger.held_rows()]
 
     @property
     def summary(self) -> Any:

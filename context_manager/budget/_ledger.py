@@ -98,6 +98,53 @@ class Ledger:
         flat = chain.from_iterable(map(range, firsts, lasts))
         return list(map(originals.__getitem__, flat))
 
+    def with_pins(self, starts: list[int], stops: list[int]) -> tuple[list[int], list[int]]:
+        """Runs ``[starts[i], stops[i])`` with the complete pinned groups merged in, in order."""
+        complete = self.complete
+        pins = [g for g in self.pinned_groups if g < complete]
+        if not pins:
+            return starts, stops
+        out_starts: list[int] = []
+        out_stops: list[int] = []
+        for a, b in sorted([*zip(starts, stops, strict=True), *((g, g + 1) for g in pins)]):
+            if out_stops and a <= out_stops[-1]:
+                out_stops[-1] = max(out_stops[-1], b)
+            else:
+                out_starts.append(a)
+                out_stops.append(b)
+        return out_starts, out_stops
+
+    def held_rows(self) -> Iterator[tuple[int, Any, Message, int, bool, int]]:
+        """``(index, message, record, tokens, pinned, priority)`` of every held message."""
+        for g in self.held_groups():
+            pinned, priority = self.group_pinned[g], self.group_priority[g]
+            for i in range(self.group_start[g], self.group_end(g)):
+                yield (
+                    self.seq[i],
+                    self.originals[i],
+                    self.records[i],
+                    self.tokens[i],
+                    pinned,
+                    priority,
+                )
+
+    def role_totals(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Messages and tokens held per role (``developer`` counted as ``system``)."""
+        counts = {"system": 0, "user": 0, "assistant": 0, "tool": 0}
+        tokens = dict.fromkeys(counts, 0)
+        for role, n in self.role_counts.items():
+            key = "system" if role == "developer" else role
+            counts[key] = counts.get(key, 0) + n
+            tokens[key] = tokens.get(key, 0) + self.role_tokens[role]
+        return counts, tokens
+
+    def last_call(self) -> Any:
+        """The newest held message that issued tool calls (None if there is none)."""
+        for i in range(len(self.records) - 1, -1, -1):
+            if self.records[i].tool_calls:
+                return self.originals[i]
+        return None
+
     def message_count_in(self, starts: list[int], stops: list[int]) -> int:
         group_start, n = self.group_start, len(self.originals)
         ends = (group_start[b] if b < len(group_start) else n for b in stops)

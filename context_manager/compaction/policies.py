@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from ..errors import CompactionError, ConfigurationError
 from ..messages import Message
@@ -374,7 +374,3 @@ class SimpleCompaction:
             summary_max_tokens=self.max_summary_tokens,
             prefix_max_tokens=0,
         )
-
-
-def describe(policy: Any) -> str:
-    return str(getattr(policy, "name", type(policy).__name__))

@@ -1,0 +1,111 @@
+"""Manager options: the keys ``from_config`` accepts and the checks every option passes.
+
+Kept apart from the manager so its constructor reads as what it builds, not how it validates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import ConfigurationError
+from .models import get_model
+
+__all__ = [
+    "CONFIG_KEYS",
+    "DEFAULT_MAX_TOKENS",
+    "budget_options",
+    "checked_hook",
+    "checked_tools",
+    "window_for",
+]
+
+#: Context window used when neither ``max_tokens`` nor ``model`` is given.
+DEFAULT_MAX_TOKENS = 128_000
+
+CONFIG_KEYS = {
+    "max_tokens": "max_tokens",
+    "maxTokens": "max_tokens",
+    "contextLength": "max_tokens",
+    "context_length": "max_tokens",
+    "contextWindow": "max_tokens",
+    "context_window": "max_tokens",
+    "model": "model",
+    "counter": "counter",
+    "tokenCounter": "counter",
+    "strategy": "strategy",
+    "reserveRatio": "reserve_ratio",
+    "reserve_ratio": "reserve_ratio",
+    "reserveTokens": "reserve_tokens",
+    "reserve_tokens": "reserve_tokens",
+    "maxMessages": "max_messages",
+    "max_messages": "max_messages",
+    "warnRatio": "warn_ratio",
+    "warn_ratio": "warn_ratio",
+    "warningThreshold": "warn_ratio",
+    "repair": "repair",
+    "systemPrompt": "system_prompt",
+    "system_prompt": "system_prompt",
+    "tools": "tools",
+}
+
+
+def _number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float)
+
+
+def window_for(max_tokens: Any, model: Any) -> int:
+    """The context window: ``max_tokens``, else the model's, else :data:`DEFAULT_MAX_TOKENS`.
+
+    A ``max_tokens`` above the model's window is refused rather than clamped, so a typo cannot
+    silently shrink or grow a budget.
+    """
+    if model is not None and not isinstance(model, str):
+        raise ConfigurationError(f"model must be a model name, got {model!r}")
+    limit = get_model(model).context_window if model else None
+    if max_tokens is None:
+        return limit or DEFAULT_MAX_TOKENS
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
+        raise ConfigurationError(f"max_tokens must be a positive int, got {max_tokens!r}")
+    if limit is not None and max_tokens > limit:
+        raise ConfigurationError(
+            f"max_tokens={max_tokens} exceeds {model}'s context window of {limit} tokens; "
+            "pass a smaller max_tokens or omit it to use the model's window"
+        )
+    return max_tokens
+
+
+def budget_options(
+    max_tokens: Any, model: Any, reserve_ratio: Any, reserve_tokens: Any, warn_ratio: Any
+) -> tuple[int, int]:
+    """Checked ``(window, reserve_tokens)``; a :class:`ConfigurationError` names a bad option."""
+    window = window_for(max_tokens, model)
+    if reserve_tokens is None:
+        if not _number(reserve_ratio) or not 0 <= reserve_ratio < 1:
+            raise ConfigurationError(f"reserve_ratio must be in [0, 1), got {reserve_ratio!r}")
+        reserve_tokens = int(window * reserve_ratio)
+    if (
+        isinstance(reserve_tokens, bool)
+        or not isinstance(reserve_tokens, int)
+        or not 0 <= reserve_tokens < window
+    ):
+        raise ConfigurationError(
+            f"reserve_tokens must be an int in [0, max_tokens={window}), got {reserve_tokens!r}"
+        )
+    if not _number(warn_ratio) or not 0 < warn_ratio <= 1:
+        raise ConfigurationError(f"warn_ratio must be in (0, 1], got {warn_ratio!r}")
+    return window, reserve_tokens
+
+
+def checked_tools(tools: Any) -> tuple[Any, ...] | None:
+    if tools is None:
+        return None
+    if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+        raise ConfigurationError(f"tools must be a list of tool definitions, got {tools!r}")
+    return tuple(tools) or None
+
+
+def checked_hook(name: str, hook: Any) -> Any:
+    if hook is not None and not callable(hook):
+        raise ConfigurationError(f"{name} must be callable, got {hook!r}")
+    return hook
