@@ -61,11 +61,13 @@ def turn(draw: st.DrawFn, n: int, anthropic: bool) -> list[dict[str, Any]]:
 
 
 @st.composite
-def conversation(draw: st.DrawFn, max_turns: int = 30) -> list[dict[str, Any]]:
+def conversation(
+    draw: st.DrawFn, max_turns: int = 30, min_turns: int = 0
+) -> list[dict[str, Any]]:
     anthropic = draw(st.booleans())
     messages: list[dict[str, Any]] = []
     if draw(st.booleans()):
         messages.append({"role": "system", "content": draw(TEXTS)})
-    for n in range(draw(st.integers(0, max_turns))):
+    for n in range(draw(st.integers(min_turns, max_turns))):
         messages.extend(draw(turn(n, anthropic)))
     return messages

@@ -54,8 +54,9 @@ def assert_invariants(manager: MessageContextManager) -> None:
         issued.update(rec.call_ids)
     answered = {rid for rec in records for rid in rec.result_ids}
     assert issued <= answered
-    latest_user = [h.message for h in manager.history() if h.record.is_user_turn][-1]
-    assert any(m is latest_user for m in context)
+    users = [h.message for h in manager.history() if h.record.is_user_turn]
+    if users:
+        assert any(m is users[-1] for m in context)
     assert manager.context_tokens() <= manager.budget_tokens
     if manager.summary is not None:
         assert context[1 if manager.system_prompt else 0] is manager.summary

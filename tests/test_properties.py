@@ -15,13 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_manager import ContextOverflowError, MessageContextManager
-from context_manager.counting import CharEstimator
-from context_manager.messages import normalize
 
 from .conversations import conversation
-from .naive import naive_select
+from .naive import NaiveCounter, naive_read, naive_select
 
-COUNTER = CharEstimator()
+COUNTER = NaiveCounter()  # the oracle's own estimate: no library code
 EXAMPLES = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -35,7 +33,7 @@ def assert_protocol_valid(kept: list[Any]) -> None:
     issued: set[str] = set()
     answered: set[str] = set()
     for m in kept:
-        rec = normalize(m)
+        rec = naive_read(m)
         for rid in rec.result_ids:
             assert rid in issued, f"orphan result {rid}"
             answered.add(rid)
@@ -49,13 +47,12 @@ def check_invariants(
     idx = positions(kept, messages)
     assert idx == sorted(idx), "order changed"
     assert_protocol_valid(kept)
-    recs = [normalize(m) for m in kept]
-    assert COUNTER.count_prompt(recs) <= manager.budget_tokens
-    assert manager.context_tokens() == COUNTER.count_prompt(recs)
+    assert COUNTER.count_prompt(kept) <= manager.budget_tokens
+    assert manager.context_tokens() == COUNTER.count_prompt(kept)
     held = manager.messages + ([] if manager.system_prompt is None else [None])
     assert manager.token_count == sum(
-        COUNTER.count_message(normalize(m)) for m in manager.messages
-    ) + (COUNTER.count_message(normalize(messages[0])) if manager.system_prompt is not None else 0)
+        COUNTER.count(m) for m in manager.messages
+    ) + (COUNTER.count(messages[0]) if manager.system_prompt is not None else 0)
     assert len(held) == len(manager)
     for p in pinned:
         if any(m is messages[p] for m in manager.messages):
@@ -63,7 +60,7 @@ def check_invariants(
     users = [
         i
         for i, m in enumerate(messages)
-        if normalize(m).is_user_turn and any(h is m for h in manager.messages)
+        if naive_read(m).is_user_turn and any(h is m for h in manager.messages)
     ]
     if users and not _in_open_group(manager, messages[users[-1]]):
         assert users[-1] in idx, "latest user message dropped"
@@ -86,7 +83,7 @@ def scenario(draw: st.DrawFn) -> tuple[list[Any], set[int], list[int], int, int 
     n = len(messages)
     pinned = set(draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=3))) if n else set()
     priorities = [draw(st.integers(0, 3)) for _ in range(n)]
-    total = sum(COUNTER.count_message(normalize(m)) for m in messages) + 3
+    total = sum(COUNTER.count(m) for m in messages) + 3
     budget = draw(st.integers(1, total + 20))
     cap = draw(st.none() | st.integers(0, n + 1))
     return messages, pinned, priorities, budget, cap
@@ -132,7 +129,7 @@ def naive_fifo_held(messages: list[Any], pinned: set[int], budget: int) -> list[
     kept_p: int | None = None
     for n in range(1, len(messages) + 1):
         seen = messages[:n]
-        sys_first = normalize(seen[0]).role in ("system", "developer")
+        sys_first = seen[0]["role"] in ("system", "developer")
         rest = list(range(1 if sys_first else 0, n))
         groups = build_groups(
             [seen[i] for i in rest],
@@ -142,12 +139,12 @@ def naive_fifo_held(messages: list[Any], pinned: set[int], budget: int) -> list[
         )
         for g in groups:
             g.indices = [rest[i] for i in g.indices]
-        fixed = 3 + (COUNTER.count_message(normalize(seen[0])) if sys_first else 0)
-        last_user = max((i for i in rest if normalize(seen[i]).is_user_turn), default=None)
+        fixed = 3 + (COUNTER.count(seen[0]) if sys_first else 0)
+        last_user = max((i for i in rest if naive_read(seen[i]).is_user_turn), default=None)
         p = next((gi for gi, g in enumerate(groups) if last_user in g.indices), None)
         if p is not None and groups[p].pinned:
             p = None
-        if kept_p is not None and kept_p != p and normalize(seen[-1]).is_user_turn:
+        if kept_p is not None and kept_p != p and naive_read(seen[-1]).is_user_turn:
             evicted.add(kept_p)
             kept_p = None
         room = budget - fixed - sum(g.tokens for g in groups if g.pinned)
