@@ -21,7 +21,7 @@ from context_manager.messages import Message, normalize
 from context_manager.models import ModelInfo, register_model
 from context_manager.parity.verify import load_runners, verify_file
 
-FIXTURES = Path(__file__).resolve().parent.parent / "compat_fixtures" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "compat_fixtures" / "fixtures"
 TOKEN_SUITES = sorted(FIXTURES.glob("tokens.*.json"))
 
 

@@ -13,8 +13,8 @@ from context_manager.compaction import SimpleCompaction, TokenBudgetCompaction
 from context_manager.errors import CompactionError
 from context_manager.manager import MessageContextManager
 
-from .conversations import conversation
-from .test_compaction_manager import assert_invariants
+from ..conversations import conversation
+from .test_on_manager import assert_invariants
 
 # A policy is drawn as a recipe and sized to the history it will see, so that most examples
 # really cut (a fixed keep_recent_tokens would hold the whole of most small histories).

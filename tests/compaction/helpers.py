@@ -12,7 +12,7 @@ from context_manager.compaction import SummaryRequest, to_pi_messages
 from context_manager.compaction.pi_rules import estimate_tokens
 from context_manager.messages import Message, ToolCall, to_json_text
 
-FIXTURES = Path(__file__).resolve().parent.parent / "compat_fixtures" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "compat_fixtures" / "fixtures"
 
 
 def load_cases(suite: str) -> list[dict[str, Any]]:

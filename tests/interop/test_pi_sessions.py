@@ -16,7 +16,7 @@ from context_manager.interop import pi_sessions as transcripts
 from context_manager.parity.verify import describe_failure, load_runners, verify_file
 
 FIXTURE = (
-    Path(__file__).resolve().parents[1] / "compat_fixtures" / "fixtures"
+    Path(__file__).resolve().parents[2] / "compat_fixtures" / "fixtures"
     / "pi.buildSessionContext.json"
 )
 

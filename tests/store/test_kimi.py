@@ -16,7 +16,7 @@ import pytest
 
 from context_manager.store import JsonlLog, RestoredLog
 
-KIMI_DIR = Path(__file__).resolve().parents[1] / "compat_fixtures" / "kimi"
+KIMI_DIR = Path(__file__).resolve().parents[2] / "compat_fixtures" / "kimi"
 sys.path.insert(0, str(KIMI_DIR))
 from kimi_scenarios import COMMON, OURS_ONLY, log_files, run_ours  # noqa: E402
 

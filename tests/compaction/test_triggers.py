@@ -20,8 +20,8 @@ from context_manager.compaction import (
 from context_manager.errors import ConfigurationError, ContextOverflowError
 from context_manager.manager import MessageContextManager
 
-from .compaction_helpers import RecordingSummarizer, coding_session, load_cases
-from .test_compaction_pi_parity import FakeAPIError
+from .helpers import RecordingSummarizer, coding_session, load_cases
+from .test_pi_parity import FakeAPIError
 
 POLICY = SimpleCompaction()
 

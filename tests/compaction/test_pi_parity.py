@@ -20,7 +20,7 @@ from context_manager.compaction.pi_rules import (
 )
 from context_manager.errors import CompactionError, ConfigurationError
 
-from .compaction_helpers import Item, load_cases, records_for
+from .helpers import Item, load_cases, records_for
 
 
 def _convertible(suite: str) -> list[tuple[dict[str, Any], list[Item]]]:

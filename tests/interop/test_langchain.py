@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 needs_langchain = pytest.mark.skipif(lc_utils is None, reason="needs langchain-core (test extra)")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "compat_fixtures" / "fixtures"
 SUITE = FIXTURES / "langchain.trimMessages.json"
 JS_ONLY = FIXTURES / "langchain.trimMessages.jsOnly.json"

@@ -31,7 +31,7 @@ from context_manager.events import Compacted
 from context_manager.manager import MessageContextManager
 from context_manager.messages import normalize
 
-from .compaction_helpers import RecordingSummarizer, coding_session
+from .helpers import RecordingSummarizer, coding_session
 
 POLICIES = [TokenBudgetCompaction(keep_recent_tokens=400, reserve_tokens=1000),
             SimpleCompaction(max_preserved_messages=2)]
@@ -466,7 +466,7 @@ def test_async_split_turn_failure_cancels_the_sibling_request() -> None:
 
 
 def test_file_tools_map_other_tool_names_onto_pi_file_tracking() -> None:
-    messages = json.loads((Path(__file__).resolve().parent.parent / "context_manager" / "data"
+    messages = json.loads((Path(__file__).resolve().parents[2] / "context_manager" / "data"
                            / "sample_conversation.json").read_text("utf-8"))
     plain = MessageContextManager(100_000)
     plain.extend(messages)

@@ -28,7 +28,7 @@ from context_manager.parity.reference import (
 )
 from context_manager.parity.verify import describe_failure, load_runners, verify_file
 
-from .naive import naive_select
+from ..naive import naive_select
 
 
 class _LibraryReading:
@@ -47,7 +47,7 @@ class _LibraryReading:
     def count(self, m: Any) -> int:
         return int(self.counter.count_message(normalize(m)))
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "compat_fixtures" / "fixtures"
 REFERENCE_DIR = ROOT / "compat_fixtures" / "reference"
 SUITES = sorted(FIXTURE_SUITES)

@@ -30,7 +30,7 @@ from context_manager.errors import ConfigurationError, InvalidMessageError
 from context_manager.parity import pi as pi_parity
 from context_manager.parity.verify import describe_failure, verify_file
 
-FIXTURES = Path(__file__).resolve().parent.parent / "compat_fixtures" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "compat_fixtures" / "fixtures"
 # Suites written by compat_fixtures/gen/pi.mjs (other pi.* files belong to other generators).
 SUITES = (
     "pi.estimateTokens", "pi.findCutPoint", "pi.findTurnStartIndex", "pi.shouldCompact",

@@ -16,7 +16,7 @@ from context_manager.manager import MessageContextManager
 from context_manager.messages import Message
 from context_manager.store import CheckpointNotFoundError
 
-KIMI_DIR = Path(__file__).resolve().parents[1] / "compat_fixtures" / "kimi"
+KIMI_DIR = Path(__file__).resolve().parents[2] / "compat_fixtures" / "kimi"
 CALL = {"role": "assistant", "content": None, "tool_calls": [
     {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}
 RESULT = {"role": "tool", "tool_call_id": "c1", "content": "a.txt"}
