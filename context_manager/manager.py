@@ -84,6 +84,8 @@ _CONFIG_KEYS = {
     "reserve_tokens": "reserve_tokens",
     "maxMessages": "max_messages",
     "max_messages": "max_messages",
+    "retentionRatio": "retention_ratio",
+    "retention_ratio": "retention_ratio",
     "warnRatio": "warn_ratio",
     "warn_ratio": "warn_ratio",
     "warningThreshold": "warn_ratio",
@@ -123,6 +125,7 @@ class MessageContextManager:
     reserve (``reserve_tokens``, else ``reserve_ratio`` of the window, 20% by default). With a
     ``model`` the window defaults to the model's, and a larger ``max_tokens`` is an error (we
     refuse rather than clamp, so a typo cannot silently shrink or grow a budget).
+    ``retention_ratio`` makes trimming prompt-cache friendly (see ``SlidingWindow``).
     """
 
     def __init__(
@@ -135,6 +138,7 @@ class MessageContextManager:
         reserve_ratio: float = 0.2,
         reserve_tokens: int | None = None,
         max_messages: int | None = None,
+        retention_ratio: float | None = None,
         warn_ratio: float = 0.9,
         on_near_limit: Callable[[ContextStats], None] | None = None,
         on_evict: Callable[[list[Any]], None] | None = None,
@@ -159,7 +163,9 @@ class MessageContextManager:
         self.reserve_tokens = reserve_tokens
         self.budget_tokens = window - reserve_tokens
         self.counter = get_counter(counter, model=model)
-        self.strategy = get_strategy(strategy, max_messages=max_messages)
+        self.strategy = get_strategy(
+            strategy, max_messages=max_messages, retention_ratio=retention_ratio
+        )
         self.warn_ratio = warn_ratio
         self.on_near_limit = on_near_limit
         self.on_evict = on_evict
