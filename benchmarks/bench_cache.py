@@ -206,14 +206,14 @@ def table(results: list[Result]) -> str:
     """Markdown table; costs are per request, in full-price input tokens, and vs plain."""
     base = next((r for r in results if r.policy == "sliding_window"), results[0])
     lines = [
-        "| policy | cached-prefix share | avg context / budget | OpenAI cost / request "
-        "| Anthropic cost / request | vs plain (OpenAI, Anthropic) |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| policy | cached-prefix share | avg context / budget | tokens sent / request "
+        "| OpenAI cost / request | Anthropic cost / request | vs plain (OpenAI, Anthropic) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
             f"| {r.policy} | {r.cached_share:.1%} | {r.avg_context_share:.1%} "
-            f"| {r.openai_cost:,.0f} | {r.anthropic_cost:,.0f} "
+            f"| {r.sent_tokens / r.requests:,.0f} | {r.openai_cost:,.0f} | {r.anthropic_cost:,.0f} "
             f"| {r.openai_cost / base.openai_cost:.2f}x, "
             f"{r.anthropic_cost / base.anthropic_cost:.2f}x |"
         )
