@@ -68,7 +68,9 @@ def counter() -> TokenCounter:
 
 
 @cache
-def session(turns: int = TURNS, seed: int = corpus.SEED) -> tuple[tuple[Message, ...], tuple[int, ...]]:
+def session(
+    turns: int = TURNS, seed: int = corpus.SEED
+) -> tuple[tuple[Message, ...], tuple[int, ...]]:
     """(messages, request points): a request is sent with ``messages[:n]`` for each ``n``."""
     messages: list[Message] = [corpus.system_prompt()]
     points: list[int] = []

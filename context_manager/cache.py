@@ -58,8 +58,10 @@ def mark_cache_breakpoints(
         raise ConfigurationError(
             f"unknown provider {provider!r} for cache breakpoints: use 'anthropic' or 'openai'"
         )
-    if isinstance(max_breakpoints, bool) or not isinstance(max_breakpoints, int) or not (
-        0 <= max_breakpoints <= ANTHROPIC_MAX_BREAKPOINTS
+    if (
+        isinstance(max_breakpoints, bool)
+        or not isinstance(max_breakpoints, int)
+        or not (0 <= max_breakpoints <= ANTHROPIC_MAX_BREAKPOINTS)
     ):
         raise ConfigurationError(
             f"max_breakpoints must be an int from 0 to {ANTHROPIC_MAX_BREAKPOINTS}, "

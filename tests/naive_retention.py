@@ -76,12 +76,12 @@ def naive_retained(
         return offsets[g] // step
 
     s0 = next(
-        s for s in range(n + 1) if cost(s) <= room and (max_messages is None or count(s) <= max_messages)
+        s
+        for s in range(n + 1)
+        if cost(s) <= room and (max_messages is None or count(s) <= max_messages)
     )
     candidates = [0] + [g for g in range(1, n) if is_turn[g]]
-    anchors = [
-        c for k, c in enumerate(candidates) if k == 0 or cell(c) > cell(candidates[k - 1])
-    ]
+    anchors = [c for k, c in enumerate(candidates) if k == 0 or cell(c) > cell(candidates[k - 1])]
     keep = {gi for gi, g in enumerate(groups) if g.pinned}
     cut = min((a for a in anchors if a >= s0), default=None)
     on_anchor = cut is not None and (p is None or p >= cut)
@@ -96,7 +96,9 @@ def naive_retained(
         cap = None if max_messages is None else max(max_messages - len(groups[p].indices), 0)
         first = p + 1
         s1 = next(
-            t for t in range(first, n + 1) if cost(t) <= room - tp and (cap is None or count(t) <= cap)
+            t
+            for t in range(first, n + 1)
+            if cost(t) <= room - tp and (cap is None or count(t) <= cap)
         )
         group_anchors = [g for g in range(first, n) if g == first or cell(g) > cell(g - 1)]
         cut = min((a for a in group_anchors if a >= s1), default=s1)

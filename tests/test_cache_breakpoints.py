@@ -23,13 +23,28 @@ def session(turns: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"role": "system", "content": "You are terse. " * 400}]
     for t in range(turns):
         out.append({"role": "user", "content": f"question {t}: " + "why " * 300})
-        out.append({"role": "assistant", "content": [
-            {"type": "text", "text": "Let me look."},
-            {"type": "tool_use", "id": f"tu{t}", "name": "read", "input": {"path": f"f{t}.py"}},
-        ]})
-        out.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"tu{t}", "content": "x = 1\n" * 200},
-        ]})
+        out.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Let me look."},
+                    {
+                        "type": "tool_use",
+                        "id": f"tu{t}",
+                        "name": "read",
+                        "input": {"path": f"f{t}.py"},
+                    },
+                ],
+            }
+        )
+        out.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"tu{t}", "content": "x = 1\n" * 200},
+                ],
+            }
+        )
         out.append({"role": "assistant", "content": f"answer {t}"})
     return out
 
@@ -76,7 +91,11 @@ def test_short_prefixes_are_not_marked_and_the_cap_holds() -> None:
 def test_openai_needs_no_marks() -> None:
     history = [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]
     out = mark_cache_breakpoints(history, "openai")
-    assert out == history and out is not history and all(a is b for a, b in zip(out, history))
+    assert (
+        out == history
+        and out is not history
+        and all(a is b for a, b in zip(out, history, strict=False))
+    )
 
 
 @pytest.mark.parametrize(
@@ -94,8 +113,15 @@ def test_bad_options_raise_typed_errors(kwargs: dict[str, Any], error: type[Exce
         mark_cache_breakpoints([{"role": "user", "content": "x"}], **kwargs)
 
 
-@pytest.mark.parametrize("bad", ["text", {"content": "no role"}, {"role": "user", "content": 3},
-                                 {"role": "user", "content": ["not a block"]}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "text",
+        {"content": "no role"},
+        {"role": "user", "content": 3},
+        {"role": "user", "content": ["not a block"]},
+    ],
+)
 def test_wrong_shapes_raise_invalid_message(bad: Any) -> None:
     with pytest.raises(InvalidMessageError, match="message 1"):
         mark_cache_breakpoints([{"role": "user", "content": "ok"}, bad])

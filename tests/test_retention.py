@@ -10,6 +10,7 @@ contiguous context that still fits with the new messages is sent again as the pr
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Any
 
 import pytest
@@ -52,7 +53,10 @@ def test_manager_trim_and_oracle_agree_at_every_step(data: Any) -> None:
     messages, pinned, budget, ratio, cap = data
     before = copy.deepcopy(messages)
     manager = MessageContextManager(
-        budget, reserve_tokens=0, strategy="sliding_window", retention_ratio=ratio,
+        budget,
+        reserve_tokens=0,
+        strategy="sliding_window",
+        retention_ratio=ratio,
         max_messages=cap,
     )
     previous: tuple[list[int], list[int], bool] | None = None
@@ -60,22 +64,36 @@ def test_manager_trim_and_oracle_agree_at_every_step(data: Any) -> None:
         manager.add(messages[n - 1], pinned=(n - 1) in pinned)
         prefix = messages[:n]
         expected = naive_retained(
-            prefix, counter=COUNTER, budget=budget, ratio=ratio,
-            pinned={p for p in pinned if p < n}, max_messages=cap,
+            prefix,
+            counter=COUNTER,
+            budget=budget,
+            ratio=ratio,
+            pinned={p for p in pinned if p < n},
+            max_messages=cap,
         )
         if expected == "overflow":
             with pytest.raises(ContextOverflowError):
                 manager.get_context()
             with pytest.raises(ContextOverflowError):
-                trim(prefix, budget, retention_ratio=ratio, max_messages=cap,
-                     pinned={p for p in pinned if p < n})
+                trim(
+                    prefix,
+                    budget,
+                    retention_ratio=ratio,
+                    max_messages=cap,
+                    pinned={p for p in pinned if p < n},
+                )
             previous = None
             continue
         assert not isinstance(expected, str)
         kept_idx, complete, on_anchor = expected
         stateful = manager.get_context()
-        stateless = trim(prefix, budget, retention_ratio=ratio, max_messages=cap,
-                         pinned={p for p in pinned if p < n})
+        stateless = trim(
+            prefix,
+            budget,
+            retention_ratio=ratio,
+            max_messages=cap,
+            pinned={p for p in pinned if p < n},
+        )
         assert positions(stateful, messages) == kept_idx
         assert [id(m) for m in stateless] == [id(m) for m in stateful]
         _check_invariants(prefix, kept_idx, complete, pinned, budget)
@@ -151,8 +169,8 @@ def test_a_long_session_shares_its_prefix() -> None:
         firsts.append(id(context[1]))
         assert _tokens(history, positions(context, history)) <= 1_000
     plain = [id(trim(history[: 2 * t + 3], 1_000)[1]) for t in range(60)]
-    moves = sum(a != b for a, b in zip(firsts, firsts[1:], strict=False))
-    plain_moves = sum(a != b for a, b in zip(plain, plain[1:], strict=False))
+    moves = sum(a != b for a, b in itertools.pairwise(firsts))
+    plain_moves = sum(a != b for a, b in itertools.pairwise(plain))
     assert moves * 3 <= plain_moves, (moves, plain_moves)
 
 
