@@ -75,6 +75,8 @@ def value_of(target: Target, bench: dict[str, Any]) -> float:
 def fmt(value: float, unit: str) -> str:
     if unit == "x":
         return f"{value:.2f}x"
+    if unit == "%":
+        return f"{value:.1%}"
     if math.isnan(value):
         return "-"
     for scale, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):

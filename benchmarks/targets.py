@@ -64,6 +64,11 @@ def targets(quick: bool = False) -> list[Target]:
     for n in memory_sizes:
         out.append(Target(f"memory held by the manager / raw UTF-8 @ {n:,}",
                           f"test_memory[{n}]", 2.0, stat="manager_ratio", unit="x"))
+    # Prompt-cache replay (bench_cache.py): deterministic, so quick runs enforce it as well.
+    out.append(Target("cache misses at retention_ratio=0.7 (1 - cached-prefix share) <= 20%",
+                      "test_cache_replay[0.7]", 0.20, stat="cache_miss_share", unit="%"))
+    out.append(Target("budget unused on average at retention_ratio=0.7 <= 40%",
+                      "test_cache_replay[0.7]", 0.40, stat="unused_budget_share", unit="%"))
     largest = max(memory_sizes)
     out.append(Target(f"memory linear: bytes per raw byte @ {largest:,} vs @ 1,000",
                       f"test_memory[{largest}]", 1.25, stat="growth_vs_1k", unit="x"))

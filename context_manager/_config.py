@@ -40,6 +40,8 @@ CONFIG_KEYS = {
     "reserve_tokens": "reserve_tokens",
     "maxMessages": "max_messages",
     "max_messages": "max_messages",
+    "retentionRatio": "retention_ratio",
+    "retention_ratio": "retention_ratio",
     "warnRatio": "warn_ratio",
     "warn_ratio": "warn_ratio",
     "warningThreshold": "warn_ratio",

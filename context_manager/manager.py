@@ -60,6 +60,7 @@ class MessageContextManager:
     reserve (``reserve_tokens``, else ``reserve_ratio`` of the window, 20% by default). With a
     ``model`` the window defaults to the model's, and a larger ``max_tokens`` is an error (we
     refuse rather than clamp, so a typo cannot silently shrink or grow a budget).
+    ``retention_ratio`` makes trimming prompt-cache friendly (see ``SlidingWindow``).
 
     The budget, counter, strategy and tools are fixed at construction (read-only properties):
     cached totals depend on them, so changing one means building a new manager.
@@ -75,6 +76,7 @@ class MessageContextManager:
         reserve_ratio: float = 0.2,
         reserve_tokens: int | None = None,
         max_messages: int | None = None,
+        retention_ratio: float | None = None,
         warn_ratio: float = 0.9,
         on_near_limit: Callable[[ContextStats], None] | None = None,
         on_evict: Callable[[list[Any]], None] | None = None,
@@ -91,7 +93,9 @@ class MessageContextManager:
         self._reserve_tokens = reserve_tokens
         self._budget_tokens = window - reserve_tokens
         self._counter = get_counter(counter, model=model)
-        self._strategy = get_strategy(strategy, max_messages=max_messages)
+        self._strategy = get_strategy(
+            strategy, max_messages=max_messages, retention_ratio=retention_ratio
+        )
         self.warn_ratio = warn_ratio
         self.on_near_limit = checked_hook("on_near_limit", on_near_limit)
         self.on_evict = checked_hook("on_evict", on_evict)

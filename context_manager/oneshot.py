@@ -19,6 +19,7 @@ def trim(
     strategy: str | Strategy = "sliding_window",
     reserve_tokens: int = 0,
     max_messages: int | None = None,
+    retention_ratio: float | None = None,
     priorities: Sequence[int] | None = None,
     pinned: Collection[int] = (),
     repair: bool = False,
@@ -29,6 +30,12 @@ def trim(
     Unlike the manager, ``max_tokens`` is the input budget itself (no output reserve unless
     ``reserve_tokens`` is given). ``"fifo"`` means the same as ``"sliding_window"`` here: drop the
     oldest groups until the rest fits. ``priorities`` and ``pinned`` are per input index.
+
+    ``retention_ratio=r`` (sliding window only) cuts to about ``r`` x the room at a user turn and
+    holds that cut while what follows fits, so calling ``trim`` afresh on each request of a
+    growing history returns a stable prefix (prompt caches hit). The cut is a pure function of
+    the history, the same as a ``MessageContextManager`` with the same settings would return;
+    the rule is stated in :class:`~context_manager.budget.strategies.SlidingWindow`.
     """
     if priorities is not None and len(priorities) != len(messages):
         raise ConfigurationError(
@@ -43,6 +50,7 @@ def trim(
         strategy=strategy,
         reserve_tokens=reserve_tokens,
         max_messages=max_messages,
+        retention_ratio=retention_ratio,
         repair=repair,
         tools=tools,
     )

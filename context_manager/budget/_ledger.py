@@ -55,6 +55,7 @@ class Ledger:
         self.levels: dict[int, Level] = {}
         self.pinned_groups: list[int] = []
         self.pinned_total = 0
+        self.turns: list[int] = []  # groups holding a user turn, ascending (retention cuts)
         self.floor = 0
         self.protected = -1
         self.kept_protected = -1
@@ -203,6 +204,8 @@ class Ledger:
                 released = self._drop_group(self.kept_protected)
                 self.kept_protected = -1
             self.protected = g
+            if not self.turns or self.turns[-1] != g:
+                self.turns.append(g)
         return released
 
     def _new_group(self, tokens: int, priority: int, pinned: bool) -> None:
@@ -296,7 +299,7 @@ class Ledger:
         protected, kept_protected = self.protected, self.kept_protected
         below = sum(1 for g in keep if g < self.floor)
         role_counts, role_tokens, opened = self.role_counts, self.role_tokens, self.open
-        seq, next_seq = self.seq, self.next_seq
+        seq, next_seq, turns = self.seq, self.next_seq, self.turns
         self.__init__()  # type: ignore[misc]
         self.next_seq = next_seq
         remap: dict[int, int] = {}
@@ -322,6 +325,7 @@ class Ledger:
                 level.groups.append(new_g)
                 level.cum.append(level.cum[-1] + gtokens[g])
         self.floor = below
+        self.turns = [remap[g] for g in turns if g in remap]
         self.protected = remap.get(protected, -1)
         self.kept_protected = remap.get(kept_protected, -1)
         self.role_counts, self.role_tokens, self.open = role_counts, role_tokens, opened

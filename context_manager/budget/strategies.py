@@ -10,6 +10,8 @@ Semantics (also stated by the TypeScript reference in ``compat_fixtures/referenc
 - ``sliding_window``: keep the longest run of most recent complete groups that fits; if the
   latest user turn falls outside it, keep that turn and the longest run after it that fits in
   what is left. Optional ``max_messages`` caps the messages returned (system prompt excluded).
+  With ``retention_ratio`` the cut is rounded forward to a cache-stable position (see
+  :class:`SlidingWindow`), so successive requests share their prefix.
 - ``fifo``: the same view, but on every add the oldest groups are evicted from the history for
   good (reported to ``on_evict``) until everything held fits.
 - ``priority``: drop the lowest priority first, oldest first among equals, until the rest fits;
@@ -18,6 +20,7 @@ Semantics (also stated by the TypeScript reference in ``compat_fixtures/referenc
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from bisect import bisect_left
 from dataclasses import dataclass
@@ -68,17 +71,90 @@ def _cap_start(ledger: Ledger, max_messages: int, lo: int, hi: int) -> int:
     return bisect_left(ledger.group_start, end - max_messages, lo, hi)
 
 
+def _step(room: int, ratio: float) -> int:
+    """Grid spacing of the retention rule: ``max(1, floor(room * (1 - ratio)))`` tokens."""
+    return max(1, math.floor(room * (1.0 - ratio)))
+
+
+def _turn_anchor(ledger: Ledger, lo: int, hi: int, s: int, step: int) -> int:
+    """Smallest turn anchor ``>= s`` (``lo`` itself when ``s <= lo``), or -1 when there is none.
+
+    Candidates are ``lo`` and the groups in ``(lo, hi)`` holding a user turn; a candidate is an
+    anchor when its grid cell (``(cum[g] - cum[lo]) // step``) is above the previous candidate's.
+    """
+    if s <= lo:
+        return lo
+    turns, cum = ledger.turns, ledger.cum
+    i = bisect_left(turns, s)
+    end = bisect_left(turns, hi, i)
+    if i >= end:
+        return -1
+    prev = turns[i - 1] if i > 0 and turns[i - 1] > lo else lo
+    base = cum[lo]
+    line = base + ((cum[prev] - base) // step + 1) * step  # first grid line above prev's cell
+    j = bisect_left(turns, line, i, end, key=cum.__getitem__)
+    return turns[j] if j < end else -1
+
+
+def _group_anchor(ledger: Ledger, lo: int, first: int, hi: int, s: int, step: int) -> int:
+    """Smallest anchor ``>= s`` among the groups ``[first, hi)`` (grid based at ``lo``), or -1.
+
+    Here every group is a candidate: ``first`` is an anchor, and so is any group whose cell is
+    above the cell of the group before it.
+    """
+    if s <= first:
+        return first
+    if s >= hi:
+        return -1
+    cum = ledger.cum
+    base = cum[lo]
+    line = base + ((cum[s - 1] - base) // step + 1) * step
+    j = bisect_left(cum, line, s, hi)
+    return j if j < hi else -1
+
+
 class SlidingWindow(Strategy):
-    """Non-destructive: the most recent groups that fit; history keeps everything."""
+    """Non-destructive: the most recent groups that fit; history keeps everything.
+
+    ``retention_ratio=r`` (``0 < r < 1``) makes the window cache-friendly: when the history no
+    longer fits, the window is cut to about ``r`` x the room at a user-turn boundary in one step,
+    and that cut holds (requests share their prefix) until what follows it no longer fits.
+    The cut is a pure function of the history, so a stateless caller running
+    ``trim(history, ..., retention_ratio=r)`` on each request gets the manager's cut. The rule:
+
+    * ``room`` is the token room for trimmable groups (budget minus system prompt, pins, reply
+      priming and tools); ``step = max(1, floor(room * (1 - r)))``; a group's *offset* is the
+      trimmable tokens before it, counted from the first group held; its *cell* is
+      ``offset // step``.
+    * ``s0`` is the plain sliding-window start: the smallest group such that it and every later
+      complete group fit in ``room`` (and in ``max_messages``). If ``s0`` is the first group held,
+      everything is sent.
+    * Otherwise the cut is the smallest *turn anchor* ``>= s0``: candidates are the first group
+      held and every group holding a user turn; an anchor is a candidate whose cell is above the
+      previous candidate's. Send ``[cut, end)``.
+    * If there is no such anchor (the latest turn alone is larger than about ``r`` x room), keep
+      the latest user turn ``p`` and, after it, the groups from the smallest *group anchor* at or
+      after the plain start ``s1`` for the room left (every group after ``p`` is a candidate,
+      ``p + 1`` always an anchor), or from ``s1`` itself if none exists.
+
+    A cut depends only on offsets, which grow with the history, so it never moves back, and it
+    stays put while what follows it fits. After a move about ``room - step = r x room`` tokens are
+    kept (more when turns are long: cuts only fall on turn boundaries).
+    """
 
     name = "sliding_window"
 
-    def __init__(self, max_messages: int | None = None) -> None:
+    def __init__(
+        self, max_messages: int | None = None, *, retention_ratio: float | None = None
+    ) -> None:
         if max_messages is not None and max_messages < 0:
             raise ConfigurationError(f"max_messages must be >= 0, got {max_messages}")
         self.max_messages = max_messages
+        self.retention_ratio = _check_ratio(retention_ratio)
 
     def select(self, ledger: Ledger, room: int, protected: int) -> Selection:
+        if self.retention_ratio is not None:
+            return self._select_retained(ledger, room, protected, self.retention_ratio)
         lo, hi = ledger.floor, ledger.complete
         cap = self.max_messages
         start = _window_start(ledger, room, lo, hi)
@@ -100,9 +176,69 @@ class SlidingWindow(Strategy):
             stops.append(hi)
         return Selection(starts, stops, p_tokens + ledger.cum[hi] - ledger.cum[start])
 
+    def _select_retained(
+        self, ledger: Ledger, room: int, protected: int, ratio: float
+    ) -> Selection:
+        """The retention rule of the class docstring, step by step."""
+        lo, hi, cum = ledger.floor, ledger.complete, ledger.cum
+        cap = self.max_messages
+        step = _step(room, ratio)
+        start = _fit_start(ledger, room, cap, lo, hi)
+        cut = _turn_anchor(ledger, lo, hi, start, step)
+        if cut >= 0 and (protected < 0 or protected >= cut):
+            return _tail(ledger, cut, hi)
+        if protected < 0:  # no user turn to keep: anchor on any group
+            cut = _group_anchor(ledger, lo, lo, hi, start, step)
+            return _tail(ledger, start if cut < 0 else cut, hi)
+        # Keep the latest user turn, then an anchored tail after it.
+        first = max(lo, protected + 1)
+        p_tokens = cum[protected + 1] - cum[protected]
+        if cap is not None:
+            cap = max(cap - (ledger.group_end(protected) - ledger.group_start[protected]), 0)
+        start = _fit_start(ledger, room - p_tokens, cap, first, hi)
+        cut = _group_anchor(ledger, lo, first, hi, start, step)
+        if cut < 0:
+            cut = start
+        if cut == protected + 1:
+            return _tail(ledger, protected, hi)
+        starts, stops = [protected], [protected + 1]
+        if cut < hi:
+            starts.append(cut)
+            stops.append(hi)
+        return Selection(starts, stops, p_tokens + cum[hi] - cum[cut])
+
+
+def _fit_start(ledger: Ledger, room: int, cap: int | None, lo: int, hi: int) -> int:
+    """Smallest ``s`` in ``[lo, hi]`` whose groups ``[s, hi)`` fit in ``room`` and ``cap``."""
+    start = _window_start(ledger, room, lo, hi)
+    if cap is not None:
+        start = max(start, _cap_start(ledger, cap, lo, hi))
+    return start
+
+
+def _tail(ledger: Ledger, start: int, hi: int) -> Selection:
+    spans = ([start], [hi]) if start < hi else ([], [])
+    return Selection(*spans, ledger.cum[hi] - ledger.cum[start])
+
+
+def _check_ratio(ratio: float | None) -> float | None:
+    if ratio is None:
+        return None
+    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 < ratio < 1:
+        raise ConfigurationError(
+            f"retention_ratio must be a number strictly between 0 and 1, got {ratio!r}"
+        )
+    return float(ratio)
+
 
 class FIFO(SlidingWindow):
-    """Destructive: evicts the oldest groups on add so the history itself stays in budget."""
+    """Destructive: evicts the oldest groups on add so the history itself stays in budget.
+
+    With ``retention_ratio`` an eviction goes down to about ``r`` x room at once, at a user turn
+    (the same anchors as :class:`SlidingWindow`, on a grid based at the oldest group held), so
+    the held history, which is what is sent, keeps its prefix for many adds. Unlike the sliding
+    window this is stateful: it depends on when earlier evictions happened.
+    """
 
     name = "fifo"
 
@@ -118,6 +254,9 @@ class FIFO(SlidingWindow):
         start = _window_start(ledger, room - below, lo, hi)
         if lo <= p < start:
             start = _window_start(ledger, room - p_tokens, start, hi)
+        elif self.retention_ratio is not None:  # evict to about r x room, at a user turn
+            anchor = _turn_anchor(ledger, lo, hi, start, _step(room, self.retention_ratio))
+            start = max(start, anchor)
         start = min(start, hi - 1 if ledger.open else hi)  # never evict a group awaiting results
         return ledger.evict_before(start) if start > lo else []
 
@@ -204,9 +343,22 @@ STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (FIFO, Sliding
 _ALIASES = {"sliding": "sliding_window", "window": "sliding_window", "last": "sliding_window"}
 
 
-def get_strategy(spec: str | Strategy, *, max_messages: int | None = None) -> Strategy:
-    """Resolve a strategy name (``fifo``, ``sliding_window``, ``priority``) or pass one through."""
+def get_strategy(
+    spec: str | Strategy,
+    *,
+    max_messages: int | None = None,
+    retention_ratio: float | None = None,
+) -> Strategy:
+    """Resolve a strategy name (``fifo``, ``sliding_window``, ``priority``) or pass one through.
+
+    ``retention_ratio`` applies to ``sliding_window`` and ``fifo`` (see :class:`SlidingWindow`).
+    """
     if isinstance(spec, Strategy):
+        if retention_ratio is not None:
+            raise ConfigurationError(
+                "retention_ratio goes to the strategy's constructor when you pass a Strategy "
+                "instance, e.g. SlidingWindow(retention_ratio=0.7)"
+            )
         return spec
     name = _ALIASES.get(spec, spec)
     cls = STRATEGIES.get(name)
@@ -215,7 +367,11 @@ def get_strategy(spec: str | Strategy, *, max_messages: int | None = None) -> St
             f"unknown strategy {spec!r}: use one of {', '.join(STRATEGIES)} or a Strategy instance"
         )
     if issubclass(cls, SlidingWindow):
-        return cls(max_messages=max_messages)
+        return cls(max_messages=max_messages, retention_ratio=retention_ratio)
     if max_messages is not None:
         raise ConfigurationError("max_messages applies to the fifo and sliding_window strategies")
+    if retention_ratio is not None:
+        raise ConfigurationError(
+            "retention_ratio applies to the fifo and sliding_window strategies"
+        )
     return cls()

@@ -1,0 +1,142 @@
+"""Prompt-cache breakpoints on the stable prefix of a context (optional helper).
+
+Providers reuse a prompt prefix they have seen recently and bill it at about a tenth of the input
+price, but only if it is byte-identical. ``retention_ratio`` (see ``SlidingWindow``) keeps the
+trimmed context's prefix stable across requests; this module tells the provider where it is:
+
+* **Anthropic** caches only up to explicit ``cache_control`` breakpoints (at most 4 a request,
+  prefix tools -> system -> messages; a breakpoint whose prefix is under 1,024 tokens is not
+  cached, 2,048 on Haiku models). :func:`mark_cache_breakpoints` puts one on the last message (the
+  whole request is written, the next request reads it), one on the system prompt (it survives a
+  moved cut) and one on the message that ends the previous turn (reads still hit when the latest
+  turn added many blocks), in that order of importance, skipping those under ``min_tokens``.
+* **OpenAI** caches identical prefixes of 1,024 tokens or more by itself: there is nothing to
+  mark; keep the system prompt and tools first and unchanged. The messages come back as they are.
+
+Marked messages are copies (the message dict, its content list and the marked block); every
+other message is the caller's own object. Nothing given is ever mutated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from .counting import TokenCounter, get_counter
+from .errors import ConfigurationError, InvalidMessageError
+from .messages import normalize
+
+__all__ = ["ANTHROPIC_MAX_BREAKPOINTS", "mark_cache_breakpoints"]
+
+#: Anthropic accepts at most this many ``cache_control`` breakpoints per request.
+ANTHROPIC_MAX_BREAKPOINTS = 4
+#: Anthropic's smallest cacheable prefix on most models (Haiku models: 2,048).
+ANTHROPIC_MIN_TOKENS = 1_024
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def mark_cache_breakpoints(
+    messages: Sequence[Any],
+    provider: Literal["anthropic", "openai"] = "anthropic",
+    *,
+    counter: str | TokenCounter = "chars",
+    max_breakpoints: int = ANTHROPIC_MAX_BREAKPOINTS,
+    min_tokens: int = ANTHROPIC_MIN_TOKENS,
+    ttl: Literal["5m", "1h"] | None = None,
+) -> list[Any]:
+    """``messages`` (a context, e.g. from ``get_context()``) with cache breakpoints marked.
+
+    For ``"anthropic"`` the messages must be Anthropic-shaped dicts (``role`` and ``content``,
+    a string or a list of blocks); a leading ``system`` message is marked like the others, with
+    its content turned into text blocks, ready for ``system=``. ``max_breakpoints`` leaves room
+    for breakpoints you set elsewhere (on tools, say); ``min_tokens`` is the provider's smallest
+    cacheable prefix, counted with ``counter``. For ``"openai"`` a new list of the same messages.
+    """
+    if provider == "openai":
+        return list(messages)
+    if provider != "anthropic":
+        raise ConfigurationError(
+            f"unknown provider {provider!r} for cache breakpoints: use 'anthropic' or 'openai'"
+        )
+    if (
+        isinstance(max_breakpoints, bool)
+        or not isinstance(max_breakpoints, int)
+        or not (0 <= max_breakpoints <= ANTHROPIC_MAX_BREAKPOINTS)
+    ):
+        raise ConfigurationError(
+            f"max_breakpoints must be an int from 0 to {ANTHROPIC_MAX_BREAKPOINTS}, "
+            f"got {max_breakpoints!r}"
+        )
+    if isinstance(min_tokens, bool) or not isinstance(min_tokens, int) or min_tokens < 0:
+        raise ConfigurationError(f"min_tokens must be an int >= 0, got {min_tokens!r}")
+    if ttl not in (None, "5m", "1h"):
+        raise ConfigurationError(f"ttl must be None, '5m' or '1h', got {ttl!r}")
+    out = list(messages)
+    for i, message in enumerate(out):
+        _check_shape(message, i)
+    if not out or max_breakpoints == 0:
+        return out
+    tokens = get_counter(counter)
+    prefix: list[int] = []  # tokens up to and including each message
+    total = 0
+    for message in out:
+        total += tokens.count_message(normalize(message))
+        prefix.append(total)
+    control: dict[str, str] = {"type": "ephemeral"}
+    if ttl is not None:
+        control["ttl"] = ttl
+    marked = 0
+    for i in _candidates(out):
+        if marked == max_breakpoints:
+            break
+        if prefix[i] < min_tokens:
+            continue
+        copy = _marked(out[i], control)
+        if copy is not None:
+            out[i] = copy
+            marked += 1
+    return out
+
+
+def _check_shape(message: Any, index: int) -> None:
+    if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+        raise InvalidMessageError(
+            "mark_cache_breakpoints(provider='anthropic') needs Anthropic-shaped dicts with "
+            f"'role' and 'content', got {type(message).__name__}",
+            index=index,
+        )
+    content = message.get("content")
+    if not isinstance(content, str | list) or (
+        isinstance(content, list) and not all(isinstance(b, Mapping) for b in content)
+    ):
+        raise InvalidMessageError(
+            "an Anthropic message's content must be a string or a list of block dicts, "
+            f"got {type(content).__name__}",
+            index=index,
+        )
+
+
+def _candidates(messages: list[Any]) -> list[int]:
+    """Message positions worth a breakpoint, most useful first, without repeats."""
+    last = len(messages) - 1
+    order = [last]
+    if messages[0].get("role") in ("system", "developer"):
+        order.append(0)
+    users = [i for i, m in enumerate(messages) if normalize(m).is_user_turn]
+    if users and users[-1] > 0:
+        order.append(users[-1] - 1)  # the end of the previous turn
+    return list(dict.fromkeys(order))
+
+
+def _marked(message: Mapping[str, Any], control: dict[str, str]) -> dict[str, Any] | None:
+    """A copy of ``message`` whose last content block carries ``control`` (None: cannot)."""
+    content = message["content"]
+    if isinstance(content, str):
+        if not content:
+            return None  # the API rejects empty text blocks
+        blocks: list[Any] = [{"type": "text", "text": content, "cache_control": dict(control)}]
+    else:
+        if not content or content[-1].get("type") in _UNMARKABLE:
+            return None
+        blocks = [*content[:-1], {**content[-1], "cache_control": dict(control)}]
+    return {**message, "content": blocks}
