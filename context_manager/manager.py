@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ._config import CONFIG_KEYS, budget_options, checked_hook, checked_tools
 from .budget._ledger import Ledger
 from .budget.strategies import Selection, Strategy, get_strategy
+from .budget.view import LedgerView
 from .counting import TokenCounter, get_counter
 from .counting.usage import read_usage
 from .errors import ConfigurationError, ContextOverflowError, InvalidMessageError
@@ -104,6 +105,7 @@ class MessageContextManager:
         tools_tokens = self._counter.count_tools(list(self._tools)) if self._tools else 0
         self._fixed = self._counter.prompt_overhead + tools_tokens
         self._ledger = Ledger()
+        self._view = LedgerView(self._ledger)
         self._protocol = ToolProtocol()
         self._repairer: Repairer | None = None
         self._system: tuple[Any, Message, int] | None = None
@@ -313,7 +315,8 @@ class MessageContextManager:
         self._added += 1
         if self._listeners:
             self._emit(change)
-        evicted = self._strategy.after_add(ledger, self._room(held=True))
+        floor = self._strategy.evict(self._view, self._room(held=True))
+        evicted = ledger.evict_before(floor) if floor > ledger.floor else []
         if released or evicted:
             gone = released + evicted
             if self._listeners:
@@ -367,6 +370,7 @@ class MessageContextManager:
             change = Cleared(bool(keep_system_prompt))
             self._write(change)
             self._ledger = Ledger()
+            self._view = LedgerView(self._ledger)
             self._protocol.reset()
             self._repairer = None
             self._usage_anchor = None
@@ -437,7 +441,7 @@ class MessageContextManager:
                 required=fixed + needed,
                 budget=self._budget_tokens,
             )
-        return self._strategy.select(ledger, room, protected)
+        return self._strategy.select(self._view, room, protected)
 
     def _runs(self, selection: Selection) -> tuple[list[int], list[int]]:
         """The strategy's runs with the pinned groups merged in, in order."""

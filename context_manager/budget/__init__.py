@@ -3,5 +3,15 @@
 from __future__ import annotations
 
 from .strategies import FIFO, Priority, Selection, SlidingWindow, Strategy, get_strategy
+from .view import LedgerView, LevelView
 
-__all__ = ["FIFO", "Priority", "Selection", "SlidingWindow", "Strategy", "get_strategy"]
+__all__ = [
+    "FIFO",
+    "LedgerView",
+    "LevelView",
+    "Priority",
+    "Selection",
+    "SlidingWindow",
+    "Strategy",
+    "get_strategy",
+]

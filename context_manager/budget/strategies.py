@@ -1,6 +1,7 @@
 """Trimming policies: tiny classes that only decide which groups go first.
 
-Bookkeeping lives once, in :class:`~context_manager.budget._ledger.Ledger`. A strategy receives
+Bookkeeping lives once, in :class:`~context_manager.budget._ledger.Ledger`; a strategy reads it
+through a :class:`~context_manager.budget.view.LedgerView` and never changes it. It receives
 the token room left for trimmable groups (budget minus system prompt, pinned groups, reply priming
 and tool definitions) and the protected group (latest user message), and returns the groups to keep
 as sorted runs of groups ``[starts[i], stops[i])``. Pinned groups are merged in by the manager.
@@ -23,13 +24,14 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, repeat
 from operator import add, lt
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ..errors import ConfigurationError
-from ._ledger import Ledger
+from .view import LedgerView
 
 
 @dataclass(slots=True)
@@ -46,29 +48,26 @@ class Selection:
 
 
 class Strategy(ABC):
-    """Base policy: subclasses implement ``select`` (and FIFO overrides ``after_add``)."""
+    """Base policy. Subclasses implement :meth:`select`; a destructive one also :meth:`evict`.
+
+    Both only read the view and return a decision: the manager applies it. A new strategy needs
+    nothing else (see ``tests/budget/test_strategy_contract.py`` for one written from this API).
+    """
 
     name: ClassVar[str] = "strategy"
 
     @abstractmethod
-    def select(self, ledger: Ledger, room: int, protected: int) -> Selection:
-        """The groups to keep within ``room`` trimmable tokens (``protected`` always kept)."""
+    def select(self, view: LedgerView, room: int, protected: int) -> Selection:
+        """Groups to send within ``room`` trimmable tokens, as sorted runs within
+        ``[view.floor, view.complete)``; ``protected`` (>= 0) must be kept."""
 
-    def after_add(self, ledger: Ledger, room: int) -> list[Any]:
-        """Called after each add with the room for everything held; returns evicted messages."""
-        return []
+    def evict(self, view: LedgerView, room: int) -> int:
+        """After each add: the group below which held groups are dropped for good.
 
-
-def _window_start(ledger: Ledger, room: int, lo: int, hi: int) -> int:
-    """Smallest ``s`` in ``[lo, hi]`` whose groups ``[s, hi)`` fit in ``room`` trimmable tokens."""
-    cum = ledger.cum
-    return bisect_left(cum, cum[hi] - room, lo, hi)
-
-
-def _cap_start(ledger: Ledger, max_messages: int, lo: int, hi: int) -> int:
-    """Smallest group start so that groups ``[s, hi)`` hold at most ``max_messages`` messages."""
-    end = ledger.group_start[hi] if hi < ledger.group_count else len(ledger.originals)
-    return bisect_left(ledger.group_start, end - max_messages, lo, hi)
+        ``room`` counts everything held. Return ``view.floor`` to keep everything (the default:
+        non-destructive). Pinned groups and the latest user turn survive eviction regardless.
+        """
+        return view.floor
 
 
 def _step(room: int, ratio: float) -> int:
@@ -76,7 +75,7 @@ def _step(room: int, ratio: float) -> int:
     return max(1, math.floor(room * (1.0 - ratio)))
 
 
-def _turn_anchor(ledger: Ledger, lo: int, hi: int, s: int, step: int) -> int:
+def _turn_anchor(view: LedgerView, lo: int, hi: int, s: int, step: int) -> int:
     """Smallest turn anchor ``>= s`` (``lo`` itself when ``s <= lo``), or -1 when there is none.
 
     Candidates are ``lo`` and the groups in ``(lo, hi)`` holding a user turn; a candidate is an
@@ -84,7 +83,7 @@ def _turn_anchor(ledger: Ledger, lo: int, hi: int, s: int, step: int) -> int:
     """
     if s <= lo:
         return lo
-    turns, cum = ledger.turns, ledger.cum
+    turns, cum = view.turns, view.cum
     i = bisect_left(turns, s)
     end = bisect_left(turns, hi, i)
     if i >= end:
@@ -96,7 +95,7 @@ def _turn_anchor(ledger: Ledger, lo: int, hi: int, s: int, step: int) -> int:
     return turns[j] if j < end else -1
 
 
-def _group_anchor(ledger: Ledger, lo: int, first: int, hi: int, s: int, step: int) -> int:
+def _group_anchor(view: LedgerView, lo: int, first: int, hi: int, s: int, step: int) -> int:
     """Smallest anchor ``>= s`` among the groups ``[first, hi)`` (grid based at ``lo``), or -1.
 
     Here every group is a candidate: ``first`` is an anchor, and so is any group whose cell is
@@ -106,7 +105,7 @@ def _group_anchor(ledger: Ledger, lo: int, first: int, hi: int, s: int, step: in
         return first
     if s >= hi:
         return -1
-    cum = ledger.cum
+    cum = view.cum
     base = cum[lo]
     line = base + ((cum[s - 1] - base) // step + 1) * step
     j = bisect_left(cum, line, s, hi)
@@ -152,55 +151,55 @@ class SlidingWindow(Strategy):
         self.max_messages = max_messages
         self.retention_ratio = _check_ratio(retention_ratio)
 
-    def select(self, ledger: Ledger, room: int, protected: int) -> Selection:
+    def select(self, view: LedgerView, room: int, protected: int) -> Selection:
         if self.retention_ratio is not None:
-            return self._select_retained(ledger, room, protected, self.retention_ratio)
-        lo, hi = ledger.floor, ledger.complete
+            return self._select_retained(view, room, protected, self.retention_ratio)
+        lo, hi = view.floor, view.complete
         cap = self.max_messages
-        start = _window_start(ledger, room, lo, hi)
+        start = view.start_fitting(room, lo, hi)
         if cap is not None:
-            start = max(start, _cap_start(ledger, cap, lo, hi))
+            start = max(start, view.start_within_messages(cap, lo, hi))
         if protected < 0 or protected >= start:
             spans = ([start], [hi]) if start < hi else ([], [])
-            return Selection(*spans, ledger.cum[hi] - ledger.cum[start])
+            return Selection(*spans, view.cum[hi] - view.cum[start])
         # The latest user turn lies outside the window: keep it, then what fits after it.
-        p_tokens = ledger.cum[protected + 1] - ledger.cum[protected]
+        p_tokens = view.cum[protected + 1] - view.cum[protected]
         after = max(start, protected + 1)
-        start = max(after, _window_start(ledger, room - p_tokens, after, hi))
+        start = max(after, view.start_fitting(room - p_tokens, after, hi))
         if cap is not None:
-            p_msgs = ledger.group_end(protected) - ledger.group_start[protected]
-            start = max(start, _cap_start(ledger, max(cap - p_msgs, 0), after, hi))
+            p_msgs = view.group_end(protected) - view.group_start[protected]
+            start = max(start, view.start_within_messages(max(cap - p_msgs, 0), after, hi))
         starts, stops = [protected], [protected + 1]
         if start < hi:
             starts.append(start)
             stops.append(hi)
-        return Selection(starts, stops, p_tokens + ledger.cum[hi] - ledger.cum[start])
+        return Selection(starts, stops, p_tokens + view.cum[hi] - view.cum[start])
 
     def _select_retained(
-        self, ledger: Ledger, room: int, protected: int, ratio: float
+        self, view: LedgerView, room: int, protected: int, ratio: float
     ) -> Selection:
         """The retention rule of the class docstring, step by step."""
-        lo, hi, cum = ledger.floor, ledger.complete, ledger.cum
+        lo, hi, cum = view.floor, view.complete, view.cum
         cap = self.max_messages
         step = _step(room, ratio)
-        start = _fit_start(ledger, room, cap, lo, hi)
-        cut = _turn_anchor(ledger, lo, hi, start, step)
+        start = _fit_start(view, room, cap, lo, hi)
+        cut = _turn_anchor(view, lo, hi, start, step)
         if cut >= 0 and (protected < 0 or protected >= cut):
-            return _tail(ledger, cut, hi)
+            return _tail(view, cut, hi)
         if protected < 0:  # no user turn to keep: anchor on any group
-            cut = _group_anchor(ledger, lo, lo, hi, start, step)
-            return _tail(ledger, start if cut < 0 else cut, hi)
+            cut = _group_anchor(view, lo, lo, hi, start, step)
+            return _tail(view, start if cut < 0 else cut, hi)
         # Keep the latest user turn, then an anchored tail after it.
         first = max(lo, protected + 1)
         p_tokens = cum[protected + 1] - cum[protected]
         if cap is not None:
-            cap = max(cap - (ledger.group_end(protected) - ledger.group_start[protected]), 0)
-        start = _fit_start(ledger, room - p_tokens, cap, first, hi)
-        cut = _group_anchor(ledger, lo, first, hi, start, step)
+            cap = max(cap - (view.group_end(protected) - view.group_start[protected]), 0)
+        start = _fit_start(view, room - p_tokens, cap, first, hi)
+        cut = _group_anchor(view, lo, first, hi, start, step)
         if cut < 0:
             cut = start
         if cut == protected + 1:
-            return _tail(ledger, protected, hi)
+            return _tail(view, protected, hi)
         starts, stops = [protected], [protected + 1]
         if cut < hi:
             starts.append(cut)
@@ -208,17 +207,17 @@ class SlidingWindow(Strategy):
         return Selection(starts, stops, p_tokens + cum[hi] - cum[cut])
 
 
-def _fit_start(ledger: Ledger, room: int, cap: int | None, lo: int, hi: int) -> int:
+def _fit_start(view: LedgerView, room: int, cap: int | None, lo: int, hi: int) -> int:
     """Smallest ``s`` in ``[lo, hi]`` whose groups ``[s, hi)`` fit in ``room`` and ``cap``."""
-    start = _window_start(ledger, room, lo, hi)
+    start = view.start_fitting(room, lo, hi)
     if cap is not None:
-        start = max(start, _cap_start(ledger, cap, lo, hi))
+        start = max(start, view.start_within_messages(cap, lo, hi))
     return start
 
 
-def _tail(ledger: Ledger, start: int, hi: int) -> Selection:
+def _tail(view: LedgerView, start: int, hi: int) -> Selection:
     spans = ([start], [hi]) if start < hi else ([], [])
-    return Selection(*spans, ledger.cum[hi] - ledger.cum[start])
+    return Selection(*spans, view.cum[hi] - view.cum[start])
 
 
 def _check_ratio(ratio: float | None) -> float | None:
@@ -242,23 +241,23 @@ class FIFO(SlidingWindow):
 
     name = "fifo"
 
-    def after_add(self, ledger: Ledger, room: int) -> list[Any]:
-        lo, hi, cum = ledger.floor, ledger.group_count, ledger.cum
-        p = ledger.protected
-        if p >= 0 and ledger.group_pinned[p]:
+    def evict(self, view: LedgerView, room: int) -> int:
+        lo, hi, cum = view.floor, view.group_count, view.cum
+        p = view.protected
+        if p >= 0 and view.group_pinned[p]:
             p = -1
         p_tokens = cum[p + 1] - cum[p] if p >= 0 else 0
         below = p_tokens if 0 <= p < lo else 0  # the latest user turn, kept below the floor
         if cum[hi] - cum[lo] + below <= room or room - p_tokens < 0:
-            return []  # fits already, or cannot fit whatever we evict
-        start = _window_start(ledger, room - below, lo, hi)
+            return lo  # fits already, or cannot fit whatever we evict
+        start = view.start_fitting(room - below, lo, hi)
         if lo <= p < start:
-            start = _window_start(ledger, room - p_tokens, start, hi)
+            start = view.start_fitting(room - p_tokens, start, hi)
         elif self.retention_ratio is not None:  # evict to about r x room, at a user turn
-            anchor = _turn_anchor(ledger, lo, hi, start, _step(room, self.retention_ratio))
+            anchor = _turn_anchor(view, lo, hi, start, _step(room, self.retention_ratio))
             start = max(start, anchor)
-        start = min(start, hi - 1 if ledger.open else hi)  # never evict a group awaiting results
-        return ledger.evict_before(start) if start > lo else []
+        start = min(start, hi - 1 if view.open else hi)  # never evict a group awaiting results
+        return max(start, lo)
 
 
 class Priority(Strategy):
@@ -266,12 +265,12 @@ class Priority(Strategy):
 
     name = "priority"
 
-    def select(self, ledger: Ledger, room: int, protected: int) -> Selection:
-        lo, hi = ledger.floor, ledger.complete
-        total = ledger.cum[hi] - ledger.cum[lo]
+    def select(self, view: LedgerView, room: int, protected: int) -> Selection:
+        lo, hi = view.floor, view.complete
+        total = view.cum[hi] - view.cum[lo]
         p_tokens = 0
         if protected >= 0:
-            p_tokens = ledger.cum[protected + 1] - ledger.cum[protected]
+            p_tokens = view.cum[protected + 1] - view.cum[protected]
             if protected < lo:
                 total += p_tokens
         if total <= room:  # everything fits: one run, no per-group work
@@ -281,11 +280,11 @@ class Priority(Strategy):
                 stops.insert(0, protected + 1)
             return Selection(starts, stops, total)
         need = total - room
-        kept: list[tuple[list[int], int, int]] = []
-        dropped: list[tuple[list[int], int, int]] = []
+        kept: list[tuple[Sequence[int], int, int]] = []
+        dropped: list[tuple[Sequence[int], int, int]] = []
         dropped_tokens = 0
-        for priority in sorted(ledger.levels):
-            level = ledger.levels[priority]
+        for priority in sorted(view.levels):
+            level = view.levels[priority]
             a, b = level.span(lo, hi)
             if a == b:
                 continue
@@ -319,8 +318,8 @@ class Priority(Strategy):
 
 
 def _runs(
-    kept: list[tuple[list[int], int, int]],
-    dropped: list[tuple[list[int], int, int]],
+    kept: list[tuple[Sequence[int], int, int]],
+    dropped: list[tuple[Sequence[int], int, int]],
     lo: int,
     hi: int,
 ) -> tuple[list[int], list[int]]:
