@@ -2,8 +2,9 @@
 
 ``manager.compact()`` / ``await manager.acompact()`` call :func:`compact_manager` /
 :func:`acompact_manager`. Policies (``policies.py``) plan the cut with Pi's own rules
-(``compat/pi.py``); summarizers (``summarizers.py``) write the text; ``runner.py`` applies the
-result; ``triggers.py`` decides when (thresholds, overflow errors, the flush hook).
+(``pi_rules/``); summarizers (``summarizers.py``, offline ``extractive.py``) write the text;
+``runner.py`` applies the result; ``triggers.py`` decides when (thresholds, overflow errors, the
+flush hook).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from ..errors import CompactionInProgressError
 from .convert import to_pi_entries, to_pi_messages
 from .entry import CompactionEntry
+from .extractive import ExtractiveSummarizer
 from .policies import (
     CompactionPlan,
     CompactionPolicy,
@@ -29,7 +31,6 @@ from .runner import (
 )
 from .summarizers import (
     AnthropicSummarizer,
-    ExtractiveSummarizer,
     OpenAISummarizer,
     Summarizer,
     SummaryRequest,

@@ -19,9 +19,10 @@ from ..events import Cleared, Compacted, Event
 from ..host import ManagerHost
 from ._flow import Flow, Parallel, run_async, run_sync
 from .entry import REASONS, Clock, CompactionEntry, utc_timestamp
+from .extractive import ExtractiveSummarizer
 from .policies import CompactionPlan, CompactionPolicy, TokenBudgetCompaction
 from .prompts import summary_message_text
-from .summarizers import ExtractiveSummarizer, SummaryRequest, summary_flow
+from .summarizers import SummaryRequest, summary_flow
 
 
 @dataclass(frozen=True, slots=True)

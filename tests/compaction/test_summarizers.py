@@ -15,7 +15,7 @@ from context_manager.compaction import (
     asummarize,
     summarize,
 )
-from context_manager.compaction.summarizers import parse_sections
+from context_manager.compaction.extractive import parse_sections
 from context_manager.errors import CompactionError
 from context_manager.messages import Message, ToolCall, ToolResult, normalize
 
