@@ -13,11 +13,11 @@ after, and :meth:`MessageContextManager.locked` is the one lock they may hold.
 from __future__ import annotations
 
 import gc
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._config import CONFIG_KEYS, budget_options, checked_hook, checked_tools
+from ._hub import ExtensionHub, ReadOnly
 from .budget._ledger import Ledger
 from .budget.strategies import Selection, Strategy, get_strategy
 from .budget.view import LedgerView
@@ -25,13 +25,9 @@ from .counting import TokenCounter, get_counter
 from .counting.usage import read_usage
 from .errors import ConfigurationError, ContextOverflowError, InvalidMessageError
 from .events import (
-    Change,
     Cleared,
     Compacted,
-    Event,
     Evicted,
-    Journal,
-    Listener,
     MessageAdded,
     SystemPromptSet,
     UsageRecorded,
@@ -42,7 +38,6 @@ from .messages.groups import Repairer, ToolProtocol
 from .stats import ContextStats
 
 if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
     from os import PathLike
 
 T = TypeVar("T")
@@ -54,7 +49,7 @@ def _check_priority(priority: Any) -> int:
     return priority
 
 
-class MessageContextManager:
+class MessageContextManager(ExtensionHub):
     """Keeps a conversation inside a token budget.
 
     ``max_tokens`` is the model's context window; the input budget is that minus an output
@@ -86,6 +81,7 @@ class MessageContextManager:
         system_prompt: str | Any | None = None,
         summarizer: Any = None,
     ) -> None:
+        super().__init__()
         window, reserve_tokens = budget_options(
             max_tokens, model, reserve_ratio, reserve_tokens, warn_ratio
         )
@@ -109,12 +105,8 @@ class MessageContextManager:
         self._protocol = ToolProtocol()
         self._repairer: Repairer | None = None
         self._system: tuple[Any, Message, int] | None = None
-        self._listeners: list[Listener] = []
-        self._journal: Journal | None = None
-        self._extensions: dict[type[Any], Any] = {}
         self._warned = False
         self._usage_anchor: tuple[int, int] | None = None
-        self._lock = threading.RLock()
         self._added = 0
         #: Used by ``compact()`` when no summarizer is passed (None: the extractive one).
         self.summarizer = summarizer
@@ -146,32 +138,12 @@ class MessageContextManager:
         return open_session(cls, path, **options)
 
     # -- configuration (read-only: cached totals depend on it) ------------------------------
-    @property
-    def max_tokens(self) -> int:
-        """The context window."""
-        return self._max_tokens
-
-    @property
-    def model(self) -> str | None:
-        return self._model
-
-    @property
-    def reserve_tokens(self) -> int:
-        """Tokens kept free for the reply."""
-        return self._reserve_tokens
-
-    @property
-    def budget_tokens(self) -> int:
-        """What the context may use: ``max_tokens - reserve_tokens``."""
-        return self._budget_tokens
-
-    @property
-    def counter(self) -> TokenCounter:
-        return self._counter
-
-    @property
-    def strategy(self) -> Strategy:
-        return self._strategy
+    max_tokens = ReadOnly[int]("_max_tokens", "The context window.")
+    model = ReadOnly["str | None"]("_model", "The model name given (None without one).")
+    reserve_tokens = ReadOnly[int]("_reserve_tokens", "Tokens kept free for the reply.")
+    budget_tokens = ReadOnly[int]("_budget_tokens", "What the context may use.")
+    counter = ReadOnly[TokenCounter]("_counter", "The token counter every message is counted by.")
+    strategy = ReadOnly[Strategy]("_strategy", "The trimming strategy.")
 
     @property
     def tools(self) -> list[Any] | None:
@@ -190,56 +162,6 @@ class MessageContextManager:
                 # The repairer mirrors the protocol state from here on.
                 self._repairer = Repairer.resuming(self._protocol, self._ledger.last_call())
             self._repair = bool(value)
-
-    # -- extension boundary -----------------------------------------------------------------
-    def locked(self) -> AbstractContextManager[Any]:
-        """The manager's (re-entrant) lock: hold it to make several calls atomically."""
-        return self._lock
-
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener(event)`` after every change; returns a function that unsubscribes."""
-        if not callable(listener):
-            raise ConfigurationError(f"listener must be callable, got {listener!r}")
-        with self._lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return unsubscribe
-
-    def attach_journal(self, journal: Journal | None) -> Journal | None:
-        """Install the write-ahead journal (one at a time); returns the previous one."""
-        with self._lock:
-            previous, self._journal = self._journal, journal
-            return previous
-
-    @property
-    def store(self) -> Any:
-        """The attached store (the journal), or None for an in-memory manager."""
-        return self._journal
-
-    def extension(self, key: type[T], factory: Callable[[], T]) -> T:
-        """The per-manager instance of an extension's state, created by ``factory`` once.
-
-        Extensions keep their bookkeeping here (owned by the manager, freed with it) instead of
-        in module-global registries.
-        """
-        with self._lock:
-            value = self._extensions.get(key)
-            if value is None:
-                value = self._extensions[key] = factory()
-            return value
-
-    def _write(self, change: Change) -> None:
-        if self._journal is not None:
-            self._journal.write(change)
-
-    def _emit(self, event: Event) -> None:
-        for listener in list(self._listeners):
-            listener(event)
 
     # -- adding -----------------------------------------------------------------------------
     def set_system_prompt(self, prompt: str | Any) -> None:

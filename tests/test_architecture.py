@@ -22,7 +22,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("errors", "_js", "data")),
     (1, ("messages", "models")),
     (2, ("counting", "_config")),
-    (3, ("events", "host", "stats", "budget", "providers", "cache")),
+    (3, ("events", "host", "_hub", "stats", "budget", "providers", "cache")),
     (4, ("manager",)),
     (5, ("oneshot",)),
     (6, ("compaction",)),
@@ -174,7 +174,7 @@ def test_runtime_never_imports_parity() -> None:
 
 
 # Being split while the open issues land (tracked in docs/architecture.md).
-OVERSIZED = {"manager.py"}
+OVERSIZED: set[str] = set()
 
 
 def test_no_module_over_500_lines() -> None:

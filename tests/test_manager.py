@@ -9,6 +9,7 @@ import pytest
 from context_manager import (
     ConfigurationError,
     ContextOverflowError,
+    InvalidMessageError,
     MessageContextManager,
     Priority,
     SlidingWindow,
@@ -245,10 +246,18 @@ def test_anthropic_tool_result_turns_do_not_displace_the_users_request() -> None
     question = user("q" * 40)  # 10 tokens
     m.extend([user("old" * 20), question])
     for i in range(6):
-        m.add({"role": "assistant", "content": [
-            {"type": "tool_use", "id": f"t{i}", "name": "run", "input": {}}]})
-        m.add({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"t{i}", "content": "r" * 40}]})
+        m.add(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": f"t{i}", "name": "run", "input": {}}],
+            }
+        )
+        m.add(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "r" * 40}],
+            }
+        )
     ctx = m.get_context()
     assert ctx[0] is question  # kept although six newer "user" turns (tool results) exist
     assert m.context_tokens() <= 60
@@ -264,3 +273,34 @@ def test_fifo_keeps_the_recent_history_when_the_ledger_compacts() -> None:
         assert context[-1]["content"].startswith(f"{i} ")
         assert len(context) >= min(i + 1, 10), (i, len(context))
         assert len(manager) == len(manager.messages)
+
+
+@pytest.mark.parametrize(
+    "attribute", ["max_tokens", "reserve_tokens", "budget_tokens", "counter", "strategy", "tools"]
+)
+def test_configuration_that_feeds_cached_totals_is_read_only(attribute: str) -> None:
+    m = MessageContextManager(1000, tools=[{"type": "function", "function": {"name": "f"}}])
+    before = m.used_tokens
+    with pytest.raises(AttributeError):
+        setattr(m, attribute, getattr(m, attribute))
+    assert m.used_tokens == before
+
+
+def test_repair_can_be_switched_on_after_an_interrupted_tool_call() -> None:
+    m = MessageContextManager(1000)
+    m.add(user("run it"))
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ],
+    }
+    m.add(call)
+    with pytest.raises(InvalidMessageError):
+        m.add(user("never mind"))
+    m.repair = True
+    m.add(user("never mind"))
+    context = m.get_context()
+    assert context[-1] == user("never mind")
+    assert context[-2]["role"] == "tool" and context[-2]["tool_call_id"] == "c1"
