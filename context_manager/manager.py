@@ -20,7 +20,6 @@ from ._config import CONFIG_KEYS, budget_options, checked_hook, checked_tools
 from ._hub import ExtensionHub, ReadOnly
 from .budget._ledger import Ledger
 from .budget.strategies import Selection, Strategy, get_strategy
-from .budget.view import LedgerView
 from .counting import TokenCounter, get_counter
 from .counting.usage import read_usage
 from .errors import ConfigurationError, ContextOverflowError, InvalidMessageError
@@ -44,7 +43,7 @@ T = TypeVar("T")
 
 
 def _check_priority(priority: Any) -> int:
-    if isinstance(priority, bool) or not isinstance(priority, int):
+    if type(priority) is not int:  # bool is an int subclass: refused too
         raise ConfigurationError(f"priority must be an int, got {priority!r}")
     return priority
 
@@ -101,7 +100,6 @@ class MessageContextManager(ExtensionHub):
         tools_tokens = self._counter.count_tools(list(self._tools)) if self._tools else 0
         self._fixed = self._counter.prompt_overhead + tools_tokens
         self._ledger = Ledger()
-        self._view = LedgerView(self._ledger)
         self._protocol = ToolProtocol()
         self._repairer: Repairer | None = None
         self._system: tuple[Any, Message, int] | None = None
@@ -226,18 +224,29 @@ class MessageContextManager(ExtensionHub):
             return self._store(message, rec, index, priority, bool(pinned))
 
     def _store(self, message: Any, rec: Message, index: int, priority: int, pinned: bool) -> int:
-        joins = self._protocol.check(rec, index)
+        protocol = self._protocol
+        plain = (  # the common case: a message outside any tool exchange
+            not protocol.pending
+            and not rec.tool_calls
+            and rec.tool_call_id is None
+            and not rec.tool_results
+        )
+        joins = False if plain else protocol.check(rec, index)
         tokens = self._counter.count_message(rec)
-        change = MessageAdded(message, rec, index, tokens, pinned, priority)
-        self._write(change)
-        self._protocol.commit(rec)
+        change = None
+        if self._journal is not None or self._listeners:
+            change = MessageAdded(message, rec, index, tokens, pinned, priority)
+            if self._journal is not None:
+                self._journal.write(change)
+        if not plain:
+            protocol.commit(rec)
         ledger = self._ledger
         released = ledger.append(message, rec, tokens, priority, pinned, joins)
-        ledger.open = bool(self._protocol.pending)
+        ledger.open = bool(protocol.pending)
         self._added += 1
-        if self._listeners:
+        if change is not None and self._listeners:
             self._emit(change)
-        floor = self._strategy.evict(self._view, self._room(held=True))
+        floor = self._strategy.evict(ledger, self._room(held=True))
         evicted = ledger.evict_before(floor) if floor > ledger.floor else []
         if released or evicted:
             gone = released + evicted
@@ -245,7 +254,8 @@ class MessageContextManager(ExtensionHub):
                 self._emit(Evicted(tuple(gone)))
             if self.on_evict is not None:
                 self.on_evict(gone)
-        self._after_change()
+        if self.on_near_limit is not None:
+            self._after_change()
         return tokens
 
     def _add_repaired(
@@ -292,7 +302,6 @@ class MessageContextManager(ExtensionHub):
             change = Cleared(bool(keep_system_prompt))
             self._write(change)
             self._ledger = Ledger()
-            self._view = LedgerView(self._ledger)
             self._protocol.reset()
             self._repairer = None
             self._usage_anchor = None
@@ -351,11 +360,7 @@ class MessageContextManager(ExtensionHub):
         needed = ledger.cum[protected + 1] - ledger.cum[protected] if protected >= 0 else 0
         if needed > room:
             fixed = self._budget_tokens - room
-            what = (
-                "the pinned messages and the latest user turn"
-                if protected >= 0
-                else ("the pinned messages")
-            )
+            what = "the pinned messages" + (" and the latest user turn" if protected >= 0 else "")
             raise ContextOverflowError(
                 f"{what} need {fixed + needed} tokens but the budget is {self._budget_tokens} "
                 f"(short by {fixed + needed - self._budget_tokens}); raise max_tokens, lower the "
@@ -363,7 +368,7 @@ class MessageContextManager(ExtensionHub):
                 required=fixed + needed,
                 budget=self._budget_tokens,
             )
-        return self._strategy.select(self._view, room, protected)
+        return self._strategy.select(ledger, room, protected)
 
     def _runs(self, selection: Selection) -> tuple[list[int], list[int]]:
         """The strategy's runs with the pinned groups merged in, in order."""

@@ -74,8 +74,27 @@ class Ledger:
         """Number of leading groups that are closed (an open tail group is never sent)."""
         return len(self.group_start) - (1 if self.open else 0)
 
+    @property
+    def message_count(self) -> int:
+        return len(self.originals)
+
     def group_end(self, g: int) -> int:
         return self.group_start[g + 1] if g + 1 < len(self.group_start) else len(self.originals)
+
+    def trimmable(self, lo: int, hi: int) -> int:
+        """Trimmable tokens of groups ``[lo, hi)``."""
+        cum = self.cum
+        return cum[hi] - cum[lo]
+
+    def start_fitting(self, room: int, lo: int, hi: int) -> int:
+        """Smallest ``s`` in ``[lo, hi]`` whose groups ``[s, hi)`` fit in ``room`` tokens."""
+        cum = self.cum
+        return bisect_left(cum, cum[hi] - room, lo, hi)
+
+    def start_within_messages(self, max_messages: int, lo: int, hi: int) -> int:
+        """Smallest group start so that groups ``[s, hi)`` hold at most ``max_messages``."""
+        end = self.group_start[hi] if hi < len(self.group_start) else len(self.originals)
+        return bisect_left(self.group_start, end - max_messages, lo, hi)
 
     def messages_in(self, starts: list[int], stops: list[int]) -> list[Any]:
         """The caller's messages of the group runs ``[starts[i], stops[i])``, in order."""

@@ -39,9 +39,9 @@ class OldestFirst(Strategy):
         left = room
         if protected >= 0:
             kept.append(protected)
-            left -= view.tokens(protected, protected + 1)
+            left -= view.trimmable(protected, protected + 1)
         for g in range(view.floor, view.complete):
-            cost = view.tokens(g, g + 1)
+            cost = view.trimmable(g, g + 1)
             if g != protected and cost <= left:
                 kept.append(g)
                 left -= cost
