@@ -227,6 +227,8 @@ class MessageContextManager(ExtensionHub):
         protocol = self._protocol
         plain = (  # the common case: a message outside any tool exchange
             not protocol.pending
+            and not protocol.glue
+            and not rec.thinking
             and not rec.tool_calls
             and rec.tool_call_id is None
             and not rec.tool_results

@@ -23,12 +23,17 @@ MISSING_RESULT_TEXT = "Error: no result was recorded for this tool call."
 class ToolProtocol:
     """Incremental checker: ``accept`` says whether a message joins the open group."""
 
-    __slots__ = ("_answered", "_issued", "pending")
+    __slots__ = ("_answered", "_issued", "_issuing", "glue", "pending")
 
     def __init__(self) -> None:
         self.pending: dict[str, None] = {}  # ids of the open group still awaiting results
         self._issued: set[str] = set()
         self._answered: set[str] = set()
+        # True while the open group has only received calls (Responses items arrive one call
+        # per item, so the next call item still belongs to it).
+        self._issuing = False
+        #: True after a reasoning-only item: the calls that follow join its group.
+        self.glue = False
 
     def problem(self, rec: Message) -> str | None:
         """Why ``rec`` cannot come next, or None when it can (nothing is changed)."""
@@ -38,16 +43,20 @@ class ToolProtocol:
                 return f"duplicate result for tool call {rid!r}"
             if rid in self.pending:
                 continue
-            if rid in self._answered:
+            if rid in self._answered and not rid.startswith("~"):
                 return f"duplicate result for tool call {rid!r}"
             if rid in self._issued:
                 return f"result for tool call {rid!r} arrives after other messages"
             return f"tool result references unknown tool call id {rid!r}"
-        if self.pending and not result_ids:
+        if self.pending and not result_ids and not self._more_calls(rec):
             waiting = ", ".join(self.pending)
             return f"tool call(s) {waiting} still await results"
+        seen: set[str] = set()
         for call in rec.tool_calls:
-            if call.id in self._issued:
+            if call.id in seen:
+                return f"tool call id {call.id!r} appears twice in one message"
+            seen.add(call.id)
+            if call.id in self._issued and not call.id.startswith("~"):
                 return f"tool call id {call.id!r} was already used"
         return None
 
@@ -56,6 +65,7 @@ class ToolProtocol:
         nothing, so a write-ahead journal can refuse the message before :meth:`commit`."""
         if (
             not self.pending
+            and not self.glue
             and not rec.tool_calls
             and rec.tool_call_id is None
             and not rec.tool_results
@@ -68,7 +78,13 @@ class ToolProtocol:
                 index=index,
                 hint="add every tool result right after its call, or pass repair=True",
             )
-        return bool(self.pending) and bool(rec.result_ids)
+        if self.pending:
+            return bool(rec.result_ids) or self._more_calls(rec)
+        return self.glue and bool(rec.tool_calls)
+
+    def _more_calls(self, rec: Message) -> bool:
+        """A call-only item while the open group has had only calls: a parallel call."""
+        return self._issuing and rec.item and bool(rec.tool_calls) and not rec.result_ids
 
     def accept(self, rec: Message, index: int | None = None) -> bool:
         """Record ``rec``; True when it joins the open group. Raises on protocol errors."""
@@ -84,18 +100,29 @@ class ToolProtocol:
         for call in rec.tool_calls:
             self._issued.add(call.id)
             self.pending[call.id] = None
+        self._issuing = bool(self.pending) and not rec.result_ids
+        self.glue = (
+            rec.item
+            and rec.role == "assistant"
+            and bool(rec.thinking)
+            and not rec.text
+            and not rec.tool_calls
+            and not rec.result_ids
+        )
 
     def copy(self) -> ToolProtocol:
         twin = ToolProtocol()
         twin.pending = dict(self.pending)
         twin._issued = set(self._issued)
         twin._answered = set(self._answered)
+        twin._issuing, twin.glue = self._issuing, self.glue
         return twin
 
     def reset(self) -> None:
         self.pending.clear()
         self._issued.clear()
         self._answered.clear()
+        self._issuing = self.glue = False
 
 
 def missing_results(call_message: Any, call_ids: Iterable[str]) -> list[Any]:

@@ -1,9 +1,15 @@
 """Normalize every accepted message shape, once, at the door.
 
-Callers hand us OpenAI chat dicts, Anthropic content-block messages, LangChain message objects or
-our own :class:`Message`. Everything downstream (counting, grouping, compaction, persistence) reads
-one normalized record, so format quirks live here and nowhere else. The caller's object is kept
+Callers hand us OpenAI chat dicts and SDK objects, OpenAI Responses / Agents SDK items, Anthropic
+messages, Gemini contents, pydantic-ai and LangChain messages, ``(role, text)`` tuples, or our own
+:class:`Message`. Everything downstream (counting, grouping, compaction, persistence) reads one
+normalized record, so format quirks live here and nowhere else. The caller's object is kept
 untouched beside the record and is what ``get_context()`` gives back.
+
+Detection order (first match wins): the plain ``{role, content}`` dict; :class:`Message`; dicts
+(Responses items by ``type``, Gemini by ``parts``, then chat roles); objects of a known SDK by
+their class's module (OpenAI, Anthropic, google-genai, pydantic-ai, LangChain); LangChain-style
+``(role, text)`` tuples. Anything else is refused with what was recognised.
 """
 
 from __future__ import annotations
@@ -12,7 +18,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidMessageError
+from .gemini import from_content, is_gemini_content
 from .record import _ROLE_SET, ROLES, Image, Message, ToolCall, ToolResult, to_json_text
+from .responses import ITEM_TYPES, from_item
+from .sdk import family, pydantic_ai_record, sdk_dict
+
+# Role spellings that mean one of ours: LangChain's shorthands, Gemini's "model".
+_ROLE_ALIASES = {"human": "user", "ai": "assistant", "model": "assistant"}
 
 # LangChain message ``type`` values and the chat role they stand for.
 _LANGCHAIN_TYPES = {
@@ -183,11 +195,28 @@ def _build(role: str, parts: _Parts, index: int | None, name: Any, call_id: Any)
 
 def _from_mapping(msg: Mapping[str, Any], index: int | None) -> Message:
     role = msg.get("role")
+    kind = msg.get("type")
+    if kind in ITEM_TYPES and (role is None or kind != "message"):
+        return from_item(msg, index)
+    if is_gemini_content(msg):
+        return from_content(msg, index)
+    if role == "function":  # the legacy OpenAI function-calling result
+        name = msg.get("name")
+        if not isinstance(name, str):
+            raise InvalidMessageError(
+                "a 'function' message needs its function's 'name'", index=index
+            )
+        parts = _Parts()
+        _content(msg.get("content"), index, parts)
+        return _build("tool", parts, index, None, f"~{name}")
+    if isinstance(role, str):
+        role = _ROLE_ALIASES.get(role, role)
     if not isinstance(role, str) or role not in _ROLE_SET:
         raise InvalidMessageError(
             f"unknown role {role!r}",
             index=index,
-            hint=f"use one of {', '.join(ROLES)}",
+            hint=f"use one of {', '.join(ROLES)}"
+            + (f"; a {kind!r} item is not a message" if isinstance(kind, str) else ""),
         )
     parts = _Parts()
     _content(msg.get("content"), index, parts)
@@ -198,17 +227,32 @@ def _from_mapping(msg: Mapping[str, Any], index: int | None) -> Message:
                 "'tool_calls' must be a list on an assistant message", index=index
             )
         parts.tool_calls.extend(_openai_tool_call(c, index) for c in raw_calls)
-    for key in ("reasoning_content", "reasoning"):
+    legacy = msg.get("function_call")
+    if isinstance(legacy, Mapping) and role == "assistant":
+        name = legacy.get("name")
+        args = legacy.get("arguments", "")
+        if isinstance(name, str):
+            text = args if isinstance(args, str) else to_json_text(args)
+            parts.tool_calls.append(ToolCall(f"~{name}", name, text))
+    for key in ("reasoning_content", "reasoning", "refusal"):
         value = msg.get(key)
         if isinstance(value, str) and value:
-            parts.thinking.append(value)
+            (parts.texts if key == "refusal" else parts.thinking).append(value)
+    audio = msg.get("audio")
+    if isinstance(audio, Mapping):
+        parts.other.append(to_json_text({"id": audio.get("id")}))
     return _build(role, parts, index, msg.get("name"), msg.get("tool_call_id"))
 
 
 def _from_langchain(msg: Any, index: int | None) -> Message:
     kind = msg.type
-    role = msg.role if kind == "chat" else _LANGCHAIN_TYPES.get(kind)
-    if role not in _ROLE_SET:
+    role: str | None
+    if kind == "chat":  # ChatMessage: a custom role reads as the nearest of ours
+        custom = str(msg.role)
+        role = custom if custom in _ROLE_SET else _ROLE_ALIASES.get(custom, "user")
+    else:
+        role = _LANGCHAIN_TYPES.get(kind)
+    if role is None or role not in _ROLE_SET:
         raise InvalidMessageError(
             f"unsupported LangChain message type {kind!r}",
             index=index,
@@ -237,10 +281,34 @@ def normalize(message: Any, index: int | None = None) -> Message:
         return message
     if isinstance(message, Mapping):
         return _from_mapping(message, index)
-    if hasattr(message, "type") and hasattr(message, "content"):
+    sdk = family(message)
+    if sdk == "langchain" and hasattr(message, "type") and hasattr(message, "content"):
         return _from_langchain(message, index)
+    if sdk == "pydantic_ai":
+        return pydantic_ai_record(message, index)
+    if sdk in ("openai", "anthropic", "gemini"):
+        data = sdk_dict(message, index)
+        if "role" in data or "parts" in data or data.get("type") in ITEM_TYPES:
+            return _from_mapping(data, index)
+    if sdk is not None and sdk != "langchain":
+        raise InvalidMessageError(
+            f"{type(message).__module__}.{type(message).__qualname__} is recognised as a {sdk} "
+            "object, but not as a message",
+            index=index,
+            hint="add whole messages (e.g. response.choices[0].message, an Anthropic Message, a "
+            "Responses output item, a google-genai Content), not their parts",
+        )
+    if isinstance(message, tuple) and len(message) == 2 and isinstance(message[0], str):
+        return _from_mapping({"role": message[0], "content": message[1]}, index)
+    if sdk is None and hasattr(message, "type") and hasattr(message, "content"):
+        return _from_langchain(message, index)  # a LangChain-compatible message class
+    where = type(message).__module__
     raise InvalidMessageError(
-        f"unsupported message type {type(message).__name__}",
+        f"unsupported message type {where}.{type(message).__qualname__}"
+        + (f" (recognised as {sdk}, but not as a message)" if sdk else ""),
         index=index,
-        hint="pass an OpenAI/Anthropic chat dict, a LangChain message or context_manager.Message",
+        hint="pass a chat dict ({'role', 'content'}), a Responses item, a Gemini content, an "
+        "OpenAI / Anthropic / google-genai / pydantic-ai / LangChain message object, a "
+        "(role, text) tuple or context_manager.Message; for another pydantic model pass "
+        ".model_dump()",
     )

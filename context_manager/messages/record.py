@@ -61,6 +61,9 @@ class Message:
     images: tuple[Image, ...] = ()
     thinking: str = ""
     other: str = ""
+    #: True for an OpenAI Responses item (a call, an output, a reasoning item each arrive alone;
+    #: consecutive call items and a reasoning item before calls form one group).
+    item: bool = False
 
     def __post_init__(self) -> None:
         if self.role not in _ROLE_SET:

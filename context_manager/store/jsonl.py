@@ -105,16 +105,29 @@ class JsonlLog:
 
     # ------------------------------------------------------------------ writing
     def append_message(
-        self, message: Mapping[str, Any], *, pinned: bool = False, priority: int = 0
+        self,
+        message: Mapping[str, Any],
+        *,
+        pinned: bool = False,
+        priority: int = 0,
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
-        self._append(encode_message(message, pinned=pinned, priority=priority), durable=False)
+        line = encode_message(message, pinned=pinned, priority=priority, extra=extra)
+        self._append(line, durable=False)
 
     def append_usage(self, token_count: int) -> None:
         self._append(encode_meta({"role": USAGE, "token_count": int(token_count)}), durable=False)
 
-    def write_system_prompt(self, text: str) -> None:
-        """Append a ``_system_prompt`` record; on restore the last one wins (as in Kimi CLI)."""
-        self._append(encode_meta({"role": SYSTEM_PROMPT, "content": text}), durable=True)
+    def write_system_prompt(self, text: str, original: Mapping[str, Any] | None = None) -> None:
+        """Append a ``_system_prompt`` record; on restore the last one wins (as in Kimi CLI).
+
+        ``original`` (the encoded message and its type tag) is kept in ``_cm`` when the prompt
+        was more than plain text (a developer role, a name, content parts, an SDK object).
+        """
+        record: dict[str, Any] = {"role": SYSTEM_PROMPT, "content": text}
+        if original is not None:
+            record["_cm"] = dict(original)
+        self._append(encode_meta(record), durable=True)
 
     def append_compaction(self, entry: Mapping[str, Any]) -> None:
         self._append(encode_compaction(entry), durable=True)

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import InvalidMessageError, StoreCorruptionError
 from ..messages import normalize
+from ..messages.codec import decode
 
 logger = logging.getLogger("context_manager.store")
 
@@ -35,7 +36,14 @@ COMPACTION = "_compaction"
 ATTRS_KEY = "_cm"
 
 
-def encode_message(message: Mapping[str, Any], *, pinned: bool = False, priority: int = 0) -> bytes:
+def encode_message(
+    message: Mapping[str, Any],
+    *,
+    pinned: bool = False,
+    priority: int = 0,
+    extra: Mapping[str, Any] | None = None,
+) -> bytes:
+    """One message line. ``extra`` goes into ``_cm`` (the type tag and payload of an object)."""
     record = dict(message)
     record.pop(ATTRS_KEY, None)
     # Kimi CLI's reader raises TypeError (and aborts the whole restore) on a line without a
@@ -46,9 +54,11 @@ def encode_message(message: Mapping[str, Any], *, pinned: bool = False, priority
         attrs["pinned"] = True
     if priority:
         attrs["priority"] = priority
+    if extra:
+        attrs.update(extra)
     if attrs:
         record[ATTRS_KEY] = attrs
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return (text + "\n").encode("utf-8")
 
 
@@ -68,7 +78,7 @@ def encode_compaction(entry: Mapping[str, Any]) -> bytes:
 class StoredMessage:
     """A message as persisted, with the attributes it was added with and its 1-based line."""
 
-    message: dict[str, Any]
+    message: Any
     pinned: bool = False
     priority: int = 0
     line: int = 0
@@ -82,6 +92,8 @@ class RestoredLog:
     token_count: int = 0
     next_checkpoint_id: int = 0
     system_prompt: str | None = None
+    #: The system prompt as it was set (a message object or dict), when it was not plain text.
+    system_message: Any = None
     compaction: dict[str, Any] | None = None
     # How many messages preceded the latest compaction line (its entry's indices refer to them).
     messages_before_compaction: int = 0
@@ -194,7 +206,12 @@ class Replayer:
         state = self.state
         role = record["role"]
         if role == SYSTEM_PROMPT:
+            original = _decoded_system(record)
+            if original is _BAD:
+                self._bad_line(number, "its '_cm.message' does not decode", True)
+                return
             state.system_prompt = record.get("content")
+            state.system_message = original
         elif role == USAGE:
             state.token_count = record["token_count"]
         elif role == CHECKPOINT:
@@ -204,8 +221,15 @@ class Replayer:
             state.messages_before_compaction = len(state.messages)
         if not role.startswith("_"):
             attrs = record.pop(ATTRS_KEY, None) or {}
+            message: Any = record
+            if "type" in attrs:  # an object stored losslessly: rebuild it
+                try:
+                    message = decode(attrs.get("payload"), str(attrs["type"]))
+                except InvalidMessageError as exc:
+                    self._bad_line(number, str(exc), True)
+                    return
             stored = StoredMessage(
-                record,
+                message,
                 pinned=bool(attrs.get("pinned", False)),
                 priority=int(attrs.get("priority", 0)),
                 line=number,
@@ -214,3 +238,17 @@ class Replayer:
             self.sequence.append(stored)
         else:
             self.sequence.append({**record, "_line": number})
+
+
+_BAD: Any = object()
+
+
+def _decoded_system(record: Mapping[str, Any]) -> Any:
+    """The system prompt object a ``_system_prompt`` line carries in ``_cm`` (None: plain text)."""
+    attrs = record.get(ATTRS_KEY)
+    if not isinstance(attrs, Mapping) or "message" not in attrs:
+        return None
+    try:
+        return decode(attrs["message"], attrs.get("type"))
+    except InvalidMessageError:
+        return _BAD

@@ -11,7 +11,6 @@ preceded it.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from typing import Any, TypeVar
 from ..errors import ContextManagerError, StoreCorruptionError, StoreError
 from ..events import Change, Cleared, Compacted, MessageAdded, SystemPromptSet, UsageRecorded
 from ..host import ManagerHost
+from ..messages.codec import decode, encode
 from .jsonl import FsyncMode, JsonlLog
 from .records import CHECKPOINT, COMPACTION, SYSTEM_PROMPT, USAGE, RestoredLog, StoredMessage
 
@@ -75,20 +75,29 @@ class SessionStore:
     def _write(self, change: Change) -> None:
         log = self.log
         if isinstance(change, MessageAdded):
-            log.append_message(
-                _persistable(change.message, change.record),
-                pinned=change.pinned,
-                priority=change.priority,
-            )
+            payload, tag = encode(change.message)
+            if tag is None:
+                log.append_message(payload, pinned=change.pinned, priority=change.priority)
+            else:  # Kimi-readable wrapper; the object itself travels in _cm
+                wrapper: dict[str, Any] = {"role": change.record.role, "content": None}
+                if change.record.tool_call_id is not None:
+                    wrapper["tool_call_id"] = change.record.tool_call_id
+                log.append_message(
+                    wrapper,
+                    pinned=change.pinned,
+                    priority=change.priority,
+                    extra={"type": tag, "payload": payload},
+                )
         elif isinstance(change, SystemPromptSet):
-            log.write_system_prompt(change.record.text)
+            log.write_system_prompt(change.record.text, _system_original(change.message))
         elif isinstance(change, UsageRecorded):
             log.append_usage(change.input_tokens)
         elif isinstance(change, Cleared):
             log.clear()
             manager = self._manager
             if change.keep_system_prompt and manager is not None and manager.system_prompt:
-                log.write_system_prompt(manager.system_prompt)
+                original = _system_original(manager.system_message)
+                log.write_system_prompt(manager.system_prompt, original)
         elif isinstance(change, Compacted):
             log.append_compaction(_compaction_record(change))
 
@@ -126,7 +135,8 @@ def _compaction_record(change: Compacted) -> dict[str, Any]:
         fields.update(entry)
     fields["first_kept_index"] = change.first_kept_index
     if change.summary is not None:
-        fields["summary_message"] = dict(_persistable(change.summary, None))
+        payload, tag = encode(change.summary)
+        fields["summary_message"] = payload if tag is None else {"type": tag, "payload": payload}
     return fields
 
 
@@ -142,20 +152,17 @@ def _compaction_entry(fields: dict[str, Any]) -> Any:
         return fields  # written by another tool: keep what it said
 
 
-def _persistable(message: Any, record: Any) -> Mapping[str, Any]:
-    """The caller's dict as is when it is JSON-ready; anything else as its OpenAI rendering."""
-    if isinstance(message, Mapping):
-        try:
-            json.dumps(message, ensure_ascii=False)
-            return message
-        except (TypeError, ValueError):
-            pass
-    if record is None:
-        from ..messages import normalize
-
-        record = normalize(message)
-    rendered: dict[str, Any] = record.to_openai()
-    return rendered
+def _system_original(message: Any) -> dict[str, Any] | None:
+    """What to keep of a system prompt beyond its text (None for a plain system dict)."""
+    if (
+        isinstance(message, dict)
+        and set(message) == {"role", "content"}
+        and message["role"] == "system"
+        and isinstance(message["content"], str)
+    ):
+        return None
+    payload, tag = encode(message)
+    return {"message": payload, "type": tag}
 
 
 def replay(manager: ManagerHost, sequence: Sequence_, *, strict: bool, path: str) -> None:
@@ -178,7 +185,13 @@ def replay(manager: ManagerHost, sequence: Sequence_, *, strict: bool, path: str
             continue
         role = item["role"]
         if role == SYSTEM_PROMPT:
-            manager.set_system_prompt(item["content"])
+            original = (
+                item.get("_cm", {}).get("message") if isinstance(item.get("_cm"), dict) else None
+            )
+            if original is not None:
+                manager.set_system_prompt(decode(original, item["_cm"].get("type")))
+            else:
+                manager.set_system_prompt(item["content"])
         elif role == USAGE:
             manager.record_usage(item["token_count"])
         elif role == COMPACTION:

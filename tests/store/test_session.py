@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from context_manager.compaction.entry import CompactionEntry
-from context_manager.errors import StoreCorruptionError
+from context_manager.errors import InvalidMessageError, StoreCorruptionError
 from context_manager.manager import MessageContextManager
 from context_manager.messages import Message
 from context_manager.store import CheckpointNotFoundError
@@ -115,31 +116,50 @@ def test_clear_rotates_and_keeps_the_system_prompt_on_request(tmp_path: Path) ->
     assert open_manager(path).system_prompt is None
 
 
-def test_non_dict_messages_are_persisted_as_openai_dicts(tmp_path: Path) -> None:
+def test_non_dict_messages_come_back_as_the_same_objects(tmp_path: Path) -> None:
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
     path = tmp_path / "context.jsonl"
     manager = open_manager(path)
-    manager.add(HumanMessage("hello"))
-    manager.add(AIMessage("", tool_calls=[{"id": "t1", "name": "f", "args": {"x": 1}}]))
-    manager.add(ToolMessage("done", tool_call_id="t1"))
-    manager.add(Message(role="user", text="from a record"))
-    assert records(path) == [
-        {"role": "user", "content": "hello"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "t1", "type": "function", "function": {"name": "f", "arguments": '{"x":1}'}}]},
-        {"role": "tool", "content": "done", "tool_call_id": "t1"},
-        {"role": "user", "content": "from a record"},
+    added = [
+        HumanMessage("hello"),
+        AIMessage("", tool_calls=[{"id": "t1", "name": "f", "args": {"x": 1}}]),
+        ToolMessage("done", tool_call_id="t1"),
+        Message(role="user", text="from a record"),
     ]
+    for message in added:
+        manager.add(message)
+    lines = records(path)
+    # Kimi-readable wrappers (role, content null); the object itself travels in _cm
+    assert [(r["role"], r["content"]) for r in lines] == [
+        ("user", None), ("assistant", None), ("tool", None), ("user", None)]
+    assert [r["_cm"]["type"] for r in lines] == ["langchain"] * 3 + ["record"]
     reopened = open_manager(path)
+    assert reopened.messages == added
+    assert [type(m) for m in reopened.messages] == [type(m) for m in added]
     assert reopened.token_count == manager.token_count
 
 
-def test_a_dict_that_is_not_json_is_persisted_via_its_record(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"metadata": {1, 2}}, "['metadata']"),  # a set
+        ({"at": __import__("datetime").datetime(2026, 1, 1)}, "['at']"),
+        ({"score": float("nan")}, "['score']"),
+        ({"parts": [{"text": "a\ud800b"}]}, "['parts'][0]['text']"),  # a lone surrogate
+    ],
+)
+def test_a_dict_that_is_not_exact_json_is_refused_before_anything_changes(
+    tmp_path: Path, extra: dict[str, object], field: str
+) -> None:
     path = tmp_path / "context.jsonl"
     manager = open_manager(path)
-    manager.add({"role": "user", "content": "x", "metadata": {1, 2}})  # a set: not JSON
-    assert records(path) == [{"role": "user", "content": "x"}]
+    manager.add({"role": "user", "content": "kept"})
+    with pytest.raises(InvalidMessageError, match=re.escape(field)):
+        manager.add({"role": "user", "content": "x", **extra})
+    assert [m["content"] for m in manager.messages] == ["kept"]
+    assert records(path) == [{"role": "user", "content": "kept"}]
+    assert open_manager(path).messages == manager.messages
 
 
 def test_corrupt_line_skipped_with_warning_or_strict_error(

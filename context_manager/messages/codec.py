@@ -1,0 +1,207 @@
+"""Lossless encoding of accepted messages for the stores: what is added is what comes back.
+
+- A chat dict (with ``role`` and ``content``) is stored as itself; other dicts (Responses items)
+  travel inside a Kimi-readable wrapper, tagged ``dict``. Either must be plain JSON (str keys;
+  str, int, float, bool, None, lists and dicts; finite floats; text that is valid Unicode).
+  Anything else is refused with :class:`~context_manager.errors.InvalidMessageError` naming the
+  field path, before anything is written or changed: there is no lossy fallback.
+- Any other accepted object is stored as JSON plus a *type tag* naming its class in
+  :data:`KNOWN_TYPES`, an allowlist: decoding looks the tag up there and never imports a path
+  read from a file. LangChain messages go through LangChain's own ``message_to_dict`` /
+  ``messages_from_dict``; OpenAI, Anthropic and google-genai models through pydantic
+  (``model_dump(mode="json")`` / ``model_validate``); pydantic-ai messages through its
+  ``ModelMessagesTypeAdapter``; :class:`Message` records field by field.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from typing import Any
+
+from ..errors import InvalidMessageError
+from .record import Image, Message, ToolCall, ToolResult
+from .sdk import family
+
+__all__ = ["KNOWN_TYPES", "check_json", "decode", "encode"]
+
+# tag -> (module, class name). Only these are ever rebuilt from a file.
+KNOWN_TYPES: dict[str, tuple[str, str]] = {
+    "openai.ChatCompletionMessage": ("openai.types.chat", "ChatCompletionMessage"),
+    "openai.ResponseOutputMessage": ("openai.types.responses", "ResponseOutputMessage"),
+    "openai.ResponseFunctionToolCall": ("openai.types.responses", "ResponseFunctionToolCall"),
+    "openai.ResponseReasoningItem": ("openai.types.responses", "ResponseReasoningItem"),
+    "openai.ResponseCustomToolCall": ("openai.types.responses", "ResponseCustomToolCall"),
+    "openai.ResponseFunctionToolCallOutputItem": (
+        "openai.types.responses",
+        "ResponseFunctionToolCallOutputItem",
+    ),
+    "openai.ResponseFunctionWebSearch": ("openai.types.responses", "ResponseFunctionWebSearch"),
+    "openai.ResponseFileSearchToolCall": ("openai.types.responses", "ResponseFileSearchToolCall"),
+    "anthropic.Message": ("anthropic.types", "Message"),
+    "gemini.Content": ("google.genai.types", "Content"),
+}
+_SPECIAL = ("dict", "langchain", "pydantic_ai", "record")
+
+
+def _path(path: tuple[Any, ...]) -> str:
+    return "".join(f"[{p!r}]" for p in path) or "the message"
+
+
+def check_json(value: Any, path: tuple[Any, ...] = ()) -> None:
+    """Raise ``InvalidMessageError`` naming the first field that has no exact JSON form."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if item is None or isinstance(item, bool | int):
+            continue
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidMessageError(
+                    f"{_path(where)} holds a lone surrogate at position {exc.start}",
+                    hint="text must be valid Unicode to be stored; fix or drop that character",
+                ) from None
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidMessageError(
+                    f"{_path(where)} is {item!r}, which JSON cannot hold",
+                    hint="store a finite number or a string",
+                )
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    raise InvalidMessageError(
+                        f"{_path(where)} has a non-string key {key!r}",
+                        hint="JSON object keys are strings; a stored dict must round-trip",
+                    )
+                stack.append((child, (*where, key)))
+        elif isinstance(item, list | tuple):  # a tuple stores as the same JSON as a list
+            stack.extend((child, (*where, i)) for i, child in enumerate(item))
+        else:
+            raise InvalidMessageError(
+                f"{_path(where)} is a {type(item).__name__}, which has no exact JSON form",
+                hint="convert it (e.g. a datetime to an ISO string) before adding the message",
+            )
+
+
+def _known_class(tag: str) -> type[Any]:
+    module, name = KNOWN_TYPES[tag]
+    cls: type[Any] = getattr(importlib.import_module(module), name)
+    return cls
+
+
+def _tag_of(message: Any) -> str | None:
+    sdk = family(message)
+    if sdk in ("langchain", "pydantic_ai"):
+        return sdk
+    cls = type(message)
+    for tag, (module, name) in KNOWN_TYPES.items():
+        same_sdk = cls.__module__.startswith(module.split(".")[0] + ".")
+        if cls.__name__ == name and same_sdk and _known_class(tag) is cls:
+            return tag
+    return None
+
+
+def encode(message: Any) -> tuple[Any, str | None]:
+    """``(payload, tag)``: the JSON to store and the type tag (None for a plain dict)."""
+    if isinstance(message, dict):
+        check_json(message)
+        if isinstance(message.get("role"), str) and "content" in message:
+            return message, None  # a chat dict: stored as itself (Kimi CLI reads these)
+        return message, "dict"  # a Responses item or a dict without content: keep it exact
+    if isinstance(message, Message):
+        data = asdict(message)
+        check_json(data)
+        return data, "record"
+    tag = _tag_of(message)
+    if tag == "langchain":
+        from langchain_core.messages import message_to_dict
+
+        payload: Any = message_to_dict(message)
+    elif tag == "pydantic_ai":
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        payload = ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
+    elif tag is not None:
+        payload = message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    else:
+        raise InvalidMessageError(
+            f"{type(message).__module__}.{type(message).__qualname__} cannot be stored losslessly",
+            hint="store its dict form (e.g. .model_dump(mode='json')) or one of the SDK types "
+            "in context_manager.messages.codec.KNOWN_TYPES",
+        )
+    check_json(payload)
+    return payload, tag
+
+
+def _record(data: Mapping[str, Any]) -> Message:
+    return Message(
+        role=data["role"],
+        text=data.get("text", ""),
+        name=data.get("name"),
+        tool_calls=tuple(ToolCall(*c) for c in data.get("tool_calls", ())),
+        tool_call_id=data.get("tool_call_id"),
+        tool_results=tuple(ToolResult(*r) for r in data.get("tool_results", ())),
+        images=tuple(Image(*i) for i in data.get("images", ())),
+        thinking=data.get("thinking", ""),
+        other=data.get("other", ""),
+        item=bool(data.get("item", False)),
+    )
+
+
+def _langchain(payload: Any) -> Any:
+    from langchain_core.messages import messages_from_dict
+
+    return messages_from_dict([payload])[0]
+
+
+def _pydantic_ai(payload: Any) -> Any:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    return ModelMessagesTypeAdapter.validate_python([payload])[0]
+
+
+def _dict(payload: Any) -> Any:
+    if not isinstance(payload, dict):
+        raise InvalidMessageError("a stored dict message is not an object")
+    return payload
+
+
+_DECODERS: dict[str, Callable[[Any], Any]] = {
+    "dict": _dict,
+    "langchain": _langchain,
+    "pydantic_ai": _pydantic_ai,
+    "record": _record,
+}
+
+
+def decode(payload: Any, tag: str | None) -> Any:
+    """The object :func:`encode` was given (same class, equal value).
+
+    Raises ``InvalidMessageError`` for an unknown tag or a payload its class rejects (a
+    tampered or foreign file), and ``ImportError`` is reported the same way when the SDK that
+    wrote it is not installed.
+    """
+    if tag is None:
+        return payload
+    try:
+        if tag in _DECODERS:
+            return _DECODERS[tag](payload)
+        if tag not in KNOWN_TYPES:
+            raise InvalidMessageError(
+                f"unknown stored message type {tag!r}",
+                hint=f"known: {', '.join([*_SPECIAL, *KNOWN_TYPES])}",
+            )
+        return _known_class(tag).model_validate(payload)
+    except InvalidMessageError:
+        raise
+    except ImportError as exc:
+        raise InvalidMessageError(
+            f"a stored {tag} message needs {exc.name or 'its SDK'} installed to be read back"
+        ) from exc
+    except Exception as exc:  # the SDK's own validation error: a damaged or foreign payload
+        raise InvalidMessageError(f"stored {tag} message does not validate: {exc}") from exc

@@ -1,0 +1,114 @@
+"""SDK objects (OpenAI, Anthropic, google-genai, pydantic-ai, LangChain) recognised by type.
+
+Detection is by the class's home module, checked in a fixed order, never by loose duck typing:
+an Anthropic ``Message`` has ``type`` and ``content`` like a LangChain message, and must not be
+read as one. Pydantic models of the provider SDKs are read through ``model_dump(mode="json")``
+(the same JSON the SDK sends), so their shapes reuse the dict readers; pydantic-ai's dataclasses
+are read part by part. The caller's object itself is what the manager keeps and returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import InvalidMessageError
+from .record import Message, ToolCall, ToolResult, to_json_text
+
+__all__ = ["family", "pydantic_ai_record", "sdk_dict"]
+
+# Module prefix -> SDK family, in the order they are tried.
+_FAMILIES = (
+    ("openai.", "openai"),
+    ("anthropic.", "anthropic"),
+    ("google.genai.", "gemini"),
+    ("pydantic_ai.", "pydantic_ai"),
+    ("langchain_core.", "langchain"),
+)
+
+
+def family(obj: Any) -> str | None:
+    """Which SDK ``obj`` comes from (by its class's module), or None."""
+    module = type(obj).__module__
+    for prefix, name in _FAMILIES:
+        if module.startswith(prefix):
+            return name
+    return None
+
+
+def sdk_dict(obj: Any, index: int | None) -> dict[str, Any]:
+    """The JSON an OpenAI / Anthropic / google-genai pydantic model stands for."""
+    dump = getattr(obj, "model_dump", None)
+    if dump is None:
+        raise InvalidMessageError(
+            f"{type(obj).__module__}.{type(obj).__qualname__} is not a message",
+            index=index,
+            hint="pass a message object (e.g. response.choices[0].message, a Responses output "
+            "item, an Anthropic Message) or its dict",
+        )
+    data = dump(mode="json", by_alias=True, exclude_none=True)
+    if not isinstance(data, dict):  # pragma: no cover - pydantic models dump to dicts
+        raise InvalidMessageError(f"{type(obj).__name__} did not dump to an object", index=index)
+    return data
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list | tuple):
+        return "\n".join(c if isinstance(c, str) else to_json_text(_jsonable(c)) for c in content)
+    return to_json_text(_jsonable(content))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return repr(value)
+
+
+def pydantic_ai_record(message: Any, index: int | None) -> Message:
+    """A pydantic-ai ``ModelRequest`` / ``ModelResponse`` as a record, part by part."""
+    kind = getattr(message, "kind", None)
+    parts = getattr(message, "parts", None)
+    if kind not in ("request", "response") or not isinstance(parts, list | tuple):
+        raise InvalidMessageError(
+            f"unsupported pydantic-ai object {type(message).__name__}",
+            index=index,
+            hint="pass ModelRequest / ModelResponse messages",
+        )
+    texts: list[str] = []
+    thinking: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[ToolResult] = []
+    system_only = kind == "request" and bool(parts)
+    for part in parts:
+        part_kind = getattr(part, "part_kind", None)
+        if part_kind != "system-prompt":
+            system_only = False
+        if part_kind in ("system-prompt", "user-prompt", "text"):
+            texts.append(_text(getattr(part, "content", "")))
+        elif part_kind == "thinking":
+            thinking.append(str(getattr(part, "content", "")))
+        elif part_kind == "tool-call":
+            args = getattr(part, "args", None)
+            text = args if isinstance(args, str) else to_json_text(_jsonable(args or {}))
+            calls.append(ToolCall(str(part.tool_call_id), str(part.tool_name), text))
+        elif part_kind in ("tool-return", "retry-prompt") and getattr(part, "tool_call_id", None):
+            is_error = part_kind == "retry-prompt"
+            results.append(
+                ToolResult(str(part.tool_call_id), _text(getattr(part, "content", "")), is_error)
+            )
+        elif part_kind == "retry-prompt":
+            texts.append(_text(getattr(part, "content", "")))
+    role = "assistant" if kind == "response" else ("system" if system_only else "user")
+    return Message(
+        role,
+        text="\n".join(texts),
+        tool_calls=tuple(calls),
+        tool_results=tuple(results),
+        thinking="\n".join(thinking),
+    )
