@@ -1,4 +1,5 @@
-"""The extension boundary every manager offers: write-ahead journal, subscribers, lock, state.
+"""The extension boundary every manager offers: write-ahead journal, subscribers, lock, state,
+and the entry points into the extensions (``open``, ``compact``, ``checkpoint``, ``revert_to``).
 
 A base class of :class:`~context_manager.manager.MessageContextManager`, kept apart because it
 is the whole contract extensions (stores, compaction, integrations) rely on, and nothing else.
@@ -9,10 +10,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, Generic, TypeVar, overload
+from os import PathLike
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast, overload
 
 from .errors import ConfigurationError
 from .events import Change, Event, Journal, Listener
+
+if TYPE_CHECKING:
+    from .host import ManagerHost
 
 __all__ = ["ExtensionHub", "ReadOnly"]
 
@@ -76,6 +81,54 @@ class ExtensionHub:
     def _emit(self, event: Event) -> None:
         for listener in list(self._listeners):
             listener(event)
+
+    # -- entry points into the extensions (loaded on first use) ---------------------------
+    @classmethod
+    def open(cls, path: str | PathLike[str], **options: Any) -> Self:
+        """Open (or create) a persistent session log; every later change is written ahead."""
+        from .store.session import open_session
+
+        return open_session(cls, path, **options)  # type: ignore[type-var]
+
+    def compact(
+        self, summarizer: Any = None, *, focus: str | None = None, policy: Any = None
+    ) -> Any:
+        """Summarize old messages now; returns the ``CompactionEntry`` applied."""
+        from .compaction.runner import compact_manager
+
+        return compact_manager(self._host(), summarizer, focus=focus, policy=policy)
+
+    async def acompact(
+        self, summarizer: Any = None, *, focus: str | None = None, policy: Any = None
+    ) -> Any:
+        """Async ``compact``; cancelling it leaves history and log untouched."""
+        from .compaction.runner import acompact_manager
+
+        return await acompact_manager(self._host(), summarizer, focus=focus, policy=policy)
+
+    def _host(self) -> ManagerHost:
+        """This object as the extensions see it (a manager subclass completes the protocol)."""
+        return cast("ManagerHost", self)
+
+    # -- persistence shortcuts (see store/) -------------------------------------------------
+    def _require_store(self) -> Any:
+        if self._journal is None or not hasattr(self._journal, "checkpoint"):
+            raise ConfigurationError(
+                "this manager has no store; create it with MessageContextManager.open(path)"
+            )
+        return self._journal
+
+    def checkpoint(self) -> int:
+        """Mark the current point of a persistent session; returns the checkpoint id."""
+        with self._lock:
+            return int(self._require_store().checkpoint())
+
+    def revert_to(self, checkpoint_id: int) -> None:
+        """Rewind a persistent session to just before checkpoint ``checkpoint_id``."""
+        if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int):
+            raise ConfigurationError(f"checkpoint_id must be an int, got {checkpoint_id!r}")
+        with self._lock:  # no add may slip between the file rewrite and the rebuild
+            self._require_store().revert_to(checkpoint_id, self)
 
 
 class ReadOnly(Generic[T]):

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ._config import CONFIG_KEYS, budget_options, checked_hook, checked_tools
 from ._hub import ExtensionHub, ReadOnly
 from .budget._ledger import Ledger
-from .budget.strategies import Selection, Strategy, get_strategy
+from .budget.plan import Shortfall, plan_context
+from .budget.strategies import Strategy, get_strategy
 from .counting import TokenCounter, get_counter
 from .counting.usage import read_usage
 from .errors import ConfigurationError, ContextOverflowError, InvalidMessageError
@@ -29,15 +30,17 @@ from .events import (
     Evicted,
     MessageAdded,
     SystemPromptSet,
+    ToolCallsClosed,
     UsageRecorded,
 )
 from .host import HistoryItem
 from .messages import Message, normalize
-from .messages.groups import Repairer, ToolProtocol
+from .messages.groups import INTERRUPTED_RESULT, Repairer, ToolProtocol, missing_results
+from .providers import ProviderRules, get_provider
 from .stats import ContextStats
 
 if TYPE_CHECKING:
-    from os import PathLike
+    pass
 
 T = TypeVar("T")
 
@@ -79,6 +82,8 @@ class MessageContextManager(ExtensionHub):
         tools: Sequence[Any] | None = None,
         system_prompt: str | Any | None = None,
         summarizer: Any = None,
+        provider: str | ProviderRules | None = None,
+        interrupted_result: str = INTERRUPTED_RESULT,
     ) -> None:
         super().__init__()
         window, reserve_tokens = budget_options(
@@ -96,6 +101,11 @@ class MessageContextManager(ExtensionHub):
         self.on_near_limit = checked_hook("on_near_limit", on_near_limit)
         self.on_evict = checked_hook("on_evict", on_evict)
         self._repair = bool(repair)
+        self._provider = get_provider(provider)
+        #: Text of the synthetic result that closes a tool call a new user turn interrupted.
+        self.interrupted_result = interrupted_result
+        #: Close open calls when a user turn arrives (trim() turns it off: it checks as given).
+        self.close_interrupted = True
         self._tools = checked_tools(tools)
         tools_tokens = self._counter.count_tools(list(self._tools)) if self._tools else 0
         self._fixed = self._counter.prompt_overhead + tools_tokens
@@ -127,13 +137,6 @@ class MessageContextManager(ExtensionHub):
                 )
             options[target] = value
         return cls(**options)
-
-    @classmethod
-    def open(cls, path: str | PathLike[str], **options: Any) -> MessageContextManager:
-        """Open (or create) a persistent session log; every later change is written ahead."""
-        from .store.session import open_session
-
-        return open_session(cls, path, **options)
 
     # -- configuration (read-only: cached totals depend on it) ------------------------------
     max_tokens = ReadOnly[int]("_max_tokens", "The context window.")
@@ -221,7 +224,32 @@ class MessageContextManager(ExtensionHub):
                 return tokens
             if self._repair:
                 return self._add_repaired(message, rec, index, priority, pinned)
+            if self._protocol.pending and self.close_interrupted and _interrupts(rec):
+                self._close_pending(self.interrupted_result)
+                index = self._added
             return self._store(message, rec, index, priority, bool(pinned))
+
+    def close_pending_tool_calls(self, reason: str | None = None) -> list[Any]:
+        """Answer every open tool call with a synthetic error result (your own cancel path).
+
+        The results are added like any message (a store persists them) in the calling message's
+        shape, and :class:`~context_manager.events.ToolCallsClosed` is emitted. Returns them.
+        """
+        if reason is not None and not isinstance(reason, str):
+            raise ConfigurationError(f"reason must be a string, got {reason!r}")
+        with self._lock:
+            return self._close_pending(reason or self.interrupted_result)
+
+    def _close_pending(self, text: str) -> list[Any]:
+        ids = tuple(self._protocol.pending)
+        if not ids:
+            return []
+        results = missing_results(self._ledger.last_call(), ids, text)
+        for result in results:
+            self._store(result, normalize(result), self._added, 0, False)
+        if self._listeners:
+            self._emit(ToolCallsClosed(ids, text))
+        return results
 
     def _store(self, message: Any, rec: Message, index: int, priority: int, pinned: bool) -> int:
         protocol = self._protocol
@@ -355,43 +383,38 @@ class MessageContextManager(ExtensionHub):
         pinned = ledger.pinned_total if held else ledger.pinned_complete_tokens()
         return self._budget_tokens - self._fixed - system - pinned
 
-    def _select(self) -> Selection:
-        ledger = self._ledger
+    def _plan(self) -> tuple[list[int], list[int], int]:
+        """Runs of groups to send and their trimmable tokens (see :func:`plan_context`)."""
         room = self._room()
-        protected = ledger.protected_group()
-        needed = ledger.cum[protected + 1] - ledger.cum[protected] if protected >= 0 else 0
-        if needed > room:
+        try:
+            return plan_context(self._ledger, self._strategy, room, self._provider)
+        except Shortfall as short:
             fixed = self._budget_tokens - room
-            what = "the pinned messages" + (" and the latest user turn" if protected >= 0 else "")
+            what = "the pinned messages" + (" and the latest user turn" if short.user else "")
+            what += " and the newest exchange" if short.exchange else ""
+            need = fixed + short.needed
             raise ContextOverflowError(
-                f"{what} need {fixed + needed} tokens but the budget is {self._budget_tokens} "
-                f"(short by {fixed + needed - self._budget_tokens}); raise max_tokens, lower the "
+                f"{what} need {need} tokens but the budget is {self._budget_tokens} "
+                f"(short by {need - self._budget_tokens}); raise max_tokens, lower the "
                 "reserve, unpin messages or compact",
-                required=fixed + needed,
+                required=need,
                 budget=self._budget_tokens,
-            )
-        return self._strategy.select(ledger, room, protected)
-
-    def _runs(self, selection: Selection) -> tuple[list[int], list[int]]:
-        """The strategy's runs with the pinned groups merged in, in order."""
-        return self._ledger.with_pins(selection.starts, selection.stops)
+            ) from None
 
     def get_context(self) -> list[Any]:
         """The caller's messages to send now: system prompt first, then what fits, in order."""
         with self._lock:
-            selection = self._select()
-            ledger = self._ledger
+            starts, stops, _ = self._plan()
             out: list[Any] = [self._system[0]] if self._system else []
             if self._summary is not None:
                 out.append(self._summary[0])
-            out.extend(ledger.messages_in(*self._runs(selection)))
+            out.extend(self._ledger.messages_in(starts, stops))
             return out
 
     def context_tokens(self) -> int:
         """Tokens of what ``get_context`` returns, reply priming and tool definitions included."""
         with self._lock:
-            selection = self._select()
-            return self._budget_tokens - self._room() + selection.trimmable_tokens
+            return self._budget_tokens - self._room() + self._plan()[2]
 
     def stats(self) -> ContextStats:
         with self._lock:
@@ -401,13 +424,13 @@ class MessageContextManager(ExtensionHub):
                 counts["system"] += 1
                 tokens["system"] += self._system[2]
             try:
-                selection = self._select()
+                starts, stops, trimmable = self._plan()
                 context_count = (
                     (1 if self._system else 0)
                     + (1 if self._summary else 0)
-                    + ledger.message_count_in(*self._runs(selection))
+                    + ledger.message_count_in(starts, stops)
                 )
-                context_tokens = self._budget_tokens - self._room() + selection.trimmable_tokens
+                context_tokens = self._budget_tokens - self._room() + trimmable
             except ContextOverflowError:
                 context_count, context_tokens = 0, 0
             used = self.used_tokens
@@ -482,38 +505,7 @@ class MessageContextManager(ExtensionHub):
                 self._emit(change)
             self._after_change()
 
-    def compact(
-        self, summarizer: Any = None, *, focus: str | None = None, policy: Any = None
-    ) -> Any:
-        """Summarize old messages now; returns the ``CompactionEntry`` applied."""
-        from .compaction.runner import compact_manager
 
-        return compact_manager(self, summarizer, focus=focus, policy=policy)
-
-    async def acompact(
-        self, summarizer: Any = None, *, focus: str | None = None, policy: Any = None
-    ) -> Any:
-        """Async ``compact``; cancelling it leaves history and log untouched."""
-        from .compaction.runner import acompact_manager
-
-        return await acompact_manager(self, summarizer, focus=focus, policy=policy)
-
-    # -- persistence shortcuts (see store/) -------------------------------------------------
-    def _require_store(self) -> Any:
-        if self._journal is None or not hasattr(self._journal, "checkpoint"):
-            raise ConfigurationError(
-                "this manager has no store; create it with MessageContextManager.open(path)"
-            )
-        return self._journal
-
-    def checkpoint(self) -> int:
-        """Mark the current point of a persistent session; returns the checkpoint id."""
-        with self._lock:
-            return int(self._require_store().checkpoint())
-
-    def revert_to(self, checkpoint_id: int) -> None:
-        """Rewind a persistent session to just before checkpoint ``checkpoint_id``."""
-        if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int):
-            raise ConfigurationError(f"checkpoint_id must be an int, got {checkpoint_id!r}")
-        with self._lock:  # no add may slip between the file rewrite and the rebuild
-            self._require_store().revert_to(checkpoint_id, self)
+def _interrupts(rec: Message) -> bool:
+    """A user turn that answers none of the open calls: the person moved on."""
+    return rec.role == "user" and not rec.result_ids

@@ -9,6 +9,7 @@ from .budget.strategies import Strategy
 from .counting import TokenCounter
 from .errors import ConfigurationError
 from .manager import MessageContextManager
+from .providers import ProviderRules
 
 
 def trim(
@@ -24,6 +25,7 @@ def trim(
     pinned: Collection[int] = (),
     repair: bool = False,
     tools: Sequence[Any] | None = None,
+    provider: str | ProviderRules | None = None,
 ) -> list[Any]:
     """Return the messages of ``messages`` to send within ``max_tokens`` (input untouched).
 
@@ -36,6 +38,10 @@ def trim(
     growing history returns a stable prefix (prompt caches hit). The cut is a pure function of
     the history, the same as a ``MessageContextManager`` with the same settings would return;
     the rule is stated in :class:`~context_manager.budget.strategies.SlidingWindow`.
+
+    ``provider`` (``"openai"``, ``"openai-responses"``, ``"anthropic"``, ``"bedrock"``,
+    ``"gemini"``) keeps that API's rules and protects the newest exchange too (see
+    :mod:`context_manager.providers`).
     """
     if priorities is not None and len(priorities) != len(messages):
         raise ConfigurationError(
@@ -53,7 +59,9 @@ def trim(
         retention_ratio=retention_ratio,
         repair=repair,
         tools=tools,
+        provider=provider,
     )
+    manager.close_interrupted = False  # a given list is checked as it is (repair=True fixes it)
     pins = set(pinned)
     for i, message in enumerate(messages):
         manager.add(

@@ -158,6 +158,18 @@ class Ledger:
             tokens[key] = tokens.get(key, 0) + self.role_tokens[role]
         return counts, tokens
 
+    def first_role(self, g: int) -> str:
+        """Role a provider sees for group ``g``'s first message (tool results are user turns)."""
+        role = self.records[self.group_start[g]].role
+        return "user" if role == "tool" else role
+
+    def last_role(self, g: int) -> str:
+        role = self.records[self.group_end(g) - 1].role
+        return "user" if role == "tool" else role
+
+    def first_is_user_turn(self, g: int) -> bool:
+        return self.records[self.group_start[g]].is_user_turn
+
     def last_call(self) -> Any:
         """The newest held message that issued tool calls (None if there is none)."""
         for i in range(len(self.records) - 1, -1, -1):

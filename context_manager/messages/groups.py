@@ -125,9 +125,22 @@ class ToolProtocol:
         self._issuing = self.glue = False
 
 
-def missing_results(call_message: Any, call_ids: Iterable[str]) -> list[Any]:
-    """Synthetic error results in the caller's shape (OpenAI tool messages or Anthropic blocks)."""
+#: Text of the result that closes a call a new user turn interrupted.
+INTERRUPTED_RESULT = "Error: the tool call was interrupted before it returned a result."
+
+
+def missing_results(
+    call_message: Any, call_ids: Iterable[str], text: str = MISSING_RESULT_TEXT
+) -> list[Any]:
+    """Synthetic error results in the caller's shape: Anthropic blocks, Responses
+    ``function_call_output`` items, or OpenAI tool messages."""
     ids = list(call_ids)
+    if isinstance(call_message, Mapping) and call_message.get("type") in (
+        "function_call",
+        "custom_tool_call",
+    ):
+        kind = f"{call_message['type']}_output"
+        return [{"type": kind, "call_id": i, "output": text} for i in ids]
     anthropic = (
         isinstance(call_message, Mapping)
         and "tool_calls" not in call_message
@@ -142,13 +155,13 @@ def missing_results(call_message: Any, call_ids: Iterable[str]) -> list[Any]:
             {
                 "type": "tool_result",
                 "tool_use_id": i,
-                "content": MISSING_RESULT_TEXT,
+                "content": text,
                 "is_error": True,
             }
             for i in ids
         ]
         return [{"role": "user", "content": blocks}]
-    return [{"role": "tool", "tool_call_id": i, "content": MISSING_RESULT_TEXT} for i in ids]
+    return [{"role": "tool", "tool_call_id": i, "content": text} for i in ids]
 
 
 def _without_stale_results(original: Any, rec: Message, stale: set[str]) -> Any | None:

@@ -86,7 +86,7 @@ def _result_text(content: Any, index: int | None, parts: _Parts) -> str:
 
 def _tool_use(part: Mapping[str, Any], index: int | None) -> ToolCall:
     call_id, name = part.get("id"), part.get("name")
-    if not isinstance(call_id, str) or not isinstance(name, str):
+    if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
         raise InvalidMessageError(
             "tool_use block needs string 'id' and 'name'", index=index, hint=f"got {dict(part)!r}"
         )
@@ -113,7 +113,7 @@ def _part(part: Any, index: int | None, out: _Parts) -> None:
         out.tool_calls.append(_tool_use(part, index))
     elif kind == "tool_result":
         call_id = part.get("tool_use_id")
-        if not isinstance(call_id, str):
+        if not isinstance(call_id, str) or not call_id:
             raise InvalidMessageError("tool_result block needs a string 'tool_use_id'", index=index)
         text = _result_text(part.get("content"), index, out)
         out.results.append(ToolResult(call_id, text, bool(part.get("is_error", False))))
@@ -179,6 +179,18 @@ def _build(role: str, parts: _Parts, index: int | None, name: Any, call_id: Any)
             )
     else:
         call_id = None
+    if parts.results and role != "user":
+        raise InvalidMessageError(
+            f"a tool_result block in a {role} message",
+            index=index,
+            hint="tool results go in the user turn that follows the call",
+        )
+    if parts.tool_calls and role not in ("assistant",):
+        raise InvalidMessageError(
+            f"a tool call in a {role} message",
+            index=index,
+            hint="only assistant turns call tools",
+        )
     text = parts.texts[0] if len(parts.texts) == 1 else "\n".join(parts.texts)
     return Message(
         role=role,

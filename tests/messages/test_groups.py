@@ -32,7 +32,11 @@ USER = {"role": "user", "content": "go"}
     [
         ([USER, result("nope")], "unknown tool call id 'nope'", 1),
         ([USER, call("a"), result("a"), result("a")], "duplicate result for tool call 'a'", 3),
-        ([USER, call("a", "b"), result("a"), USER], "tool call(s) b still await results", 3),
+        (
+            [USER, call("a", "b"), result("a"), {"role": "assistant", "content": "x"}],
+            "tool call(s) b still await results",
+            3,
+        ),
         ([USER, call("a"), result("a"), call("a")], "tool call id 'a' was already used", 3),
     ],
 )

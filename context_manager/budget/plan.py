@@ -1,0 +1,64 @@
+"""What to send: the strategy's choice, the protected parts, pins and provider rules combined.
+
+A pure function of the ledger, the strategy, the room and the provider's rules, so the manager
+and any other host compute a context the same way.
+"""
+
+from __future__ import annotations
+
+from ..providers import ProviderRules, restrict
+from ._ledger import Ledger
+from .strategies import Strategy
+
+__all__ = ["Shortfall", "plan_context"]
+
+
+class Shortfall(Exception):
+    """The protected parts alone need ``needed`` trimmable tokens, more than the room."""
+
+    def __init__(self, needed: int, user: bool, exchange: bool) -> None:
+        super().__init__(needed)
+        self.needed = needed
+        self.user = user
+        self.exchange = exchange
+
+
+def _covers(starts: list[int], stops: list[int], g: int) -> bool:
+    return any(a <= g < b for a, b in zip(starts, stops, strict=True))
+
+
+def plan_context(
+    ledger: Ledger, strategy: Strategy, room: int, provider: ProviderRules | None
+) -> tuple[list[int], list[int], int]:
+    """Runs of groups to send (pins merged, provider rules kept) and their trimmable tokens.
+
+    The latest user turn is always protected. With a provider the newest complete exchange is
+    protected too: if the strategy dropped it, the strategy runs again with that exchange's
+    tokens set aside, so the answer still fits. Raises :class:`Shortfall` when the protected
+    parts cannot fit.
+    """
+    protected = ledger.protected_group()
+    newest = -1
+    if provider is not None:
+        q = ledger.complete - 1
+        if q >= ledger.floor and q != protected and not ledger.group_pinned[q]:
+            newest = q
+    needed = ledger.trimmable(protected, protected + 1) if protected >= 0 else 0
+    newest_tokens = ledger.trimmable(newest, newest + 1) if newest >= 0 else 0
+    if needed + newest_tokens > room:
+        raise Shortfall(needed + newest_tokens, protected >= 0, newest >= 0)
+    selection = strategy.select(ledger, room, protected)
+    starts, stops, tokens = selection.starts, selection.stops, selection.trimmable_tokens
+    if newest >= 0 and not _covers(starts, stops, newest):
+        selection = strategy.select(ledger, room - newest_tokens, protected)
+        starts, stops, tokens = selection.starts, selection.stops, selection.trimmable_tokens
+        if not _covers(starts, stops, newest):
+            starts, stops = [*starts, newest], [*stops, newest + 1]
+            tokens += newest_tokens
+    starts, stops = ledger.with_pins(starts, stops)
+    if provider is not None:
+        pins = (g for g in ledger.pinned_groups if g < ledger.complete)
+        keep = frozenset([protected, newest, *pins])
+        starts, stops, dropped = restrict(provider, ledger, starts, stops, keep)
+        tokens -= sum(ledger.trimmable(g, g + 1) for g in dropped)
+    return starts, stops, tokens

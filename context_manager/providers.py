@@ -1,0 +1,229 @@
+"""What each provider API accepts, as small named rule sets: checked by :func:`validate`, and
+kept by every strategy when a manager or ``trim()`` is given ``provider=``.
+
+Sources (each rule names its own):
+
+- OpenAI Chat Completions, "Function calling": a ``tool`` message must follow the assistant
+  message whose ``tool_calls`` holds its id, and every call must be answered before the next
+  user or assistant message (the API rejects the request otherwise).
+- OpenAI Responses, "Function calling" and "Reasoning": ``function_call`` and
+  ``function_call_output`` pair by ``call_id``; with reasoning models a ``function_call`` must be
+  preceded by the ``reasoning`` item that produced it.
+- Anthropic Messages, "Messages API" and "Tool use": the first message is a user turn;
+  consecutive same-role turns are merged by the API (so trimming must not create them: an
+  answer would lose its question); each ``tool_use`` is answered by ``tool_result`` blocks in the
+  very next user turn, results before any text; a final assistant turn is a prefill. With
+  extended thinking an assistant turn starts with its thinking block.
+- Amazon Bedrock Converse: the first message is a user message and roles strictly alternate.
+- Gemini, "Function calling": contents start with a user turn; a function call follows a user
+  turn or a function response.
+
+The restriction only ever *drops* groups from a selection (never adds), so it cannot push a
+context over its budget; the latest user turn and the newest exchange are never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any, Literal, Protocol
+
+from .errors import ConfigurationError, InvalidMessageError
+from .messages import Message, normalize
+
+__all__ = ["PROVIDERS", "Problem", "ProviderRules", "get_provider", "validate"]
+
+ProviderName = Literal["openai", "openai-responses", "anthropic", "bedrock", "gemini"]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One reason a provider would reject a context: where, which rule, in plain words."""
+
+    index: int
+    rule: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"message {self.index}: {self.reason} [{self.rule}]"
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderRules:
+    """A provider's rule set. ``first_user``: the first non-system message is a user turn.
+    ``alternate``: trimming never brings two turns of the same role together (Anthropic merges
+    such turns, so an answer would lose its question). ``strict``: the list itself must alternate
+    exactly (Bedrock Converse), which :func:`validate` checks."""
+
+    name: str
+    first_user: bool = False
+    alternate: bool = False
+    strict: bool = False
+    results_first: bool = False
+    thinking_first: bool = False
+
+
+PROVIDERS: dict[str, ProviderRules] = {
+    "openai": ProviderRules("openai"),
+    "openai-responses": ProviderRules("openai-responses"),
+    "anthropic": ProviderRules(
+        "anthropic", first_user=True, alternate=True, results_first=True, thinking_first=True
+    ),
+    "bedrock": ProviderRules("bedrock", first_user=True, alternate=True, strict=True),
+    "gemini": ProviderRules("gemini", first_user=True, alternate=True),
+}
+
+
+def get_provider(name: str | ProviderRules | None) -> ProviderRules | None:
+    if name is None or isinstance(name, ProviderRules):
+        return name
+    rules = PROVIDERS.get(name) if isinstance(name, str) else None
+    if rules is None:
+        raise ConfigurationError(
+            f"unknown provider {name!r}; use one of {', '.join(PROVIDERS)} or None"
+        )
+    return rules
+
+
+def _turn_role(rec: Message) -> str:
+    """The role a provider sees: tool results travel in user turns outside OpenAI."""
+    if rec.role == "tool":
+        return "user"
+    return rec.role
+
+
+# -- checking a list -----------------------------------------------------------------------
+
+
+def _pairing(records: Sequence[Message], out: list[Problem]) -> None:
+    pending: dict[str, int] = {}
+    for i, rec in enumerate(records):
+        for rid in rec.result_ids:
+            if rid not in pending:
+                out.append(Problem(i, "tool-pairing", f"tool result {rid!r} answers no open call"))
+            else:
+                del pending[rid]
+        if pending and not rec.result_ids and not (rec.item and rec.tool_calls):
+            waiting = ", ".join(pending)
+            out.append(Problem(i, "tool-pairing", f"tool call(s) {waiting} are not answered"))
+            pending.clear()
+        for call in rec.tool_calls:
+            pending[call.id] = i
+    if pending:
+        first = min(pending.values())
+        out.append(Problem(first, "tool-pairing", "tool call(s) without results at the end"))
+
+
+def validate(messages: Iterable[Any], provider: str | ProviderRules = "openai") -> list[Problem]:
+    """The problems ``provider`` would reject ``messages`` for (empty when it accepts them).
+
+    Works on any list, trimmed or not; each problem names the message index and the rule.
+    """
+    rules = get_provider(provider)
+    assert rules is not None
+    given = list(messages)
+    records: list[Message] = []
+    problems: list[Problem] = []
+    for i, message in enumerate(given):
+        try:
+            records.append(normalize(message, i))
+        except InvalidMessageError as exc:
+            problems.append(Problem(i, "readable", exc.reason))
+            records.append(Message("user"))
+    _pairing(records, problems)
+    body = [(i, r) for i, r in enumerate(records) if r.role not in ("system", "developer")]
+    if rules.first_user and body and _turn_role(body[0][1]) != "user":
+        problems.append(
+            Problem(
+                body[0][0],
+                "first-user",
+                "the first message after the system prompt is not a user turn",
+            )
+        )
+    for (_, a), (j, b) in pairwise(body):
+        if _turn_role(a) != _turn_role(b) or (a.item and b.item):
+            continue
+        if rules.strict and not (a.result_ids and b.result_ids):
+            problems.append(Problem(j, "alternate", f"two {_turn_role(b)} turns in a row"))
+        elif rules.name == "gemini" and b.role == "assistant" and b.tool_calls:
+            problems.append(
+                Problem(
+                    j,
+                    "call-follows-user",
+                    "a function call must follow a user turn or a function response",
+                )
+            )
+    for i, message in enumerate(given):
+        kinds = [p.get("type") for p in _content(message) if isinstance(p, dict)]
+        if rules.results_first and "tool_result" in kinds and "text" in kinds:
+            last_result = max(k for k, t in enumerate(kinds) if t == "tool_result")
+            if kinds.index("text") < last_result:
+                problems.append(Problem(i, "results-first", "text comes before a tool_result"))
+        if rules.thinking_first and records[i].role == "assistant":
+            first = next((k for k, t in enumerate(kinds) if t in _THINKING), None)
+            if first not in (None, 0):
+                problems.append(Problem(i, "thinking-first", "thinking is not first in its turn"))
+    problems.sort(key=lambda p: p.index)
+    return problems
+
+
+_THINKING = ("thinking", "redacted_thinking")
+
+
+def _content(message: Any) -> list[Any]:
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else []
+
+
+# -- keeping a selection valid ------------------------------------------------------------
+
+
+class GroupRoles(Protocol):
+    """What the restriction reads of the ledger: each group's first and last turn roles."""
+
+    def first_role(self, g: int) -> str: ...
+    def last_role(self, g: int) -> str: ...
+    def first_is_user_turn(self, g: int) -> bool: ...
+
+
+def restrict(
+    rules: ProviderRules,
+    roles: GroupRoles,
+    starts: list[int],
+    stops: list[int],
+    keep: frozenset[int],
+) -> tuple[list[int], list[int], list[int]]:
+    """Runs with the groups that break ``rules`` dropped (never added); also the dropped groups.
+
+    ``keep`` holds groups that must stay (latest user turn, newest exchange, pins): a violation
+    they cause is left for :func:`validate` to report, never resolved by dropping them.
+    """
+    groups = [g for a, b in zip(starts, stops, strict=True) for g in range(a, b)]
+    dropped: list[int] = []
+    if rules.first_user:
+        while groups and groups[0] not in keep and not roles.first_is_user_turn(groups[0]):
+            dropped.append(groups.pop(0))
+    if rules.alternate:
+        k = 1
+        while k < len(groups):
+            prev, cur = groups[k - 1], groups[k]
+            if cur != prev + 1 and roles.last_role(prev) == roles.first_role(cur):
+                victim = prev if prev not in keep else (cur if cur not in keep else -1)
+                if victim >= 0:
+                    groups.remove(victim)
+                    dropped.append(victim)
+                    k = max(k - 1, 1)
+                    continue
+            k += 1
+    if not dropped:
+        return starts, stops, dropped
+    out_starts: list[int] = []
+    out_stops: list[int] = []
+    for g in groups:
+        if out_stops and out_stops[-1] == g:
+            out_stops[-1] = g + 1
+        else:
+            out_starts.append(g)
+            out_stops.append(g + 1)
+    return out_starts, out_stops, dropped

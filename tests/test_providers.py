@@ -1,0 +1,291 @@
+"""Provider-valid contexts: rule sets, validate(), interrupted calls, and every strategy.
+
+Rules come from the providers' documentation (cited in context_manager/providers.py). The
+property test generates Anthropic-shaped histories (parallel calls, thinking, pins, priorities,
+interrupted calls) and checks with its own independent reading that, for every strategy and
+budget, the context starts with a user turn, never puts two same-role turns together that were
+not together in the history, keeps every call with its results, and holds the newest exchange.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from context_manager import ContextOverflowError, InvalidMessageError, MessageContextManager, trim
+from context_manager.events import Event, ToolCallsClosed
+from context_manager.providers import PROVIDERS, validate
+
+from .naive import naive_read
+
+
+def tool_use(i: str, thinking: bool = False) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if thinking:
+        content.append({"type": "thinking", "thinking": "hmm", "signature": "sig"})
+    content += [
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": i, "name": "read", "input": {"path": f"{i}.py"}},
+    ]
+    return {"role": "assistant", "content": content}
+
+
+def tool_result(i: str, text: str = "x = 1\n" * 20) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": text}]}
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def bot(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+# -- validate(): one example per documented rule ----------------------------------------------
+
+
+def test_validate_reports_each_rule_with_its_index() -> None:
+    assert validate([user("hi"), bot("hello")], "anthropic") == []
+    first = validate([bot("hello"), user("hi")], "anthropic")
+    assert [(p.index, p.rule) for p in first] == [(0, "first-user")]
+    twice = validate([user("a"), user("b")], "bedrock")
+    assert [(p.index, p.rule) for p in twice] == [(1, "alternate")]
+    assert validate([user("a"), user("b")], "anthropic") == []  # the API merges them
+    orphan = validate([user("hi"), tool_result("t1")], "anthropic")
+    assert any(p.rule == "tool-pairing" and p.index == 1 for p in orphan)
+    open_call = validate([user("hi"), tool_use("t1"), user("next")], "anthropic")
+    assert any(p.rule == "tool-pairing" for p in open_call)
+    late_text = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "here"},
+            {"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
+        ],
+    }
+    assert [p.rule for p in validate([user("q"), tool_use("t1"), late_text], "anthropic")] == [
+        "results-first"
+    ]
+    thinking_late = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "a"},
+            {"type": "thinking", "thinking": "b", "signature": "s"},
+        ],
+    }
+    assert [p.rule for p in validate([user("q"), thinking_late], "anthropic")] == ["thinking-first"]
+    model_first = [{"role": "model", "parts": [{"text": "hi"}]}]
+    assert [p.rule for p in validate(model_first, "gemini")] == ["first-user"]
+    assert validate([bot("any order is fine")], "openai") == []
+
+
+def test_validate_responses_items_pairing() -> None:
+    items = [
+        user("q"),
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+        {"type": "function_call", "call_id": "c2", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "1"},
+        {"type": "function_call_output", "call_id": "c2", "output": "2"},
+    ]
+    assert validate(items, "openai-responses") == []
+    assert [p.rule for p in validate(items[:-1], "openai-responses")] == ["tool-pairing"]
+
+
+# -- trimming keeps the rules -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["fifo", "sliding_window", "priority"])
+def test_anthropic_context_starts_with_a_user_turn(strategy: str) -> None:
+    history: list[dict[str, Any]] = []
+    for n in range(30):
+        history += [user(f"Next step {n}, please."), tool_use(f"t{n}"), tool_result(f"t{n}")]
+        history += [bot(f"Step {n} done. " * 5)]
+    invalid_without = 0
+    for budget in range(1_000, 3_000, 37):
+        manager = MessageContextManager(budget, strategy=strategy, provider="anthropic")
+        plain = MessageContextManager(budget, strategy=strategy)
+        for message in history:
+            manager.add(message)
+            plain.add(message)
+        assert validate(manager.get_context(), "anthropic") == []
+        assert manager.context_tokens() <= manager.budget_tokens
+        invalid_without += bool(validate(plain.get_context(), "anthropic"))
+    assert invalid_without > 0  # without the rule set, trimming breaks Anthropic's rules
+
+
+def test_priority_keeps_the_newest_exchange_with_a_provider() -> None:
+    history = [user("go"), tool_use("t1"), tool_result("t1", "x" * 400)]
+    history += [user("and then?"), tool_use("t2"), tool_result("t2", "y" * 400)]
+    priorities = [3, 3, 3, 3, 0, 0]  # the newest exchange has the lowest priority
+    budget = sum(MessageContextManager().count_message(m) for m in history[:4]) + 10
+    kept = trim(history, budget, strategy="priority", priorities=priorities, provider="anthropic")
+    assert history[5] in kept and history[4] in kept  # the result the model just asked for
+    without = trim(history, budget, strategy="priority", priorities=priorities)
+    assert history[5] not in without
+
+
+def test_a_protected_part_that_cannot_fit_is_an_overflow_with_the_shortfall() -> None:
+    manager = MessageContextManager(
+        200, reserve_tokens=0, strategy="sliding_window", provider="anthropic"
+    )
+    manager.add(user("q"))
+    manager.add(tool_use("t1"))
+    manager.add(tool_result("t1", "z" * 2_000))
+    with pytest.raises(ContextOverflowError) as info:
+        manager.get_context()
+    assert info.value.shortfall > 0 and "newest exchange" in str(info.value)
+
+
+# -- interrupted tool calls never lock the manager ---------------------------------------------
+
+
+def test_a_new_user_turn_closes_interrupted_calls(tmp_path: Path) -> None:
+    events: list[Event] = []
+    path = tmp_path / "context.jsonl"
+    manager = MessageContextManager.open(path, provider="anthropic")
+    manager.subscribe(events.append)
+    manager.add(user("read both files"))
+    manager.add(tool_use("t1"))  # Ctrl-C: no result ever arrives
+    manager.add(user("never mind, do something else"))
+    context = manager.get_context()
+    assert validate(context, "anthropic") == []  # the next request is accepted
+    closing = context[2]
+    assert closing["content"][0]["tool_use_id"] == "t1" and closing["content"][0]["is_error"]
+    assert [e for e in events if isinstance(e, ToolCallsClosed)] == [
+        ToolCallsClosed(("t1",), manager.interrupted_result)
+    ]
+    assert MessageContextManager.open(path).messages == manager.messages  # persisted
+
+
+def test_close_pending_tool_calls_for_your_own_cancel_path() -> None:
+    manager = MessageContextManager(10_000)
+    manager.add(user("q"))
+    manager.add(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            ],
+        }
+    )
+    closed = manager.close_pending_tool_calls("cancelled by the user")
+    assert [(m["tool_call_id"], m["content"]) for m in closed] == [
+        ("a", "cancelled by the user"),
+        ("b", "cancelled by the user"),
+    ]
+    manager.add(bot("ok"))  # no lock-up
+    assert manager.close_pending_tool_calls() == []
+
+
+def test_known_bad_blocks_are_rejected() -> None:
+    bad = [
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_result", "tool_use_id": "x", "content": "?"}],
+        },
+        {"role": "user", "content": [{"type": "tool_use", "id": "x", "name": "f", "input": {}}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "", "name": "f", "input": {}}],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "d", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                {"id": "d", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            ],
+        },
+    ]
+    for message in bad:
+        manager = MessageContextManager(10_000)
+        manager.add(user("q"))
+        with pytest.raises(InvalidMessageError):
+            manager.add(message)
+
+
+# -- property: every strategy, every budget -----------------------------------------------------
+
+
+@st.composite
+def agent_history(draw: st.DrawFn) -> list[dict[str, Any]]:
+    history = [user("start")]
+    for n in range(draw(st.integers(1, 14))):
+        kind = draw(st.sampled_from(["user", "reply", "tools", "tools", "interrupt"]))
+        size = draw(st.integers(0, 200))
+        if kind == "user":
+            history.append(user("u" * size))
+        elif kind == "reply":
+            history.append(bot("a" * size))
+        else:
+            k = draw(st.integers(1, 3))
+            ids = [f"t{n}_{j}" for j in range(k)]
+            call = tool_use(ids[0], thinking=draw(st.booleans()))
+            call["content"] += [
+                {"type": "tool_use", "id": i, "name": "f", "input": {}} for i in ids[1:]
+            ]
+            history.append(call)
+            if kind == "interrupt":
+                history.append(user("stop, do this instead"))
+            else:
+                history.append(
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "tool_result", "tool_use_id": i, "content": "r" * size}
+                            for i in ids
+                        ],
+                    }
+                )
+    return history
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    history=agent_history(),
+    strategy=st.sampled_from(["fifo", "sliding_window", "priority"]),
+    provider=st.sampled_from(["anthropic", "bedrock"]),
+    budget=st.integers(60, 2_000),
+    priorities=st.lists(st.integers(0, 2), min_size=40, max_size=40),
+    pin=st.booleans(),
+)
+def test_every_strategy_keeps_provider_rules(
+    history: list[dict[str, Any]],
+    strategy: str,
+    provider: str,
+    budget: int,
+    priorities: list[int],
+    pin: bool,
+) -> None:
+    manager = MessageContextManager(budget, reserve_tokens=0, strategy=strategy, provider=provider)
+    for i, message in enumerate(history):
+        manager.add(message, priority=priorities[i % 40], pinned=pin and i == 0)
+    try:
+        context = manager.get_context()
+    except ContextOverflowError as exc:
+        assert exc.shortfall > 0
+        return
+    held = manager.messages
+    position = {id(m): k for k, m in enumerate(held)}
+    reads = [naive_read(m) for m in context]
+    # first turn is a user turn; no same-role neighbours that trimming brought together
+    assert reads and (reads[0].role == "user" or (pin and context[0] is history[0]))
+    for (a, ra), (b, rb) in zip(
+        zip(context, reads, strict=True), zip(context[1:], reads[1:], strict=True), strict=False
+    ):
+        if ra.role == rb.role and not (pin and a is history[0]):  # a pin is the caller's call
+            assert position[id(b)] == position[id(a)] + 1, "trimming joined two same-role turns"
+    # calls travel with all their results
+    issued = {c for r in reads for c in r.call_ids}
+    assert issued == {c for r in reads for c in r.result_ids}
+    # the newest exchange (the last complete group held) is sent
+    assert context[-1] is held[-1] or naive_read(held[-1]).call_ids
+    assert manager.context_tokens() <= budget
+    assert set(PROVIDERS) >= {provider}
