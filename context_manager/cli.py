@@ -1,13 +1,16 @@
-"""Command line: ``context-manager demo | count | trim | stats | verify`` (JSON in, JSON out).
+"""Command line: ``context-manager demo | count | trim | stats | check | verify``.
 
 Machine-readable output (kept messages, counts) goes to stdout; the human summary with a usage
 bar goes to stderr, so ``context-manager trim chat.json --max-tokens 8000 > kept.json`` works.
+Output is built whole before it is written (a failure never leaves half a JSON document), every
+bad input is a one-line error with exit code 2, and a closed pipe (``| head``) ends quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from importlib import resources
@@ -20,6 +23,7 @@ from .messages import normalize
 from .stats import ContextStats
 
 SAMPLE = "sample_conversation.json"
+PROVIDER_NAMES = ["openai", "openai-responses", "anthropic", "bedrock", "gemini"]
 
 
 class CliError(ContextManagerError):
@@ -29,18 +33,27 @@ class CliError(ContextManagerError):
 def load_messages(source: str) -> list[Any]:
     """Read a JSON array of messages or JSONL (one message per line) from a path or ``-``."""
     if source == "-":
-        text, name = sys.stdin.read(), "<stdin>"
+        raw, name = sys.stdin.buffer.read(), "<stdin>"
     else:
         path = Path(source)
         if not path.is_file():
             raise CliError(f"{source}: no such file (pass a JSON array or JSONL file, or -)")
-        text, name = path.read_text(encoding="utf-8"), source
+        try:
+            raw, name = path.read_bytes(), source
+        except OSError as exc:
+            raise CliError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")  # a leading BOM is not content
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{name}: not UTF-8 (byte {exc.start}); save the file as UTF-8") from None
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise CliError(f"{name}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        except RecursionError:
+            raise CliError(f"{name}: JSON nested too deeply to be a message list") from None
         if not isinstance(data, list):
             raise CliError(f"{name}: expected a JSON array of messages")
         return data
@@ -52,6 +65,8 @@ def load_messages(source: str) -> list[Any]:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
             raise CliError(f"{name}:{number}: invalid JSON line: {exc.msg}") from None
+        except RecursionError:
+            raise CliError(f"{name}:{number}: JSON nested too deeply") from None
         if isinstance(item, dict) and str(item.get("role", "")).startswith("_"):
             continue  # metadata lines of a session log
         messages.append(item)
@@ -82,6 +97,7 @@ def _manager(args: argparse.Namespace, **extra: Any) -> MessageContextManager:
         reserve_tokens=getattr(args, "reserve_tokens", None),
         max_messages=getattr(args, "max_messages", None),
         repair=args.repair,
+        provider=getattr(args, "provider", None),
         **extra,
     )
 
@@ -146,10 +162,23 @@ def _filled(args: argparse.Namespace) -> tuple[MessageContextManager, int]:
 def cmd_trim(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     manager, total = _filled(args)
     kept = manager.get_context()
-    json.dump(kept, out, indent=1, ensure_ascii=False)
-    out.write("\n")
+    try:
+        text = json.dumps(kept, indent=1, ensure_ascii=False) + "\n"
+    except (TypeError, ValueError) as exc:
+        raise CliError(f"cannot write the kept messages as JSON: {exc}") from None
+    out.write(text)
     err.write(summary_line(manager.stats(), total) + "\n")
     return 0
+
+
+def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .providers import validate
+
+    messages = load_messages(args.file)
+    problems = validate(messages, args.provider)
+    out.write("".join(f"{problem}\n" for problem in problems))
+    err.write(f"{len(problems)} problem(s) for {args.provider} in {len(messages)} messages\n")
+    return 1 if problems else 0
 
 
 def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -203,6 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
                 choices=["fifo", "sliding_window", "priority"],
             )
             p.add_argument("--max-messages", type=int, default=None)
+            p.add_argument("--provider", default=None, choices=PROVIDER_NAMES)
 
     demo = sub.add_parser("demo", help="trim the bundled sample conversation")
     demo.add_argument("--max-tokens", type=int, default=600)
@@ -216,6 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
     stats = sub.add_parser("stats", help="budget statistics as JSON")
     common(stats, budget=True)
     stats.set_defaults(func=cmd_stats)
+    check = sub.add_parser("check", help="list what a provider would reject (exit 1 if any)")
+    check.add_argument("file", help="JSON array of messages or JSONL; - for stdin")
+    check.add_argument("--provider", default="openai", choices=PROVIDER_NAMES)
+    check.set_defaults(func=cmd_check)
     verify = sub.add_parser("verify", help="check TypeScript fixtures against Python")
     verify.add_argument("dir", help="directory of fixture JSON files")
     verify.set_defaults(func=cmd_verify)
@@ -226,10 +260,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         result: int = args.func(args, sys.stdout, sys.stderr)
+        sys.stdout.flush()
         return result
     except ContextManagerError as exc:
         sys.stderr.write(f"context-manager: error: {exc}\n")
         return 2
+    except BrokenPipeError:
+        # The reader went away (| head): say nothing, and keep the interpreter's final flush
+        # from raising again on the closed descriptor.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -118,3 +118,51 @@ def test_verify_reports_mismatch_with_a_diff(
 def test_verify_committed_fixtures_pass(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", str(ROOT / "compat_fixtures" / "fixtures")]) == 0
     assert "FAIL" not in capsys.readouterr().out
+
+
+def test_check_lists_provider_problems_and_exits_1(tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps([
+        {"role": "assistant", "content": "hello"}, {"role": "user", "content": "hi"}]))
+    assert main(["check", str(path), "--provider", "anthropic"]) == 1
+    assert "message 0" in capsys.readouterr().out
+    assert main(["check", str(path), "--provider", "openai"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (b"\xff\xfe[]", "not UTF-8"),
+        (b"[" * 100_000, "nested too deeply"),
+        (b"[{oops", "invalid JSON"),
+        (b'{"role": "user", "content": "x"}\n' + b"[" * 100_000 + b"\n", "nested too deeply"),
+    ],
+    ids=["utf16", "deep-array", "broken", "deep-jsonl"],
+)
+def test_bad_files_are_one_line_errors_with_exit_2(
+    tmp_path: Path, capsys: Any, content: bytes, fragment: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    assert main(["count", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_bom_is_not_content(tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps([{"role": "user", "content": "x"}]).encode())
+    assert main(["count", str(path)]) == 0
+
+
+def test_closed_pipe_is_quiet() -> None:
+    import subprocess
+    import sys
+
+    sample = ROOT / "context_manager" / "data" / "sample_conversation.json"
+    script = (
+        f"{sys.executable} -m context_manager trim {sample} --max-tokens 100000 "
+        "| head -c 10 > /dev/null"
+    )
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=ROOT)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
