@@ -31,8 +31,8 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (9, ("parity",)),
     (10, ("cli", "__main__", "integrations")),
 ]
-# Convenience methods on the manager (in its base, _hub.ExtensionHub) that load an upper layer on first use; the layers they load
-# never import the manager, so the graph stays acyclic (checked below).
+# Convenience methods on the manager (in its base, _hub.ExtensionHub) that load an upper layer
+# on first use; the layers they load never import the manager, so the graph stays acyclic.
 LAZY_ENTRY_POINTS = {
     ("context_manager._hub", "context_manager.store.session"),
     ("context_manager._hub", "context_manager.compaction.runner"),

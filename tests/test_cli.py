@@ -120,10 +120,11 @@ def test_verify_committed_fixtures_pass(capsys: pytest.CaptureFixture[str]) -> N
     assert "FAIL" not in capsys.readouterr().out
 
 
-def test_check_lists_provider_problems_and_exits_1(tmp_path: Path, capsys: Any) -> None:
+def test_check_lists_provider_problems_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "chat.json"
-    path.write_text(json.dumps([
-        {"role": "assistant", "content": "hello"}, {"role": "user", "content": "hi"}]))
+    path.write_text(
+        json.dumps([{"role": "assistant", "content": "hello"}, {"role": "user", "content": "hi"}])
+    )
     assert main(["check", str(path), "--provider", "anthropic"]) == 1
     assert "message 0" in capsys.readouterr().out
     assert main(["check", str(path), "--provider", "openai"]) == 0
@@ -140,7 +141,7 @@ def test_check_lists_provider_problems_and_exits_1(tmp_path: Path, capsys: Any) 
     ids=["utf16", "deep-array", "broken", "deep-jsonl"],
 )
 def test_bad_files_are_one_line_errors_with_exit_2(
-    tmp_path: Path, capsys: Any, content: bytes, fragment: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, fragment: str
 ) -> None:
     path = tmp_path / "bad.json"
     path.write_bytes(content)
@@ -149,7 +150,7 @@ def test_bad_files_are_one_line_errors_with_exit_2(
     assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_a_bom_is_not_content(tmp_path: Path, capsys: Any) -> None:
+def test_a_bom_is_not_content(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "bom.json"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps([{"role": "user", "content": "x"}]).encode())
     assert main(["count", str(path)]) == 0
