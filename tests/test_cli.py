@@ -120,7 +120,9 @@ def test_verify_committed_fixtures_pass(capsys: pytest.CaptureFixture[str]) -> N
     assert "FAIL" not in capsys.readouterr().out
 
 
-def test_check_lists_provider_problems_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_lists_provider_problems_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "chat.json"
     path.write_text(
         json.dumps([{"role": "assistant", "content": "hello"}, {"role": "user", "content": "hi"}])
