@@ -40,17 +40,24 @@ def test_instances_pass_through() -> None:
     ("spec", "model", "name"),
     [
         ("tiktoken", None, "tiktoken:o200k_base"),
+        (None, "gpt-5-mini-2025-08-07", "tiktoken:o200k_base"),
+        (None, "claude-opus-4-5", "estimate:claude-opus-4-5"),
+        (None, "llama3.1:8b", "estimate:llama3.1"),
+        (None, "meta-llama/Llama-3.3-70B-Instruct", "estimate:llama-3.3"),
+        ("estimate", None, "estimate"),
+        ("estimate", "gemini-2.5-flash", "estimate:gemini-2.5-flash"),
+        ("chars", "claude-opus-4-5", "chars/4"),
         ("tiktoken", "gpt-4-0613", "tiktoken:cl100k_base"),
         ("tiktoken:cl100k_base", None, "tiktoken:cl100k_base"),
         ("o200k_base", None, "tiktoken:o200k_base"),
         ("model", "gpt-4.1-2025-04-14", "tiktoken:o200k_base"),
         ("auto", "gpt-3.5-turbo-0125", "tiktoken:cl100k_base"),
         ("gpt-4o-2024-08-06", None, "tiktoken:o200k_base"),
-        ("model", "claude-sonnet-4-5-20250929", "estimate:claude-sonnet-4-5(chars/3)"),
-        ("gemini-2.5-pro", None, "estimate:gemini-2.5-pro(chars/3.5)"),
+        ("model", "claude-sonnet-4-5-20250929", "estimate:claude-sonnet-4-5"),
+        ("gemini-2.5-pro", None, "estimate:gemini-2.5-pro"),
     ],
 )
-def test_specs_resolve(spec: str, model: str | None, name: str) -> None:
+def test_specs_resolve(spec: str | None, model: str | None, name: str) -> None:
     assert get_counter(spec, model=model).name == name
 
 
@@ -66,6 +73,24 @@ def test_deepseek_models_use_the_packaged_tokenizer() -> None:
     assert counter.name == "hf:deepseek"
     assert counter.prompt_overhead == 2
     assert get_counter("deepseek").count_text("hello world") == counter.count_text("hello world")
+
+
+def test_unknown_models_list_close_matches() -> None:
+    with pytest.raises(ConfigurationError, match=r"did you mean 'claude-sonnet-4-5'"):
+        get_counter(model="clade-sonnet-4-5")
+    with pytest.raises(ConfigurationError, match=r"did you mean .*'gpt-4o'"):
+        get_counter(model="gtp-4o")
+    with pytest.raises(ConfigurationError, match="model must be a model name"):
+        get_counter(model=42)  # type: ignore[arg-type]
+
+
+def test_counter_cache_is_bounded() -> None:
+    from context_manager.counting import resolve
+
+    for i in range(resolve.MAX_CACHED_COUNTERS + 10):
+        register_model(ModelInfo(f"bounded-{i}", 1_000, 100, tokenizer="estimate"))
+        get_counter(model=f"bounded-{i}")
+    assert len(resolve._counters) <= resolve.MAX_CACHED_COUNTERS
 
 
 def test_unknown_specs_and_models_say_what_to_pass() -> None:
