@@ -93,8 +93,17 @@ def test_windows_and_limits() -> None:
 
 def test_every_family_of_the_issue_is_present() -> None:
     providers = {info.provider for info in list_models()}
-    assert {"openai", "anthropic", "google", "deepseek", "qwen", "moonshot", "meta",
-            "mistral", "xai"} <= providers
+    assert {
+        "openai",
+        "anthropic",
+        "google",
+        "deepseek",
+        "qwen",
+        "moonshot",
+        "meta",
+        "mistral",
+        "xai",
+    } <= providers
 
 
 def test_unknown_names_list_close_matches() -> None:

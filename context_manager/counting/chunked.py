@@ -51,7 +51,7 @@ def guarded(encode_len: Callable[[str], int], text: str, tokenizer: str) -> int:
         return encode_len(text)
     except (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError):
         raise
-    except BaseException as exc:  # noqa: BLE001 - pyo3 PanicException derives from BaseException
+    except BaseException as exc:
         raise TokenizerUnavailableError(
             f"{tokenizer} failed on a text of {len(text)} characters "
             f"({type(exc).__name__}: {exc}); count it with counter='estimate' instead"

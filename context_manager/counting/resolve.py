@@ -137,7 +137,8 @@ def _build(spec: str, model: str | None) -> TokenCounter:
     if find_model(spec) is not None:
         return _for_model(spec)
     raise ConfigurationError(
-        f"unknown counter {spec!r}: use 'chars', 'estimate', 'tiktoken', 'tiktoken:<encoding>', an encoding "
+        f"unknown counter {spec!r}: use 'chars', 'estimate', 'tiktoken', 'tiktoken:<encoding>', "
+        "an encoding "
         "name such as 'o200k_base', 'model' (with model=...), a model name, 'deepseek', "
         "'hf:<tokenizer.json>', 'transformers:<folder>' or a TokenCounter instance"
     )

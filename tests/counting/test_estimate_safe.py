@@ -95,9 +95,7 @@ def test_whitespace_runs_cost_what_tokenizers_charge() -> None:
 def test_message_framing_and_parts() -> None:
     counter = SafeEstimator(message_overhead=5, prompt_overhead=2, image_tokens=1600)
     text = "Bonjour tout le monde"
-    message = Message(
-        "assistant", text, tool_calls=[ToolCall("c1", "lookup", '{"q":"paris"}')]
-    )
+    message = Message("assistant", text, tool_calls=[ToolCall("c1", "lookup", '{"q":"paris"}')])
     expected = (
         5 + estimate_tokens(text) + 3 + estimate_tokens("lookup") + estimate_tokens('{"q":"paris"}')
     )

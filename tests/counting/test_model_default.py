@@ -16,7 +16,7 @@ from context_manager.oneshot import trim
 
 MESSAGES = [
     {"role": "system", "content": "你是一个简洁的助手。"},
-    {"role": "user", "content": "把这段日志总结一下：2026-01-02T03:04:05Z ERROR db=7 timeout"},
+    {"role": "user", "content": "把这段日志总结一下: 2026-01-02T03:04:05Z ERROR db=7 timeout"},
     {
         "role": "assistant",
         "content": None,

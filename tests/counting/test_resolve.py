@@ -103,8 +103,17 @@ def test_unknown_specs_and_models_say_what_to_pass() -> None:
 
 
 def test_registered_models_are_resolved() -> None:
-    register_model(ModelInfo("acme-chat", 32_000, 4_000, provider="acme", chars_per_token=2.0,
-                             message_overhead=1, prompt_overhead=0))
+    register_model(
+        ModelInfo(
+            "acme-chat",
+            32_000,
+            4_000,
+            provider="acme",
+            chars_per_token=2.0,
+            message_overhead=1,
+            prompt_overhead=0,
+        )
+    )
     counter = get_counter("model", model="acme-chat-v2")
     assert isinstance(counter, CharEstimator)
     assert counter.count_message(Message("user", "abcd")) == 2 + 1
@@ -116,16 +125,28 @@ SHAPES = {
     "openai": [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function",
-             "function": {"name": "weather", "arguments": '{"city":"Paris"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "weather", "arguments": '{"city":"Paris"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "18°C"},
     ],
     "anthropic": [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": "Weather in Paris?"},
-        {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "c1", "name": "weather", "input": {"city": "Paris"}}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "c1", "name": "weather", "input": {"city": "Paris"}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "18°C"}]},
     ],
 }
@@ -137,10 +158,20 @@ def test_count_tokens_accepts_openai_and_anthropic_shapes() -> None:
     counter = TiktokenCounter("gpt-4o")
     text = counter.count_text
     expected = (
-        3 + text("system") + text("You are terse.")
-        + 3 + text("user") + text("Weather in Paris?")
-        + 3 + text("assistant") + 3 + text("weather") + text('{"city":"Paris"}')
-        + 3 + text("tool") + text("18°C")
+        3
+        + text("system")
+        + text("You are terse.")
+        + 3
+        + text("user")
+        + text("Weather in Paris?")
+        + 3
+        + text("assistant")
+        + 3
+        + text("weather")
+        + text('{"city":"Paris"}')
+        + 3
+        + text("tool")
+        + text("18°C")
         + 3
     )
     assert counts["openai"] == expected
@@ -149,15 +180,24 @@ def test_count_tokens_accepts_openai_and_anthropic_shapes() -> None:
 def test_count_tokens_accepts_langchain_messages() -> None:
     lc = pytest.importorskip("langchain_core.messages")
     messages = [lc.SystemMessage("You are terse."), lc.HumanMessage("Weather in Paris?")]
-    as_dicts = [{"role": "system", "content": "You are terse."},
-                {"role": "user", "content": "Weather in Paris?"}]
+    as_dicts = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Weather in Paris?"},
+    ]
     assert count_tokens(messages) == count_tokens(as_dicts)
 
 
 def test_count_tokens_with_tools_and_models() -> None:
-    tools = [{"type": "function", "function": {"name": "weather", "description": "Get weather",
-                                               "parameters": {"type": "object", "properties": {
-                                                   "city": {"type": "string"}}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "weather",
+                "description": "Get weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    ]
     messages = SHAPES["openai"]
     without = count_tokens(messages, model="gpt-4o")
     assert count_tokens(messages, model="gpt-4o", tools=tools) == (
