@@ -8,7 +8,7 @@ in pieces, cut where OpenAI's pre-tokenizer (cl100k / o200k regex) always splits
 * after a newline that is followed by a non-whitespace character, or
 * before a space that follows a non-whitespace character and precedes a letter or digit.
 
-Cuts there keep the count exact. A piece whose second half holds no such place (a single 32K+
+Cuts there keep the count exact. A piece whose second half holds no such place (a single 16K+
 character run: one huge "word", or whitespace only) is cut at the limit, which can change the
 count by a token or two per cut (under 0.1% of such a run). Memory stays bounded by one piece.
 """
