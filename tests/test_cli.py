@@ -65,7 +65,7 @@ def test_count_and_stats(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
         '{"role":"user","content":"hello there"}\n\n'
         '{"role":"assistant","content":"hi"}\n'
     )
-    assert main(["count", str(jsonl)]) == 0
+    assert main(["count", str(jsonl), "--json"]) == 0
     counted = json.loads(capsys.readouterr().out)
     assert [r["tokens"] for r in counted["messages"]] == [6, 4]  # ceil(11/4)+3, ceil(2/4)+3
     assert counted["total"] == 10 and counted["prompt_total"] == 13

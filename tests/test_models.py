@@ -27,7 +27,24 @@ from context_manager.models import ModelInfo, find_model, get_model, list_models
         ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
         ("claude-3-5-haiku-20241022", "claude-3-5-haiku"),
         ("claude-opus-4-1-20250805", "claude-opus-4-1"),
-        ("gemini-2.5-flash-lite", "gemini-2.5-flash"),
+        ("gemini-2.5-flash-lite", "gemini-2.5-flash-lite"),
+        ("gemini-2.5-flash-preview-09-2025", "gemini-2.5-flash"),
+        ("gemini-3-pro-preview", "gemini-3-pro"),
+        ("gpt-5.1-codex", "gpt-5.1"),
+        ("gpt-5-codex", "gpt-5-codex"),
+        ("o3-pro-2025-06-10", "o3-pro"),
+        ("llama3.1:8b", "llama3.1"),
+        ("llama3.2:3b-instruct-q4_K_M", "llama3.2"),
+        ("llama3:8b", "llama3"),
+        ("qwen2.5:7b", "qwen2.5"),
+        ("qwen3:30b-a3b", "qwen3"),
+        ("deepseek-r1:671b", "deepseek-r1"),
+        ("deepseek-v3.1", "deepseek-v3"),
+        ("mistral-nemo:12b", "mistral-nemo"),
+        ("grok-4-0709", "grok-4"),
+        ("grok-4-fast-reasoning", "grok-4-fast"),
+        ("grok-3-mini", "grok-3-mini"),
+        ("kimi-k2-0711-preview", "kimi-k2-0711"),
         ("deepseek-chat", "deepseek-chat"),
         ("deepseek-reasoner", "deepseek-reasoner"),
         ("qwen3-235b-a22b", "qwen3"),
@@ -55,12 +72,12 @@ def test_openai_models_have_tiktoken_encodings() -> None:
     assert get_model("gpt-4o").counter_spec == "tiktoken:o200k_base"
 
 
-def test_models_without_public_tokenizer_use_a_pessimistic_estimate() -> None:
+def test_models_without_public_tokenizer_use_the_safe_estimate() -> None:
     claude = get_model("claude-sonnet-4")
-    assert claude.counter_spec is None
+    assert claude.counter_spec == "estimate"
     assert claude.provider == "anthropic"
-    assert claude.chars_per_token < 3.5  # Anthropic's ~3.5 chars/token, with a margin
-    assert get_model("gemini-2.5-pro").counter_spec is None
+    for name in ("gemini-2.5-pro", "llama3.1:8b", "qwen3", "kimi-k2", "mistral-large", "grok-4"):
+        assert get_model(name).counter_spec == "estimate", name
     assert get_model("deepseek-chat").counter_spec == "deepseek"
 
 
@@ -76,8 +93,22 @@ def test_windows_and_limits() -> None:
 
 def test_every_family_of_the_issue_is_present() -> None:
     providers = {info.provider for info in list_models()}
-    assert {"openai", "anthropic", "google", "deepseek", "qwen", "moonshot", "meta",
-            "mistral"} <= providers
+    assert {
+        "openai",
+        "anthropic",
+        "google",
+        "deepseek",
+        "qwen",
+        "moonshot",
+        "meta",
+        "mistral",
+        "xai",
+    } <= providers
+
+
+def test_unknown_names_list_close_matches() -> None:
+    with pytest.raises(ConfigurationError, match=r"did you mean 'gpt-4\.1'"):
+        get_model("gtp-4.1")
 
 
 def test_user_registration_wins_and_resolves_by_prefix() -> None:

@@ -14,13 +14,16 @@ from .._js import utf16_len
 from ..messages import normalize
 from .base import TokenCounter
 from .estimate import CharEstimator, message_chars
+from .estimate_safe import SafeEstimator, estimate_tokens
 from .resolve import counter_for_model, get_counter
 
 __all__ = [
     "CharEstimator",
+    "SafeEstimator",
     "TokenCounter",
     "count_tokens",
     "counter_for_model",
+    "estimate_tokens",
     "get_counter",
     "message_chars",
     "utf16_len",
@@ -28,14 +31,19 @@ __all__ = [
 
 
 def count_tokens(
-    messages: Iterable[Any], model: str = "gpt-4o", tools: Sequence[Any] | None = None
+    messages: Iterable[Any],
+    model: str | None = "gpt-4o",
+    tools: Sequence[Any] | None = None,
+    *,
+    counter: str | TokenCounter | None = None,
 ) -> int:
     """The whole prompt as ``model``'s provider would bill it: messages, priming and tools.
 
     Accepts every message shape ``messages.normalize`` does (OpenAI / Anthropic dicts, LangChain
     objects, :class:`~context_manager.messages.Message`). OpenAI models count exactly with
-    tiktoken; models without a public tokenizer use the registry's documented estimate.
+    tiktoken; models without a public tokenizer use the safe estimate. ``counter`` overrides the
+    model's counter (any :func:`get_counter` spec, e.g. ``"chars"`` or ``"estimate"``).
     """
-    counter = counter_for_model(model)
+    resolved = get_counter(counter, model=model)
     normalized = [normalize(message, index) for index, message in enumerate(messages)]
-    return counter.count_prompt(normalized, tools)
+    return resolved.count_prompt(normalized, tools)

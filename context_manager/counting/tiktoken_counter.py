@@ -28,6 +28,7 @@ from ..messages import Message
 from ..models import find_model
 from .base import TokenCounter
 from .cache import CacheInfo, TextCountCache
+from .chunked import chunked_len
 from .openai_formula import (
     ImageCosts,
     image_costs_for,
@@ -102,6 +103,9 @@ class TiktokenCounter(TokenCounter):
         }
 
     def _encode_len(self, text: str) -> int:
+        return chunked_len(self._encode_piece, text, self.name)
+
+    def _encode_piece(self, text: str) -> int:
         return len(self.encoding.encode_ordinary(text))
 
     def count_text(self, text: str) -> int:

@@ -40,17 +40,24 @@ def test_instances_pass_through() -> None:
     ("spec", "model", "name"),
     [
         ("tiktoken", None, "tiktoken:o200k_base"),
+        (None, "gpt-5-mini-2025-08-07", "tiktoken:o200k_base"),
+        (None, "claude-opus-4-5", "estimate:claude-opus-4-5"),
+        (None, "llama3.1:8b", "estimate:llama3.1"),
+        (None, "meta-llama/Llama-3.3-70B-Instruct", "estimate:llama-3.3"),
+        ("estimate", None, "estimate"),
+        ("estimate", "gemini-2.5-flash", "estimate:gemini-2.5-flash"),
+        ("chars", "claude-opus-4-5", "chars/4"),
         ("tiktoken", "gpt-4-0613", "tiktoken:cl100k_base"),
         ("tiktoken:cl100k_base", None, "tiktoken:cl100k_base"),
         ("o200k_base", None, "tiktoken:o200k_base"),
         ("model", "gpt-4.1-2025-04-14", "tiktoken:o200k_base"),
         ("auto", "gpt-3.5-turbo-0125", "tiktoken:cl100k_base"),
         ("gpt-4o-2024-08-06", None, "tiktoken:o200k_base"),
-        ("model", "claude-sonnet-4-5-20250929", "estimate:claude-sonnet-4-5(chars/3)"),
-        ("gemini-2.5-pro", None, "estimate:gemini-2.5-pro(chars/3.5)"),
+        ("model", "claude-sonnet-4-5-20250929", "estimate:claude-sonnet-4-5"),
+        ("gemini-2.5-pro", None, "estimate:gemini-2.5-pro"),
     ],
 )
-def test_specs_resolve(spec: str, model: str | None, name: str) -> None:
+def test_specs_resolve(spec: str | None, model: str | None, name: str) -> None:
     assert get_counter(spec, model=model).name == name
 
 
@@ -68,6 +75,24 @@ def test_deepseek_models_use_the_packaged_tokenizer() -> None:
     assert get_counter("deepseek").count_text("hello world") == counter.count_text("hello world")
 
 
+def test_unknown_models_list_close_matches() -> None:
+    with pytest.raises(ConfigurationError, match=r"did you mean 'claude-sonnet-4-5'"):
+        get_counter(model="clade-sonnet-4-5")
+    with pytest.raises(ConfigurationError, match=r"did you mean .*'gpt-4o'"):
+        get_counter(model="gtp-4o")
+    with pytest.raises(ConfigurationError, match="model must be a model name"):
+        get_counter(model=42)  # type: ignore[arg-type]
+
+
+def test_counter_cache_is_bounded() -> None:
+    from context_manager.counting import resolve
+
+    for i in range(resolve.MAX_CACHED_COUNTERS + 10):
+        register_model(ModelInfo(f"bounded-{i}", 1_000, 100, tokenizer="estimate"))
+        get_counter(model=f"bounded-{i}")
+    assert len(resolve._counters) <= resolve.MAX_CACHED_COUNTERS
+
+
 def test_unknown_specs_and_models_say_what_to_pass() -> None:
     with pytest.raises(ConfigurationError, match=r"hf:<tokenizer\.json>"):
         get_counter("sentencepiece")
@@ -78,8 +103,17 @@ def test_unknown_specs_and_models_say_what_to_pass() -> None:
 
 
 def test_registered_models_are_resolved() -> None:
-    register_model(ModelInfo("acme-chat", 32_000, 4_000, provider="acme", chars_per_token=2.0,
-                             message_overhead=1, prompt_overhead=0))
+    register_model(
+        ModelInfo(
+            "acme-chat",
+            32_000,
+            4_000,
+            provider="acme",
+            chars_per_token=2.0,
+            message_overhead=1,
+            prompt_overhead=0,
+        )
+    )
     counter = get_counter("model", model="acme-chat-v2")
     assert isinstance(counter, CharEstimator)
     assert counter.count_message(Message("user", "abcd")) == 2 + 1
@@ -91,16 +125,28 @@ SHAPES = {
     "openai": [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function",
-             "function": {"name": "weather", "arguments": '{"city":"Paris"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "weather", "arguments": '{"city":"Paris"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "18°C"},
     ],
     "anthropic": [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": "Weather in Paris?"},
-        {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "c1", "name": "weather", "input": {"city": "Paris"}}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "c1", "name": "weather", "input": {"city": "Paris"}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "18°C"}]},
     ],
 }
@@ -112,10 +158,20 @@ def test_count_tokens_accepts_openai_and_anthropic_shapes() -> None:
     counter = TiktokenCounter("gpt-4o")
     text = counter.count_text
     expected = (
-        3 + text("system") + text("You are terse.")
-        + 3 + text("user") + text("Weather in Paris?")
-        + 3 + text("assistant") + 3 + text("weather") + text('{"city":"Paris"}')
-        + 3 + text("tool") + text("18°C")
+        3
+        + text("system")
+        + text("You are terse.")
+        + 3
+        + text("user")
+        + text("Weather in Paris?")
+        + 3
+        + text("assistant")
+        + 3
+        + text("weather")
+        + text('{"city":"Paris"}')
+        + 3
+        + text("tool")
+        + text("18°C")
         + 3
     )
     assert counts["openai"] == expected
@@ -124,15 +180,24 @@ def test_count_tokens_accepts_openai_and_anthropic_shapes() -> None:
 def test_count_tokens_accepts_langchain_messages() -> None:
     lc = pytest.importorskip("langchain_core.messages")
     messages = [lc.SystemMessage("You are terse."), lc.HumanMessage("Weather in Paris?")]
-    as_dicts = [{"role": "system", "content": "You are terse."},
-                {"role": "user", "content": "Weather in Paris?"}]
+    as_dicts = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Weather in Paris?"},
+    ]
     assert count_tokens(messages) == count_tokens(as_dicts)
 
 
 def test_count_tokens_with_tools_and_models() -> None:
-    tools = [{"type": "function", "function": {"name": "weather", "description": "Get weather",
-                                               "parameters": {"type": "object", "properties": {
-                                                   "city": {"type": "string"}}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "weather",
+                "description": "Get weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    ]
     messages = SHAPES["openai"]
     without = count_tokens(messages, model="gpt-4o")
     assert count_tokens(messages, model="gpt-4o", tools=tools) == (
