@@ -189,6 +189,8 @@ class JsonlLog(RecordWriter):
     def checkpoint(self) -> int:
         """Append the next checkpoint marker and return its id (0, 1, 2, ...)."""
         with self._lock.held():
+            if self.detect_conflicts and self._view is not None:
+                self._check_view()  # before next_checkpoint_id reads (and catches up)
             checkpoint_id = self.next_checkpoint_id
             self._append(encode_meta({"role": CHECKPOINT, "id": checkpoint_id}), durable=True)
             self._next_checkpoint_id = checkpoint_id + 1
