@@ -94,7 +94,10 @@ class SqlStore:
     def _locked_generation(self, cur: Cursor) -> int:
         """Create the session row if needed and lock it; the current generation."""
         cur.execute(
-            self._sql("INSERT INTO {p}sessions (session, generation, updated_at) VALUES (?, 0, ?) ON CONFLICT DO NOTHING"),
+            self._sql(
+                "INSERT INTO {p}sessions (session, generation, updated_at) VALUES (?, 0, ?) "
+                "ON CONFLICT DO NOTHING"
+            ),
             (self._session, time.time()),
         )
         cur.execute(
@@ -224,7 +227,9 @@ class SqlStore:
     def load(self, start: int = 0) -> Batch:
         with self._transaction(write=False) as cur:
             cur.execute(
-                self._sql("SELECT generation FROM {p}sessions WHERE session = ?" + self.share_clause),
+                self._sql(
+                    "SELECT generation FROM {p}sessions WHERE session = ?" + self.share_clause
+                ),
                 (self._session,),
             )
             row = cur.fetchone()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from .protocol import Store
-from .records import Replayer, RestoredLog, RecordWriter, StoredMessage
+from .records import RecordWriter, Replayer, RestoredLog, StoredMessage
 
 __all__ = ["SessionLog", "StoreLog"]
 

@@ -275,7 +275,10 @@ class RedisStore:
 
     def sessions(self) -> list[str]:
         with self._errors():
-            names = [n.decode() if isinstance(n, bytes) else n for n in self._client.zrange(self._index, 0, -1)]
+            names = [
+                n.decode() if isinstance(n, bytes) else n
+                for n in self._client.zrange(self._index, 0, -1)
+            ]
             pipe = self._client.pipeline(transaction=False)
             for name in names:
                 pipe.exists(f"{self.prefix}{{{name}}}:gen")

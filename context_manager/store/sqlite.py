@@ -83,8 +83,7 @@ class SqliteStore(SqlStore):
             if self._conn.in_transaction:
                 self._conn.rollback()
             raise StoreError(
-                f"{self.target} session {self.session!r}: SQLite failed: {exc}; nothing was "
-                "changed"
+                f"{self.target} session {self.session!r}: SQLite failed: {exc}; nothing was changed"
             ) from exc
         finally:
             cur.close()

@@ -1,7 +1,8 @@
 """From a target (a path or a URL) to a store: the one place that knows the URL schemes.
 
 =============================  ==========================================================
-``path/to/log.jsonl``          JSONL file (``session=`` given: ``path/<session>/context.jsonl``)
+``path/to/log.jsonl``          JSONL file (``session=`` given, or a directory:
+                               ``path/<session>/context.jsonl``)
 ``sqlite:///app.db``           SQLite file ``app.db`` (four slashes for an absolute path)
 ``redis://host:6379/0``        Redis (``rediss://`` for TLS)
 ``postgresql://u:p@host/db``   PostgreSQL (``postgres://`` too)
@@ -71,6 +72,8 @@ def open_store(
     strict = bool(options.pop("strict", False))
     if options:
         raise ConfigurationError(f"unknown options for a JSONL store: {sorted(options)}")
+    if session is None and (text.endswith(("/", os.sep)) or os.path.isdir(text)):
+        session = DEFAULT_SESSION  # a directory of sessions
     return JsonlLog(text, fsync=fsync, strict=strict, session=session, detect_conflicts=True)
 
 
@@ -84,9 +87,7 @@ def open_log(
 ) -> SessionLog:
     """The session log a manager writes through: the JSONL log itself, else a ``StoreLog``."""
     options = dict(store_options or {})
-    is_path = isinstance(target, (str, os.PathLike)) and not os.fspath(target).startswith(
-        _SCHEMES
-    )
+    is_path = isinstance(target, (str, os.PathLike)) and not os.fspath(target).startswith(_SCHEMES)
     if is_path:
         options["strict"] = strict
     store = open_store(target, session=session, fsync=fsync, **options)

@@ -13,7 +13,6 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,8 @@ import pytest
 from context_manager import MessageContextManager
 from context_manager.errors import (
     CheckpointNotFoundError,
-    ContextManagerError,
     ConfigurationError,
+    ContextManagerError,
     StoreConflictError,
     StoreError,
 )
@@ -279,3 +278,29 @@ def test_unreachable_servers_and_bad_targets_are_typed_errors(tmp_path: Path) ->
         open_store(42)  # type: ignore[arg-type]
 
 
+def test_copy_between_backends_and_the_sessions_cli(
+    backend: Backend, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from context_manager.cli import main
+
+    manager = backend.manager("src", system_prompt="sys")
+    manager.add(user("one"))
+    manager.checkpoint()
+    manager.add(user("two"), pinned=True)
+    target = f"sqlite:///{tmp_path}/copy.db"
+    from context_manager.store import copy_session
+
+    if backend.options:  # prefixes are store options, so copy through the API
+        assert copy_session(backend.store("src"), target, session="src") == 4
+    else:
+        assert main(["sessions", "copy", backend.target, target, "--session", "src"]) == 0
+    copied = MessageContextManager.open(target, session="src", max_tokens=1_000_000)
+    assert copied.messages == manager.messages and copied.system_prompt == "sys"
+    back = copy_session(target, backend.store("back"), session="src")
+    assert back == len(backend.store("src").load().lines)
+    assert backend.manager("back").messages == manager.messages
+    capsys.readouterr()
+    assert main(["sessions", "list", target]) == 0
+    assert capsys.readouterr().out == "src\n"
+    with pytest.raises(ConfigurationError):
+        copy_session(target, backend.store("back"), session="src")  # never merges histories
