@@ -1,4 +1,4 @@
-"""Command line: ``context-manager demo | count | trim | stats | check | verify``.
+"""Command line: ``context-manager demo | count | trim | stats | check | verify | sessions``.
 
 Machine-readable output (kept messages, counts) goes to stdout; the human summary with a usage
 bar goes to stderr, so ``context-manager trim chat.json --max-tokens 8000 > kept.json`` works.
@@ -221,6 +221,22 @@ def cmd_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 1 if failed else 0
 
 
+def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .store.copy import copy_session
+    from .store.targets import open_store
+
+    if args.action == "list":
+        store = open_store(args.target, session=args.session)
+        try:
+            out.write("".join(f"{name}\n" for name in store.sessions()))
+        finally:
+            store.close()
+        return 0
+    copied = copy_session(args.source, args.dest, session=args.session, to_session=args.to_session)
+    err.write(f"copied {copied} records of session {args.session!r}\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="context-manager", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -266,6 +282,17 @@ def build_parser() -> argparse.ArgumentParser:
     verify = sub.add_parser("verify", help="check TypeScript fixtures against Python")
     verify.add_argument("dir", help="directory of fixture JSON files")
     verify.set_defaults(func=cmd_verify)
+    sessions = sub.add_parser("sessions", help="list sessions of a store, copy between stores")
+    actions = sessions.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="session ids of a directory or store URL")
+    listing.add_argument("target", help="directory, sqlite:///x.db, redis://..., postgresql://...")
+    listing.add_argument("--session", default=None, help=argparse.SUPPRESS)
+    copy = actions.add_parser("copy", help="copy one session to another store")
+    copy.add_argument("source", help="source path or URL")
+    copy.add_argument("dest", help="destination path or URL")
+    copy.add_argument("--session", required=True, help="session id to copy")
+    copy.add_argument("--to-session", default=None, help="id in the destination (default: same)")
+    sessions.set_defaults(func=cmd_sessions)
     return parser
 
 

@@ -57,6 +57,13 @@ class StoreCorruptionError(StoreError):
         super().__init__(message)
 
 
+class StoreConflictError(StoreError):
+    """Another worker changed the session since this writer last read it; nothing was written.
+
+    Reload (reopen the session, or ``manager.store.reload(manager)``) and redo the change.
+    """
+
+
 class CheckpointNotFoundError(ContextManagerError, ValueError):
     """``revert_to`` was given a checkpoint id that the session log does not contain."""
 

@@ -14,6 +14,14 @@ Why it is built this way:
   ``<stem>_<N><suffix>`` (N = highest existing + 1; a link never replaces an existing name, so
   rotated files are never overwritten), the new content is written to a temporary file and renamed
   over the log. At every instant the log path holds either the old or the new complete file.
+- It is the JSONL backend of the record-level :class:`~.protocol.Store` contract: the head is
+  (file inode, line count, byte length). With ``detect_conflicts=True`` (how
+  ``MessageContextManager.open`` uses it) a write raises ``StoreConflictError`` when the file is
+  not the one this object last read or wrote (another process appended, reverted or cleared).
+  A batch of records is one ``os.write``; a writer killed inside it can leave a torn last line,
+  which is never acknowledged and is cut off by the next writer.
+- With ``session=`` the log lives at ``<root>/<session>/context.jsonl`` (Kimi CLI's layout), and
+  :meth:`sessions` lists the session directories of ``root``.
 """
 
 from __future__ import annotations
@@ -21,21 +29,20 @@ from __future__ import annotations
 import errno
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import CheckpointNotFoundError, ConfigurationError
+from ..errors import CheckpointNotFoundError, ConfigurationError, StoreConflictError
 from .lock import LogLock
+from .protocol import Batch, Head, check_session_id
 from .records import (
     CHECKPOINT,
-    SYSTEM_PROMPT,
-    USAGE,
+    RecordWriter,
     Replayer,
     RestoredLog,
     StoredMessage,
-    encode_compaction,
-    encode_message,
+    dump_record,
     encode_meta,
     logger,
     parse_record,
@@ -50,17 +57,36 @@ FsyncMode = Literal["always", "checkpoint", "never"]
 FSYNC_MODES: tuple[FsyncMode, ...] = ("always", "checkpoint", "never")
 
 
-class JsonlLog:
+#: The log file's name inside a session directory (Kimi CLI's name).
+SESSION_FILE = "context.jsonl"
+
+
+class JsonlLog(RecordWriter):
     """One conversation's log file. Thread-safe; safe against other processes using this class."""
 
     def __init__(
-        self, path: str | os.PathLike[str], *, fsync: FsyncMode = "checkpoint", strict: bool = False
+        self,
+        path: str | os.PathLike[str],
+        *,
+        fsync: FsyncMode = "checkpoint",
+        strict: bool = False,
+        session: str | None = None,
+        detect_conflicts: bool = False,
     ) -> None:
         if fsync not in FSYNC_MODES:
             raise ConfigurationError(
                 f"fsync={fsync!r} is not a mode; use one of {', '.join(FSYNC_MODES)}"
             )
+        #: With ``session``: the directory holding one sub-directory per session.
+        self.root: Path | None = None
+        if session is not None:
+            self.root = Path(path)
+            path = self.root / check_session_id(session) / SESSION_FILE
         self.path = Path(path)
+        self._session = session if session is not None else self.path.stem
+        self.detect_conflicts = detect_conflicts
+        # (inode or None when absent, byte length, complete lines) as last read or written.
+        self._view: tuple[int | None, int, int] | None = None
         self.fsync: FsyncMode = fsync
         self.strict = strict
         self._next_checkpoint_id: int | None = None  # read from the file when first needed
@@ -92,10 +118,63 @@ class JsonlLog:
         return replayer.state, replayer.sequence
 
     def _read_all(self) -> bytes:
+        """The file's bytes; also records them as this object's view (call under the lock)."""
         try:
-            return self.path.read_bytes()
+            with open(self.path, "rb") as handle:
+                data = handle.read()
+                inode: int | None = os.fstat(handle.fileno()).st_ino
         except FileNotFoundError:
-            return b""
+            data, inode = b"", None
+        self._view = (inode, len(data), data.count(b"\n"))
+        return data
+
+    # ------------------------------------------------------------------ Store protocol
+    @property
+    def session(self) -> str:
+        return self._session
+
+    @property
+    def target(self) -> str:
+        return str(self.path)
+
+    @property
+    def store(self) -> JsonlLog:
+        """The record-level store behind this session log: the log itself."""
+        return self
+
+    @property
+    def head(self) -> Head | None:
+        if self._view is None:
+            return None
+        inode, size, lines = self._view
+        return Head(inode or 0, lines, size)
+
+    def load(self, start: int = 0) -> Batch:
+        with self._lock.held():
+            data = self._read_all()
+            head = self.head
+        assert head is not None
+        batch = Batch(head)
+        for number, raw, complete in split_lines(data):
+            if not complete:
+                batch.torn_tail = True
+            elif number > start:
+                batch.lines.append((number - 1, raw))
+        return batch
+
+    def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
+        data = b"".join(dump_record(record) for record in records)
+        first = self._append(data, durable=durable)
+        return list(range(first, first + len(records)))
+
+    def sessions(self) -> list[str]:
+        if self.root is None:
+            return [self._session] if self.path.exists() else []
+        try:
+            names = [d.name for d in self.root.iterdir() if (d / SESSION_FILE).is_file()]
+        except FileNotFoundError:
+            return []
+        return sorted(names)
 
     def _replayer(self, data: bytes) -> Replayer:
         replayer = Replayer(str(self.path), strict=self.strict)
@@ -104,49 +183,56 @@ class JsonlLog:
         return replayer
 
     # ------------------------------------------------------------------ writing
-    def append_message(
-        self,
-        message: Mapping[str, Any],
-        *,
-        pinned: bool = False,
-        priority: int = 0,
-        extra: Mapping[str, Any] | None = None,
-    ) -> None:
-        line = encode_message(message, pinned=pinned, priority=priority, extra=extra)
-        self._append(line, durable=False)
-
-    def append_usage(self, token_count: int) -> None:
-        self._append(encode_meta({"role": USAGE, "token_count": int(token_count)}), durable=False)
-
-    def write_system_prompt(self, text: str, original: Mapping[str, Any] | None = None) -> None:
-        """Append a ``_system_prompt`` record; on restore the last one wins (as in Kimi CLI).
-
-        ``original`` (the encoded message and its type tag) is kept in ``_cm`` when the prompt
-        was more than plain text (a developer role, a name, content parts, an SDK object).
-        """
-        record: dict[str, Any] = {"role": SYSTEM_PROMPT, "content": text}
-        if original is not None:
-            record["_cm"] = dict(original)
-        self._append(encode_meta(record), durable=True)
-
-    def append_compaction(self, entry: Mapping[str, Any]) -> None:
-        self._append(encode_compaction(entry), durable=True)
+    def _put(self, record: dict[str, Any], durable: bool) -> None:
+        self._append(dump_record(record), durable=durable)
 
     def checkpoint(self) -> int:
         """Append the next checkpoint marker and return its id (0, 1, 2, ...)."""
         with self._lock.held():
+            if self.detect_conflicts and self._view is not None:
+                self._check_view()  # before next_checkpoint_id reads (and catches up)
             checkpoint_id = self.next_checkpoint_id
             self._append(encode_meta({"role": CHECKPOINT, "id": checkpoint_id}), durable=True)
             self._next_checkpoint_id = checkpoint_id + 1
             return checkpoint_id
 
-    def _append(self, line: bytes, *, durable: bool) -> None:
+    def _append(self, line: bytes, *, durable: bool) -> int:
+        """Write ``line`` (one or more records); returns the position of the first one."""
         with self._lock.held():
+            if self.detect_conflicts and self._view is not None:
+                self._check_view()
+            elif self._view is None or self._moved():
+                self._read_all()  # blind writer: learn the line count (positions), no check
             fd = self._descriptor()
-            self._repair_tail(fd)
+            lines = self._repair_tail(fd)
             _write_all(fd, line)
             if self.fsync == "always" or (durable and self.fsync == "checkpoint"):
                 os.fsync(fd)
+            st = os.fstat(fd)
+            self._view = (st.st_ino, st.st_size, lines + line.count(b"\n"))
+            return lines
+
+    def _now(self) -> tuple[int | None, int]:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return (None, 0)
+        return (st.st_ino, st.st_size)
+
+    def _moved(self) -> bool:
+        assert self._view is not None
+        return self._now() != self._view[:2]
+
+    def _check_view(self) -> None:
+        assert self._view is not None
+        inode, size, _ = self._view
+        now = self._now()
+        if now != (inode, size) and not (inode is None and now[1] == 0):
+            raise StoreConflictError(
+                f"{self.path}: another writer changed the log since this one read it "
+                f"({size} -> {now[1]} bytes{', file replaced' if now[0] != inode else ''}); "
+                "nothing was written: reload the session and retry"
+            )
 
     def _descriptor(self) -> int:
         """The append descriptor, reopened if another writer rotated the file under us."""
@@ -163,11 +249,16 @@ class JsonlLog:
         self._fd, self._inode = fd, (st.st_dev, st.st_ino)
         return fd
 
-    def _repair_tail(self, fd: int) -> None:
-        """Make sure the file ends with a newline before we append (a killed writer may not)."""
+    def _repair_tail(self, fd: int) -> int:
+        """Make sure the file ends with a newline before we append (a killed writer may not).
+
+        Returns the number of complete lines afterwards (the next record's position).
+        """
         size = os.fstat(fd).st_size
+        assert self._view is not None
+        lines = self._view[2]
         if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-            return
+            return lines
         window = 4096
         while True:  # find the start of the unterminated last line
             start = max(0, size - window)
@@ -186,8 +277,10 @@ class JsonlLog:
                 len(fragment),
             )
             os.ftruncate(fd, start + cut + 1)
-        else:  # a complete record that only lacks its newline: keep it
-            _write_all(fd, b"\n")
+            return lines
+        # a complete record that only lacks its newline: keep it
+        _write_all(fd, b"\n")
+        return lines + 1
 
     # ------------------------------------------------------------------ rotation
     def revert_to(self, checkpoint_id: int) -> RestoredLog:
@@ -239,6 +332,7 @@ class JsonlLog:
         if self.fsync != "never":
             _fsync_directory(self.path.parent)
         self._close_fd()
+        self._view = (os.stat(self.path).st_ino, len(content), content.count(b"\n"))
         return rotated
 
     def _rotate(self) -> Path:

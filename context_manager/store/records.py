@@ -36,14 +36,17 @@ COMPACTION = "_compaction"
 ATTRS_KEY = "_cm"
 
 
-def encode_message(
+META_ROLES = (SYSTEM_PROMPT, USAGE, CHECKPOINT)
+
+
+def message_record(
     message: Mapping[str, Any],
     *,
     pinned: bool = False,
     priority: int = 0,
     extra: Mapping[str, Any] | None = None,
-) -> bytes:
-    """One message line. ``extra`` goes into ``_cm`` (the type tag and payload of an object)."""
+) -> dict[str, Any]:
+    """One message record. ``extra`` goes into ``_cm`` (the type tag and payload of an object)."""
     record = dict(message)
     record.pop(ATTRS_KEY, None)
     # Kimi CLI's reader raises TypeError (and aborts the whole restore) on a line without a
@@ -58,8 +61,39 @@ def encode_message(
         attrs.update(extra)
     if attrs:
         record[ATTRS_KEY] = attrs
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return record
+
+
+def compaction_record(entry: Mapping[str, Any]) -> dict[str, Any]:
+    # "content": null makes Kimi skip the line with a warning instead of aborting its restore.
+    fields = {k: v for k, v in entry.items() if k not in ("role", "content")}
+    return {"role": COMPACTION, "content": None, **fields}
+
+
+def dump_record(record: Mapping[str, Any]) -> bytes:
+    """A record as one line, formatted by its role so every backend stores the same bytes.
+
+    Metadata lines are byte-for-byte what Kimi CLI writes (``json.dumps`` defaults); message and
+    compaction lines are compact UTF-8 JSON. NaN / infinity are refused in messages.
+    """
+    role = record.get("role")
+    if role in META_ROLES:
+        return (json.dumps(dict(record)) + "\n").encode("utf-8")
+    text = json.dumps(
+        record, ensure_ascii=False, separators=(",", ":"), allow_nan=role == COMPACTION
+    )
     return (text + "\n").encode("utf-8")
+
+
+def encode_message(
+    message: Mapping[str, Any],
+    *,
+    pinned: bool = False,
+    priority: int = 0,
+    extra: Mapping[str, Any] | None = None,
+) -> bytes:
+    """One message line (see :func:`message_record`)."""
+    return dump_record(message_record(message, pinned=pinned, priority=priority, extra=extra))
 
 
 def encode_meta(record: Mapping[str, Any]) -> bytes:
@@ -68,10 +102,46 @@ def encode_meta(record: Mapping[str, Any]) -> bytes:
 
 
 def encode_compaction(entry: Mapping[str, Any]) -> bytes:
-    # "content": null makes Kimi skip the line with a warning instead of aborting its restore.
-    fields = {k: v for k, v in entry.items() if k not in ("role", "content")}
-    record = {"role": COMPACTION, "content": None, **fields}
-    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    return dump_record(compaction_record(entry))
+
+
+class RecordWriter:
+    """The typed appends a session writes, over one primitive: ``_put(record, durable)``.
+
+    Shared by :class:`~.jsonl.JsonlLog` and :class:`~.log.StoreLog`, so every backend receives
+    exactly the same records.
+    """
+
+    def _put(self, record: dict[str, Any], durable: bool) -> None:
+        raise NotImplementedError
+
+    def append_message(
+        self,
+        message: Mapping[str, Any],
+        *,
+        pinned: bool = False,
+        priority: int = 0,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        record = message_record(message, pinned=pinned, priority=priority, extra=extra)
+        self._put(record, False)
+
+    def append_usage(self, token_count: int) -> None:
+        self._put({"role": USAGE, "token_count": int(token_count)}, False)
+
+    def write_system_prompt(self, text: str, original: Mapping[str, Any] | None = None) -> None:
+        """Append a ``_system_prompt`` record; on restore the last one wins (as in Kimi CLI).
+
+        ``original`` (the encoded message and its type tag) is kept in ``_cm`` when the prompt
+        was more than plain text (a developer role, a name, content parts, an SDK object).
+        """
+        record: dict[str, Any] = {"role": SYSTEM_PROMPT, "content": text}
+        if original is not None:
+            record[ATTRS_KEY] = dict(original)
+        self._put(record, True)
+
+    def append_compaction(self, entry: Mapping[str, Any]) -> None:
+        self._put(compaction_record(entry), True)
 
 
 @dataclass(slots=True)

@@ -20,7 +20,9 @@ from ..errors import ContextManagerError, StoreCorruptionError, StoreError
 from ..events import Change, Cleared, Compacted, MessageAdded, SystemPromptSet, UsageRecorded
 from ..host import ManagerHost
 from ..messages.codec import decode, encode
-from .jsonl import FsyncMode, JsonlLog
+from .jsonl import FsyncMode
+from .log import SessionLog
+from .protocol import Store
 from .records import CHECKPOINT, COMPACTION, SYSTEM_PROMPT, USAGE, RestoredLog, StoredMessage
 
 logger = logging.getLogger("context_manager.store")
@@ -34,15 +36,21 @@ Sequence_ = list[StoredMessage | dict[str, Any]]
 class SessionStore:
     """The journal of a persistent session: writes each change ahead, checkpoints, reverts."""
 
-    def __init__(self, log: JsonlLog, restored: RestoredLog) -> None:
+    def __init__(self, log: SessionLog, restored: RestoredLog) -> None:
         self.log = log
         #: What the log held when it was last read (opened or reverted).
         self.restored = restored
         self._manager: ManagerHost | None = None
 
     @property
-    def path(self) -> os.PathLike[str]:
-        return self.log.path
+    def path(self) -> Any:
+        """The log's path (JSONL) or the store's target."""
+        return getattr(self.log, "path", self.log.target)
+
+    @property
+    def target(self) -> str:
+        """Where the session lives (a path, or a URL without its password)."""
+        return self.log.target
 
     def attach(self, manager: ManagerHost) -> None:
         self._manager = manager
@@ -63,12 +71,12 @@ class SessionStore:
             raise
         except (UnicodeError, ValueError, TypeError, RecursionError, OverflowError) as exc:
             raise StoreError(
-                f"{self.log.path}: cannot store {type(change).__name__}: {exc}; nothing was "
+                f"{self.log.target}: cannot store {type(change).__name__}: {exc}; nothing was "
                 "added (the value has no lossless JSON form, e.g. a lone surrogate or NaN)"
             ) from exc
         except OSError as exc:
             raise StoreError(
-                f"{self.log.path}: cannot write {type(change).__name__}: "
+                f"{self.log.target}: cannot write {type(change).__name__}: "
                 f"{exc.strerror or exc}; nothing was changed in memory"
             ) from exc
 
@@ -112,12 +120,19 @@ class SessionStore:
         """
         with manager.locked():
             self.log.revert_to(checkpoint_id)
+            self.reload(manager)
+
+    def reload(self, manager: ManagerHost) -> None:
+        """Rebuild ``manager`` from the store as it is now: the retry after a
+        ``StoreConflictError`` (another worker wrote since this one read), then redo the change.
+        """
+        with manager.locked():
             restored, sequence = self.log.read()
             self.restored = restored
             manager.attach_journal(None)
             try:
                 manager.clear(keep_system_prompt=False)
-                replay(manager, sequence, strict=self.log.strict, path=str(self.log.path))
+                replay(manager, sequence, strict=self.log.strict, path=self.log.target)
             finally:
                 manager.attach_journal(self)
 
@@ -233,24 +248,30 @@ def _rejected(path: str, line: int, reason: str, strict: bool) -> None:
 
 def open_session(
     cls: type[M],
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | Store,
     *,
+    session: str | None = None,
     fsync: FsyncMode = "checkpoint",
     strict: bool = False,
+    store_options: dict[str, Any] | None = None,
     **options: Any,
 ) -> M:
-    """Open or create the log at ``path`` and return a manager restored from it.
+    """Open or create the session at ``path`` and return a manager restored from it.
 
-    ``fsync`` and ``strict`` configure the log (see :class:`JsonlLog`); every other option goes to
+    ``path`` is a JSONL path or a store URL (``sqlite:///``, ``redis://``, ``postgresql://``;
+    see ``targets.py``) or a :class:`~.protocol.Store`; ``session`` picks the session there.
+    ``fsync``, ``strict`` and ``store_options`` configure the store; every other option goes to
     the manager's constructor. A ``system_prompt`` option that differs from the logged one
     replaces it (and is persisted); without the option the logged prompt is restored.
     """
-    log = JsonlLog(path, fsync=fsync, strict=strict)
+    from .targets import open_log
+
+    log = open_log(path, session=session, fsync=fsync, strict=strict, store_options=store_options)
     system_prompt = options.pop("system_prompt", None)
     try:
         restored, sequence = log.read()
         manager = cls(**options)
-        replay(manager, sequence, strict=strict, path=str(log.path))
+        replay(manager, sequence, strict=strict, path=log.target)
     except BaseException:
         log.close()
         raise

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from context_manager.compaction.entry import CompactionEntry
-from context_manager.errors import InvalidMessageError, StoreCorruptionError
+from context_manager.errors import InvalidMessageError, StoreConflictError, StoreCorruptionError
 from context_manager.manager import MessageContextManager
 from context_manager.messages import Message
 from context_manager.store import CheckpointNotFoundError
@@ -171,6 +171,9 @@ def test_corrupt_line_skipped_with_warning_or_strict_error(
     with open(path, "a") as handle:
         handle.write("{oops\n")
         handle.write(json.dumps(RESULT) + "\n")  # a result whose call is missing
+    with pytest.raises(StoreConflictError):  # another writer changed the file: nothing written
+        manager.add({"role": "user", "content": "b"})
+    manager.store.reload(manager)
     manager.add({"role": "user", "content": "b"})
     with caplog.at_level(logging.WARNING, logger="context_manager.store"):
         reopened = open_manager(path)

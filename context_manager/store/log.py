@@ -1,0 +1,87 @@
+"""A session log over any record-level :class:`~.protocol.Store`: what ``SessionStore`` writes to.
+
+:class:`~.jsonl.JsonlLog` is its own session log (the Kimi-compatible file needs its tail
+repair, rotation and fsync modes); every other backend is wrapped in :class:`StoreLog`. Both
+write through :class:`~.records.RecordWriter` and read through :class:`~.records.Replayer`, so
+a manager restores from and writes through every backend identically.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from .protocol import Store
+from .records import RecordWriter, Replayer, RestoredLog, StoredMessage
+
+__all__ = ["SessionLog", "StoreLog"]
+
+
+class SessionLog(Protocol):
+    """What :class:`~.session.SessionStore` needs of a log (``JsonlLog`` and ``StoreLog``)."""
+
+    @property
+    def strict(self) -> bool: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def store(self) -> Store: ...
+
+    def read(self) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]: ...
+    def append_message(
+        self,
+        message: Any,
+        *,
+        pinned: bool = False,
+        priority: int = 0,
+        extra: Any = None,
+    ) -> None: ...
+    def append_usage(self, token_count: int) -> None: ...
+    def write_system_prompt(self, text: str, original: Any = None) -> None: ...
+    def append_compaction(self, entry: Any) -> None: ...
+    def checkpoint(self) -> int: ...
+    def revert_to(self, checkpoint_id: int) -> object: ...
+    def clear(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class StoreLog(RecordWriter):
+    """Typed appends and replay over a backend store (SQLite, Redis, PostgreSQL)."""
+
+    def __init__(self, store: Store, *, strict: bool = False) -> None:
+        self._store = store
+        self.strict = strict
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def target(self) -> str:
+        return self._store.target
+
+    @property
+    def path(self) -> str:
+        """The target (named ``path`` like ``JsonlLog.path``, for messages)."""
+        return self._store.target
+
+    def read(self) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
+        batch = self._store.load(0)
+        replayer = Replayer(self.target, strict=self.strict)
+        for position, raw in batch.lines:
+            replayer.feed(position + 1, raw, True)
+        return replayer.state, replayer.sequence
+
+    def _put(self, record: dict[str, Any], durable: bool) -> None:
+        self._store.append([record], durable=durable)
+
+    def checkpoint(self) -> int:
+        return self._store.checkpoint()
+
+    def revert_to(self, checkpoint_id: int) -> object:
+        return self._store.revert_to(checkpoint_id)
+
+    def clear(self) -> None:
+        self._store.clear()
+
+    def close(self) -> None:
+        self._store.close()

@@ -1,0 +1,131 @@
+"""The record-level store contract every backend (JSONL, SQLite, Redis, PostgreSQL) satisfies.
+
+A *store* holds the records of one session (one conversation, named by a session id) in order,
+and knows the other sessions of the same target (a directory, a database, a Redis prefix). It
+does not know messages: the session layer encodes them into records (``records.py``) and replays
+them, so every backend receives the same records and restores through the same reader.
+
+Vocabulary:
+
+- a *record* is a JSON object (``{"role": ..., ...}``), the line format of ``records.py``;
+- a *position* numbers the records of a generation from 0 (JSONL: the 0-based line number);
+- a *generation* is one version of the session's history: ``revert_to`` and ``clear`` start a
+  new one and keep the old one (JSONL: the old file is rotated to ``context_N.jsonl``);
+- the *head* is where the next record goes: ``(generation, position)``.
+
+Concurrency contract (several workers, processes or machines, on one session): **a writer whose
+view is stale gets :class:`~context_manager.errors.StoreConflictError` and retries.** A store
+object remembers the head it last saw (by :meth:`Store.load` or its own writes); ``append`` and
+``checkpoint`` succeed only when the session's head is still that one, atomically (a lock, a
+transaction, a Lua script), so appends are never lost, duplicated or interleaved, and a worker
+never writes after history it has not seen. ``revert_to`` and ``clear`` are not conditional
+(they only start a new generation; the old one is kept) but they move every other writer's view
+out of date. A store that has not loaded anything yet appends blindly (no view to be stale).
+We chose the typed error over a silent catch-up because the writer's caller holds state built
+from its view (a manager's memory); only the caller knows how to redo its work on fresh state.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import ConfigurationError
+
+__all__ = ["DEFAULT_SESSION", "Batch", "Head", "Store", "check_session_id"]
+
+#: The session a database target uses when ``session=`` is not given.
+DEFAULT_SESSION = "default"
+
+_SESSION_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@=+-]{0,199}")
+
+
+def check_session_id(session: object) -> str:
+    """Session ids are 1-200 characters of ``[A-Za-z0-9_.:@=+-]`` (not starting with ``.``).
+
+    One rule for every backend, so a session copies between backends under the same id and the
+    id is a safe directory name, Redis key part and SQL value.
+    """
+    if not isinstance(session, str) or not _SESSION_ID.fullmatch(session):
+        raise ConfigurationError(
+            f"session id {session!r} is invalid: use 1-200 characters from letters, digits and "
+            "_ . : @ = + - (not starting with '.' or '-')"
+        )
+    return session
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """Where the next record of a session goes; two equal heads mean nobody wrote in between."""
+
+    generation: int
+    position: int
+    #: Backend bookkeeping that must also match (JSONL: the file's byte length; else 0).
+    offset: int = 0
+
+
+@dataclass(slots=True)
+class Batch:
+    """What :meth:`Store.load` returns: the head it read at, and the records from ``start`` on.
+
+    Records come back as their stored JSON text (one line, ``bytes``), so one reader
+    (``records.Replayer``) validates and decodes them identically for every backend.
+    """
+
+    head: Head
+    lines: list[tuple[int, bytes]] = field(default_factory=list)
+    #: JSONL only: the file ended in a line a killed writer left unfinished (ignored).
+    torn_tail: bool = False
+
+
+@runtime_checkable
+class Store(Protocol):
+    """One session of one backend. Methods raise only ``StoreError`` (and subclasses),
+    ``CheckpointNotFoundError`` and ``ConfigurationError``."""
+
+    @property
+    def session(self) -> str:
+        """The session id."""
+        ...
+
+    @property
+    def target(self) -> str:
+        """Where the session lives, for messages (a path, or a URL without its password)."""
+        ...
+
+    @property
+    def head(self) -> Head | None:
+        """The head this object last saw (None before its first load or write)."""
+        ...
+
+    def load(self, start: int = 0) -> Batch:
+        """The current generation's records at positions ``>= start``; updates :attr:`head`."""
+        ...
+
+    def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
+        """Append ``records`` in one atomic step and return their positions.
+
+        Raises ``StoreConflictError`` (nothing written) when the session moved past
+        :attr:`head`. ``durable`` asks for the strongest persistence the backend offers.
+        """
+        ...
+
+    def checkpoint(self) -> int:
+        """Append the next ``_checkpoint`` record (ids 0, 1, ... per generation); its id."""
+        ...
+
+    def revert_to(self, checkpoint_id: int) -> object:
+        """Start a new generation holding the records before checkpoint ``checkpoint_id``."""
+        ...
+
+    def clear(self) -> None:
+        """Start a new, empty generation (the old one is kept)."""
+        ...
+
+    def sessions(self) -> list[str]:
+        """Every session id of this target that has records (sorted)."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,98 @@
+"""From a target (a path or a URL) to a store: the one place that knows the URL schemes.
+
+=============================  ==========================================================
+``path/to/log.jsonl``          JSONL file (``session=`` given, or a directory:
+                               ``path/<session>/context.jsonl``)
+``sqlite:///app.db``           SQLite file ``app.db`` (four slashes for an absolute path)
+``redis://host:6379/0``        Redis (``rediss://`` for TLS)
+``postgresql://u:p@host/db``   PostgreSQL (``postgres://`` too)
+=============================  ==========================================================
+
+Database targets hold many sessions; ``session=`` picks one (default ``"default"``). Backend
+modules (and their client libraries) are imported only when their scheme is used.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from ..errors import ConfigurationError
+from .jsonl import FsyncMode, JsonlLog
+from .log import SessionLog, StoreLog
+from .protocol import DEFAULT_SESSION, Store
+
+__all__ = ["open_log", "open_store"]
+
+_SCHEMES = ("sqlite://", "redis://", "rediss://", "postgresql://", "postgres://")
+
+
+def open_store(
+    target: str | os.PathLike[str] | Store,
+    *,
+    session: str | None = None,
+    fsync: FsyncMode = "checkpoint",
+    **options: Any,
+) -> Store:
+    """The record-level store for ``target`` and ``session`` (a Store is returned as is).
+
+    ``options`` go to the backend: ``ttl`` / ``prefix`` (Redis), ``prefix`` / ``create``
+    (PostgreSQL), ``prefix`` / ``busy_timeout`` (SQLite), ``strict`` (JSONL).
+    """
+    if isinstance(target, Store) and not isinstance(target, (str, os.PathLike)):
+        return target
+    if not isinstance(target, (str, os.PathLike)):
+        raise ConfigurationError(
+            f"a store target is a path or a URL ({', '.join(_SCHEMES)}), got {target!r}"
+        )
+    text = os.fspath(target)
+    if isinstance(text, bytes):
+        raise ConfigurationError(f"a store target must be text, got {target!r}")
+    name = session if session is not None else DEFAULT_SESSION
+    if text.startswith("sqlite://"):
+        from .sqlite import SqliteStore
+
+        path = text[len("sqlite://") :]
+        if not path.startswith("/") or path == "/":
+            raise ConfigurationError(
+                f"{text}: write sqlite:///relative.db or sqlite:////absolute/path.db"
+            )
+        return SqliteStore(path[1:], name, fsync=fsync, **options)
+    if text.startswith(("redis://", "rediss://")):
+        from .redis import RedisStore
+
+        return RedisStore(text, name, **options)
+    if text.startswith(("postgresql://", "postgres://")):
+        from .postgres import PostgresStore
+
+        return PostgresStore(text, name, **options)
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text):
+        raise ConfigurationError(f"{text}: unknown scheme; use a path or one of {_SCHEMES}")
+    strict = bool(options.pop("strict", False))
+    if options:
+        raise ConfigurationError(f"unknown options for a JSONL store: {sorted(options)}")
+    if session is None and (text.endswith(("/", os.sep)) or os.path.isdir(text)):
+        session = DEFAULT_SESSION  # a directory of sessions
+    return JsonlLog(text, fsync=fsync, strict=strict, session=session, detect_conflicts=True)
+
+
+def open_log(
+    target: str | os.PathLike[str] | Store,
+    *,
+    session: str | None = None,
+    fsync: FsyncMode = "checkpoint",
+    strict: bool = False,
+    store_options: dict[str, Any] | None = None,
+) -> SessionLog:
+    """The session log a manager writes through: the JSONL log itself, else a ``StoreLog``."""
+    options = dict(store_options or {})
+    is_path = isinstance(target, (str, os.PathLike)) and not os.fspath(target).startswith(_SCHEMES)
+    if is_path:
+        options["strict"] = strict
+    store = open_store(target, session=session, fsync=fsync, **options)
+    if isinstance(store, JsonlLog):
+        if not is_path:
+            store.strict = store.strict or strict
+        return store
+    return StoreLog(store, strict=strict)
