@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .targets import Target, targets
+from .targets import Target, oneshot_ratio_targets, targets
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "latest.json"
@@ -110,11 +110,30 @@ def check(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[list[str]
     return failed, warned
 
 
+def check_ratios(results: dict[str, dict[str, Any]], *, quick: bool) -> list[str]:
+    """Ratio targets (ours vs a peer, same run); a missing side counts as missed."""
+    failed: list[str] = []
+    print(f"\n{'ratio target (theirs / ours)':<66} {'limit':>7} {'ratio':>8}  result")
+    for target in oneshot_ratio_targets(quick):
+        a, b = results.get(target.ours), results.get(target.theirs)
+        if a is None or b is None:
+            ratio, verdict = math.nan, "MISSING"
+        else:
+            ratio = float(b["stats"]["median"]) / float(a["stats"]["median"])
+            verdict = "ok" if ratio >= target.at_least else "MISSED"
+        if verdict != "ok":
+            failed.append(target.label)
+        print(f"{target.label:<66} {target.at_least:>6.0f}x {ratio:>7.1f}x  {verdict}")
+    return failed
+
+
 def print_reported(results: dict[str, dict[str, Any]], *, quick: bool) -> None:
     """Medians of the benchmarks no target reads (20K-char adds, store, compaction, ...)."""
     covered = {t.benchmark for t in targets(quick)}
+    covered |= {n for t in oneshot_ratio_targets(quick) for n in (t.ours, t.theirs)}
     rest = [name for name in sorted(results) if name not in covered
-            and not name.startswith(("test_trim[", "test_orphans[", "test_memory["))]
+            and not name.startswith(("test_trim[", "test_orphans[", "test_memory[",
+                                     "test_oneshot"))]
     if rest:
         print(f"\nreported, no target{'':<40} {'median':>9}")
         for name in rest:
@@ -191,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     results = load(json_path)
     quick = args.quick or "test_memory[30000]" in results  # a saved quick run
     failed, warned = check(results, quick=quick)
+    failed += check_ratios(results, quick=quick)
     print_reported(results, quick=quick)
     print_peers(results)
     if status != 0:

@@ -74,3 +74,42 @@ def targets(quick: bool = False) -> list[Target]:
                       f"test_memory[{largest}]", 1.25, stat="growth_vs_1k", unit="x"))
     return out
 
+
+
+@dataclass(frozen=True)
+class RatioTarget:
+    """``theirs / ours`` (medians of two benchmarks of one run) must be at least ``at_least``."""
+
+    label: str
+    ours: str
+    theirs: str
+    at_least: float
+
+
+def oneshot_ratio_targets(quick: bool = False) -> list[RatioTarget]:
+    """One-shot ``trim()`` vs LangChain ``trim_messages`` (bench_oneshot), always enforced."""
+    from .bench_oneshot import BUDGETS, FULL_SIZES, QUICK_SIZES
+
+    sizes = QUICK_SIZES if quick else FULL_SIZES
+    out: list[RatioTarget] = []
+    for budget in BUDGETS:
+        for n in sizes:
+            ratio = 3.0 if n < 1_000 else 10.0
+            for ours, theirs in (("ours", "langchain_approx"),
+                                 ("ours_tiktoken", "langchain_tiktoken")):
+                if quick and ours != "ours":
+                    continue
+                out.append(RatioTarget(
+                    f"one-shot {ours} vs {theirs} @ {n:,} msgs, {budget:,} tokens",
+                    f"test_oneshot[{ours}-{budget}-{n}]",
+                    f"test_oneshot[{theirs}-{budget}-{n}]",
+                    ratio,
+                ))
+    for n in (s for s in sizes if s >= 1_000):
+        out.append(RatioTarget(
+            f"repeated trim (history + 1 new) vs langchain_approx @ {n:,} msgs",
+            f"test_oneshot_repeat[ours_cached-{n}]",
+            f"test_oneshot_repeat[langchain_approx-{n}]",
+            20.0,
+        ))
+    return out
