@@ -129,10 +129,16 @@ def trim(
         if tool_defs:
             fixed += token_counter.count_tools(list(tool_defs))
         scan = _Scan(messages, token_counter, cache)
+        paused = gc.isenabled()  # the scan allocates records and keys, never cycles
+        if paused:
+            gc.disable()
         try:
             return scan.select(window - reserve - fixed, resolved.max_messages, pinned, rules)
         except (_Fallback, InvalidMessageError):
             pass  # the full path decides, and raises the manager's exact error
+        finally:
+            if paused:
+                gc.enable()
     manager = MessageContextManager(
         max_tokens,
         counter=token_counter,
@@ -288,14 +294,25 @@ class _Scan:
 
         Raises :class:`_Fallback` when the protocol groups differ from the scan's; returns True
         when calls still await results at the end of the last span (an open group)."""
-        rec = self.rec
+        recs, read = self.recs, self._read
         protocol = ToolProtocol()
         last = -1
         for start, end in spans:
             if start != last:
                 protocol = ToolProtocol()
             for i in range(start, end):
-                if protocol.accept(rec(i), i) != (i != start):
+                rec = recs.get(i) or read(i)
+                if (  # a plain message outside any exchange: no check, no state change
+                    not protocol.pending
+                    and not protocol.glue
+                    and not rec.tool_calls
+                    and rec.tool_call_id is None
+                    and not rec.tool_results
+                    and not rec.item
+                ):
+                    if i != start:
+                        raise _Fallback
+                elif protocol.accept(rec, i) != (i != start):
                     raise _Fallback  # the scan's grouping is not the protocol's
             last = end
         return bool(protocol.pending)
@@ -398,15 +415,16 @@ class _Scan:
         """
         out: list[Span] = []
         end, used, count, cost = hi, 0, 0, 0
-        toks, joins = self.toks, self.joins
+        recs, toks, read, joins = self.recs, self.toks, self._read, self.joins
         i = hi - 1
         while i >= stop:
-            if i > stop and joins(i):
+            rec = recs.get(i) or read(i)
+            if i > stop and (
+                rec.tool_call_id is not None or rec.tool_results or (rec.tool_calls and joins(i))
+            ):
                 cost += toks[i]
-                i -= 1  # a result: its group starts further back
+                i -= 1  # a result or a call item: its group starts further back
                 continue
-            if i not in toks:
-                self.rec(i)
             cost += toks[i]
             is_pin = i in pinned
             if is_pin:

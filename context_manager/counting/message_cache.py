@@ -176,8 +176,12 @@ def _estimator_config(counter: CharEstimator) -> tuple[Any, ...]:
     )
 
 
-def message_cache_for(counter: TokenCounter) -> MessageCountCache:
-    """The cache shared by every caller of ``counter`` (created on first use)."""
+def message_cache_for(counter: TokenCounter) -> MessageCountCache | None:
+    """The cache shared by every caller of ``counter`` (created on first use).
+
+    None for a counter that cannot key a weak mapping (unhashable, or ``__slots__`` without
+    ``__weakref__``): its counts are then simply not cached.
+    """
     if type(counter) is CharEstimator:
         config = _estimator_config(counter)
         cache = _by_config.get(config)
@@ -185,12 +189,15 @@ def message_cache_for(counter: TokenCounter) -> MessageCountCache:
             with _lock:
                 cache = _by_config.setdefault(config, MessageCountCache())
         return cache
-    cache = _by_counter.get(counter)
-    if cache is None:
-        with _lock:
-            cache = _by_counter.get(counter)
-            if cache is None:
-                cache = _by_counter[counter] = MessageCountCache()
+    try:
+        cache = _by_counter.get(counter)
+        if cache is None:
+            with _lock:
+                cache = _by_counter.get(counter)
+                if cache is None:
+                    cache = _by_counter[counter] = MessageCountCache()
+    except TypeError:
+        return None
     return cache
 
 

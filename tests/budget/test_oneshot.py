@@ -201,6 +201,7 @@ def test_trim_equals_manager_with_provider_and_retention(
 def test_provider_fast_path_reads_only_what_it_keeps() -> None:
     counter = CharEstimator(4.25)
     cache = message_cache_for(counter)
+    assert cache is not None
     cache.clear()
     history: list[Any] = [{"role": "system", "content": "Be brief."}]
     for i in range(1_000):
@@ -271,6 +272,7 @@ def test_count_cache_is_keyed_by_content_and_bounded_in_bytes() -> None:
 def test_repeat_call_reads_only_the_new_message() -> None:
     counter = CharEstimator(4.5)
     cache = message_cache_for(counter)
+    assert cache is not None
     cache.clear()
     history = [
         {"role": "user" if i % 2 else "assistant", "content": f"m{i} " * 50} for i in range(2000)
@@ -331,3 +333,44 @@ def test_reference_fixtures_through_the_backwards_scan(suite: str) -> None:
         ):
             mismatches.append((case["id"], expected, got))
     assert mismatches == [], mismatches[:5]
+
+
+class _Unhashable(CharEstimator):
+    """A custom counter that defines equality and so is unhashable: no cache, same answer."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Unhashable)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_unhashable_counter_runs_without_a_cache() -> None:
+    counter = _Unhashable()
+    assert message_cache_for(counter) is None
+    history = [{"role": "user", "content": "x" * 400}, {"role": "assistant", "content": "y" * 400}]
+    expected = manager_context(
+        history, "sliding_window", max_tokens=150, counter=counter, pinned=set(), priorities=[0, 0]
+    )
+    assert same(trim(history, 150, counter=counter), expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "ascii only",
+        "é" * 10,
+        "中文" * 1000,
+        "😀",
+        "a😀b" * 10,
+        "\ud800 lone high",
+        "lone low \udfff",
+        "\ud83d\ude00 a pair written as two surrogates",
+        "x" * 1_000_000 + "😀",
+        "é" * 1_000_000,
+    ],
+)
+def test_utf16_len_matches_an_encoding(text: str) -> None:
+    from context_manager._js import utf16_len
+
+    assert utf16_len(text) == len(text.encode("utf-16-le", "surrogatepass")) // 2
