@@ -140,7 +140,9 @@ def oneshot_table(results: dict[str, dict[str, Any]]) -> list[str]:
     cells: dict[tuple[int, int], dict[str, float]] = {}
     for name, bench in results.items():
         if name.startswith("test_oneshot["):
-            info = bench["extra_info"]
+            info = bench.get("extra_info") or {}
+            if not {"budget", "messages", "peer"} <= info.keys():
+                continue  # not a bench_oneshot record (a hand-made run)
             key = (int(info["budget"]), int(info["messages"]))
             cells.setdefault(key, {})[info["peer"]] = float(bench["stats"]["median"])
     for (budget, n), row in sorted(cells.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
@@ -160,7 +162,7 @@ def oneshot_table(results: dict[str, dict[str, Any]]) -> list[str]:
         rows.append("| " + " | ".join(text) + " |")
     for name in sorted(results):
         if name.startswith("test_oneshot_repeat[ours_cached-"):
-            n = int(results[name]["extra_info"]["messages"])
+            n = int((results[name].get("extra_info") or {}).get("messages", 0))
             lc = results.get(f"test_oneshot_repeat[langchain_approx-{n}]")
             if lc is not None:
                 a, b = float(results[name]["stats"]["median"]), float(lc["stats"]["median"])
