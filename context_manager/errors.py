@@ -57,6 +57,20 @@ class StoreCorruptionError(StoreError):
         super().__init__(message)
 
 
+class StoreConflictError(StoreError):
+    """Another writer changed the log since this manager read it; reopen the session and retry.
+
+    Raised before anything is written (and before memory changes), so nothing is lost.
+    """
+
+
+class SessionNotFoundError(StoreError, KeyError):
+    """A session index has no entry for the key (call ``resolve(key)`` first)."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
 class CheckpointNotFoundError(ContextManagerError, ValueError):
     """``revert_to`` was given a checkpoint id that the session log does not contain."""
 

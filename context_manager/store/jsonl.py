@@ -14,6 +14,18 @@ Why it is built this way:
   ``<stem>_<N><suffix>`` (N = highest existing + 1; a link never replaces an existing name, so
   rotated files are never overwritten), the new content is written to a temporary file and renamed
   over the log. At every instant the log path holds either the old or the new complete file.
+- Files are created 0600, temporary names are unpredictable, a symlinked log is refused with a
+  typed :class:`~context_manager.errors.StoreError` (all through :mod:`._files`; SECURITY.md).
+- Several writers: every line is appended under the lock, so the file never loses one. A
+  manager's *view* can still go stale when another manager writes the same log; with
+  ``guard_tail=True`` (what ``MessageContextManager.open`` uses) an append first checks, under
+  the lock, that the file still ends where this log last read or wrote it, and otherwise raises
+  :class:`~context_manager.errors.StoreConflictError` without writing: the caller reopens (which
+  reads the other writer's lines) and retries, so no acknowledged line is ever left out of a
+  view that later compacts or reverts over it.
+- ``integrity=True`` adds a CRC-32 of each line to its ``_cm`` object (Kimi ignores it); a line
+  whose CRC does not match is reported like any corrupt line. Off by default: Kimi writes no
+  ``_cm`` on plain lines and our default files stay byte-identical to Kimi's.
 """
 
 from __future__ import annotations
@@ -25,7 +37,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import CheckpointNotFoundError, ConfigurationError
+from ..errors import CheckpointNotFoundError, ConfigurationError, StoreConflictError
+from . import _files
 from .lock import LogLock
 from .records import (
     CHECKPOINT,
@@ -54,20 +67,40 @@ class JsonlLog:
     """One conversation's log file. Thread-safe; safe against other processes using this class."""
 
     def __init__(
-        self, path: str | os.PathLike[str], *, fsync: FsyncMode = "checkpoint", strict: bool = False
+        self,
+        path: str | os.PathLike[str],
+        *,
+        fsync: FsyncMode = "checkpoint",
+        strict: bool = False,
+        integrity: bool = False,
+        guard_tail: bool = False,
     ) -> None:
+        if not isinstance(path, str | os.PathLike):
+            raise ConfigurationError(f"path must be a str or os.PathLike, got {path!r:.60}")
         if fsync not in FSYNC_MODES:
             raise ConfigurationError(
                 f"fsync={fsync!r} is not a mode; use one of {', '.join(FSYNC_MODES)}"
             )
+        for name, flag in (
+            ("strict", strict),
+            ("integrity", integrity),
+            ("guard_tail", guard_tail),
+        ):
+            if not isinstance(flag, bool):
+                raise ConfigurationError(f"{name} must be True or False, got {flag!r:.60}")
         self.path = Path(path)
         self.fsync: FsyncMode = fsync
         self.strict = strict
+        self.integrity = integrity
+        self.guard_tail = guard_tail
         self._next_checkpoint_id: int | None = None  # read from the file when first needed
         self._lock = LogLock(self.path)
         self._fd: int | None = None
         self._inode: tuple[int, int] | None = None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # (device, inode, size) of the file as this log last read or wrote it (guard_tail).
+        self._seen: tuple[int, int, int] | None = None
+        self._swept = False
+        _files.ensure_directory(self.path.parent)
 
     @property
     def next_checkpoint_id(self) -> int:
@@ -86,16 +119,25 @@ class JsonlLog:
         """Like :meth:`restore`, plus every valid record in file order (metadata records carry
         their 1-based line number under ``"_line"``)."""
         with self._lock.held():
+            if not self._swept:  # temp files of a crashed rotation (we hold every writer's lock)
+                for stale in _files.remove_stale_temps(self.path):
+                    logger.warning("%s: removed stale temporary file %s", self.path, stale.name)
+                self._swept = True
             data = self._read_all()
+            self._seen = self._identity(len(data))
             replayer = self._replayer(data)
             self._next_checkpoint_id = replayer.state.next_checkpoint_id
         return replayer.state, replayer.sequence
 
     def _read_all(self) -> bytes:
+        return _files.read_bytes(self.path) or b""
+
+    def _identity(self, size: int) -> tuple[int, int, int] | None:
         try:
-            return self.path.read_bytes()
+            st = os.lstat(self.path)
         except FileNotFoundError:
-            return b""
+            return None
+        return (st.st_dev, st.st_ino, size)
 
     def _replayer(self, data: bytes) -> Replayer:
         replayer = Replayer(str(self.path), strict=self.strict)
@@ -112,11 +154,14 @@ class JsonlLog:
         priority: int = 0,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
-        line = encode_message(message, pinned=pinned, priority=priority, extra=extra)
+        line = encode_message(
+            message, pinned=pinned, priority=priority, extra=extra, integrity=self.integrity
+        )
         self._append(line, durable=False)
 
     def append_usage(self, token_count: int) -> None:
-        self._append(encode_meta({"role": USAGE, "token_count": int(token_count)}), durable=False)
+        record = {"role": USAGE, "token_count": int(token_count)}
+        self._append(encode_meta(record, integrity=self.integrity), durable=False)
 
     def write_system_prompt(self, text: str, original: Mapping[str, Any] | None = None) -> None:
         """Append a ``_system_prompt`` record; on restore the last one wins (as in Kimi CLI).
@@ -127,26 +172,49 @@ class JsonlLog:
         record: dict[str, Any] = {"role": SYSTEM_PROMPT, "content": text}
         if original is not None:
             record["_cm"] = dict(original)
-        self._append(encode_meta(record), durable=True)
+        self._append(encode_meta(record, integrity=self.integrity), durable=True)
 
     def append_compaction(self, entry: Mapping[str, Any]) -> None:
-        self._append(encode_compaction(entry), durable=True)
+        self._append(encode_compaction(entry, integrity=self.integrity), durable=True)
 
     def checkpoint(self) -> int:
         """Append the next checkpoint marker and return its id (0, 1, 2, ...)."""
         with self._lock.held():
             checkpoint_id = self.next_checkpoint_id
-            self._append(encode_meta({"role": CHECKPOINT, "id": checkpoint_id}), durable=True)
+            record = {"role": CHECKPOINT, "id": checkpoint_id}
+            self._append(encode_meta(record, integrity=self.integrity), durable=True)
             self._next_checkpoint_id = checkpoint_id + 1
             return checkpoint_id
 
     def _append(self, line: bytes, *, durable: bool) -> None:
         with self._lock.held():
+            if self.guard_tail:
+                self._check_tail()
             fd = self._descriptor()
             self._repair_tail(fd)
             _write_all(fd, line)
             if self.fsync == "always" or (durable and self.fsync == "checkpoint"):
                 os.fsync(fd)
+            if self.guard_tail:
+                st = os.fstat(fd)
+                self._seen = (st.st_dev, st.st_ino, st.st_size)
+
+    def _check_tail(self) -> None:
+        """Refuse to append when another writer changed the file since we last saw it."""
+        if self._seen is None and self._next_checkpoint_id is None:
+            self.read()  # first use without a read: adopt the file as it is
+            return
+        try:
+            st = os.lstat(self.path)
+            now: tuple[int, int, int] | None = (st.st_dev, st.st_ino, st.st_size)
+        except FileNotFoundError:
+            now = None
+        if now != self._seen:
+            raise StoreConflictError(
+                f"{self.path}: another writer changed this log since it was read here "
+                f"({_describe(self._seen)} -> {_describe(now)}); nothing was written. Reopen the "
+                "session (MessageContextManager.open) to see its lines, then retry."
+            )
 
     def _descriptor(self) -> int:
         """The append descriptor, reopened if another writer rotated the file under us."""
@@ -158,7 +226,7 @@ class JsonlLog:
         if self._fd is not None and current == self._inode:
             return self._fd
         self._close_fd()
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = _files.open_file(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         st = os.fstat(fd)
         self._fd, self._inode = fd, (st.st_dev, st.st_ino)
         return fd
@@ -215,6 +283,7 @@ class JsonlLog:
                     f"{self.next_checkpoint_id} checkpoints, ids from 0); pick an existing id"
                 )
             self._rotate_and_replace(b"".join(kept))
+            self._seen = self._identity(len(b"".join(kept)))
             replayer = self._replayer(b"".join(kept))
             self._next_checkpoint_id = replayer.state.next_checkpoint_id
             return replayer.state
@@ -223,21 +292,14 @@ class JsonlLog:
         """Rotate the file and start an empty log (checkpoint ids restart at 0)."""
         with self._lock.held():
             self._rotate_and_replace(b"")
+            self._seen = self._identity(0)
             self._next_checkpoint_id = 0
 
     def _rotate_and_replace(self, content: bytes) -> Path | None:
+        if os.path.islink(self.path):
+            raise _files.symlink_error(self.path)  # before rotating: never link to a link
         rotated = self._rotate() if self.path.exists() else None
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            _write_all(fd, content)
-            if self.fsync != "never":
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        if self.fsync != "never":
-            _fsync_directory(self.path.parent)
+        _files.atomic_write(self.path, content, durable=self.fsync != "never")
         self._close_fd()
         return rotated
 
@@ -283,35 +345,9 @@ class JsonlLog:
         self.close()
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+_write_all = _files.write_all
+_copy_exclusive = _files.copy_exclusive
 
 
-def _fsync_directory(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-def _copy_exclusive(source: Path, target: Path) -> bool:
-    """Copy for filesystems without hard links; O_EXCL keeps it from overwriting."""
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        return False
-    try:
-        _write_all(fd, source.read_bytes())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return True
+def _describe(seen: tuple[int, int, int] | None) -> str:
+    return "no file" if seen is None else f"inode {seen[1]}, {seen[2]} bytes"

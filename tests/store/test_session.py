@@ -171,6 +171,8 @@ def test_corrupt_line_skipped_with_warning_or_strict_error(
     with open(path, "a") as handle:
         handle.write("{oops\n")
         handle.write(json.dumps(RESULT) + "\n")  # a result whose call is missing
+    manager.store.close()  # another writer changed the file: reopen before writing (guard_tail)
+    manager = open_manager(path)
     manager.add({"role": "user", "content": "b"})
     with caplog.at_level(logging.WARNING, logger="context_manager.store"):
         reopened = open_manager(path)
