@@ -57,8 +57,15 @@ def _is_link(path: Path) -> bool:
 
 def ensure_directory(directory: Path) -> None:
     """Create ``directory`` (and parents) as ``0700`` when missing."""
-    try:
-        os.makedirs(directory, mode=DIR_MODE, exist_ok=True)
+    missing = []
+    current = Path(directory)
+    while not current.exists() and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    try:  # os.makedirs applies the mode to the leaf only; every created level is private here
+        for level in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(level, DIR_MODE)
     except OSError as exc:
         raise _typed(exc, directory, "create the directory") from exc
 
