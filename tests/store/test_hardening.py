@@ -146,7 +146,7 @@ def test_tampered_session_paths_are_refused(tmp_path: Path, entry: dict[str, str
     index = SessionIndex(home / "sessions.json")
     found = index.get("k")
     assert found is not None
-    with pytest.raises(StoreCorruptionError, match="outside|plain file name"):
+    with pytest.raises(StoreCorruptionError, match=r"outside|plain file name"):
         index.session_path(found)
 
 
