@@ -30,6 +30,7 @@ Why it is built this way:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -192,9 +193,18 @@ class JsonlLog:
                 self._check_tail()
             fd = self._descriptor()
             self._repair_tail(fd)
-            _write_all(fd, line)
-            if self.fsync == "always" or (durable and self.fsync == "checkpoint"):
-                os.fsync(fd)
+            start = os.fstat(fd).st_size
+            try:
+                _write_all(fd, line)
+                if self.fsync == "always" or (durable and self.fsync == "checkpoint"):
+                    os.fsync(fd)
+            except OSError:
+                # Disk full / file too large after part of the line: take the part back, so
+                # the file holds exactly the acknowledged lines (best effort: a crash right
+                # here leaves a torn tail, which readers ignore and the next writer cuts).
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)
+                raise
             if self.guard_tail:
                 st = os.fstat(fd)
                 self._seen = (st.st_dev, st.st_ino, st.st_size)
