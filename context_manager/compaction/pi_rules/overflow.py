@@ -97,6 +97,12 @@ def is_context_overflow(message: PiMessage, context_window: float | None = None)
     ``input + cacheRead`` exceeds it (silent overflow); or (3) given a window, a "length" stop
     with zero output whose ``input + cacheRead`` is at least 99% of it. A window of 0 is "none".
     """
+    if not isinstance(message, Mapping):
+        raise InvalidMessageError(f"expected a Pi assistant message (a dict), got {message!r:.60}")
+    if context_window is not None and (
+        isinstance(context_window, bool) or not isinstance(context_window, int | float)
+    ):
+        raise InvalidMessageError(f"context_window must be a number, got {context_window!r:.60}")
     stop = message.get("stopReason")
     error_text = message.get("errorMessage")
     if stop == "error" and js_truthy(error_text):
@@ -115,7 +121,14 @@ def is_context_overflow(message: PiMessage, context_window: float | None = None)
             hint="Pi reads usage.input / usage.cacheRead here",
         )
     # A missing number is `undefined` in JS: the sum becomes NaN and every comparison false.
-    used = usage.get("input", math.nan) + usage.get("cacheRead", math.nan)
+    numbers = [usage.get("input", math.nan), usage.get("cacheRead", math.nan)]
+    if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
+        # JS would concatenate or coerce; Pi's usage fields are numbers, so this is a bad message.
+        raise InvalidMessageError(
+            f"usage.input / usage.cacheRead must be numbers, got {numbers!r:.80}",
+            hint="Pi reads usage.input / usage.cacheRead here",
+        )
+    used = numbers[0] + numbers[1]
     if stop == "stop":
         return bool(used > context_window)
     return _is_zero(usage.get("output")) and bool(used >= context_window * 0.99)
