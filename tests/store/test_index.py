@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from context_manager.errors import ConfigurationError, StoreCorruptionError
+from context_manager.errors import ConfigurationError, StoreCorruptionError, StoreError
 from context_manager.store import index as index_module
 from context_manager.store.index import ResetPolicy, SessionIndex
 
@@ -149,7 +149,7 @@ def test_write_is_atomic_temp_then_rename(tmp_path: Path, monkeypatch: pytest.Mo
         raise OSError("simulated crash before rename")
 
     monkeypatch.setattr(index_module.os, "replace", crash)
-    with pytest.raises(OSError, match="simulated"):
+    with pytest.raises(StoreError, match="simulated"):
         index.reset("k")
     assert (tmp_path / "sessions.json").read_bytes() == before  # old index intact
 
