@@ -35,7 +35,7 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
 
 
-def open_manager(path: Path, **options: Any) -> MessageContextManager:
+def open_manager(path: Path | str, **options: Any) -> MessageContextManager:
     return MessageContextManager.open(path, max_tokens=100_000, **options)
 
 
@@ -65,6 +65,28 @@ def test_logs_rotations_locks_and_index_are_private(tmp_path: Path) -> None:
     }
     assert {p.name: mode(p) for p in files} == {p.name: 0o600 for p in files}
     assert mode(directory) == 0o700 and mode(directory.parent) == 0o700
+
+
+def test_sqlite_database_and_its_wal_files_are_private(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        manager = open_manager(f"sqlite:///{tmp_path}/db/chat.db")
+        manager.add({"role": "user", "content": "secret"})
+        files = sorted((tmp_path / "db").iterdir())
+        modes = {p.name: mode(p) for p in files}
+        manager.store.close()
+    finally:
+        os.umask(old)
+    assert {"chat.db", "chat.db-wal"} <= set(modes)
+    assert modes == {name: 0o600 for name in modes}
+    assert mode(tmp_path / "db") == 0o700
+
+
+def test_symlinked_sqlite_database_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "real.db").write_bytes(b"")
+    (tmp_path / "link.db").symlink_to(tmp_path / "real.db")
+    with pytest.raises(StoreError, match="symbolic link"):
+        open_manager(f"sqlite:///{tmp_path}/link.db")
 
 
 # --- symlinks: refused with a typed error -------------------------------------------------------
