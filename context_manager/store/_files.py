@@ -38,7 +38,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 def symlink_error(path: Path) -> StoreError:
     return StoreError(
         f"{path} is a symbolic link; the store refuses to read or write through links (see "
-        "SECURITY.md). Point the store at the real file instead."
+        "docs/security.md). Point the store at the real file instead."
     )
 
 

@@ -24,7 +24,7 @@ Why it is built this way:
   :meth:`sessions` lists the session directories of ``root``.
 - Files are created 0600 in 0700 directories, temporary names are unpredictable and opened with
   ``O_EXCL``, a symlinked log is refused with a typed :class:`~context_manager.errors.StoreError`
-  (all through :mod:`._files`; SECURITY.md). A write that fails half-way (full disk, file size
+  (all through :mod:`._files`; docs/security.md). A write that fails half-way (full disk, file size
   limit) takes its partial line back, so the file holds exactly the acknowledged records.
 - ``integrity=True`` adds a CRC-32 of each line to its ``_cm`` object (Kimi ignores it); a line
   whose CRC does not match is reported like any corrupt line. Off by default: Kimi writes no
