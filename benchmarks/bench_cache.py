@@ -111,7 +111,10 @@ def ours(ratio: float | None) -> Policy:
 
     def run(messages: tuple[Message, ...], points: tuple[int, ...]) -> Iterator[list[Message]]:
         manager = MessageContextManager(
-            BUDGET, reserve_tokens=0, counter=counter(), strategy="sliding_window",
+            BUDGET,
+            reserve_tokens=0,
+            counter=counter(),
+            strategy="sliding_window",
             retention_ratio=ratio,
         )
         added = 0
@@ -140,8 +143,10 @@ def langchain() -> Policy:
 
     def run(messages: tuple[Message, ...], points: tuple[int, ...]) -> Iterator[list[Message]]:
         converted = convert_to_messages(list(messages))
-        tokens = {id(lc): counter().count_message(normalize(m))
-                  for lc, m in zip(converted, messages, strict=True)}
+        tokens = {
+            id(lc): counter().count_message(normalize(m))
+            for lc, m in zip(converted, messages, strict=True)
+        }
         back = {id(lc): m for lc, m in zip(converted, messages, strict=True)}
 
         def count(message: BaseMessage) -> int:
@@ -159,8 +164,14 @@ def langchain() -> Policy:
                 start -= 1
                 total += tokens[id(converted[start])]
             window = [converted[0], *converted[start:n]]
-            kept = trim_messages(window, max_tokens=limit, token_counter=count, strategy="last",
-                                 include_system=True, start_on="human")
+            kept = trim_messages(
+                window,
+                max_tokens=limit,
+                token_counter=count,
+                strategy="last",
+                include_system=True,
+                start_on="human",
+            )
             yield [back[id(m)] for m in kept]
 
     return run
@@ -192,8 +203,17 @@ def measure(name: str, policy: Policy, turns: int = TURNS) -> Result:
         anthropic += CACHED_READ * hit + ANTHROPIC_WRITE * (size - hit)
         previous = context
     n = len(points)
-    return Result(name, n, sent, cached, sent / n / BUDGET, peak, openai / sent * (sent / n),
-                  anthropic / sent * (sent / n), orphans)
+    return Result(
+        name,
+        n,
+        sent,
+        cached,
+        sent / n / BUDGET,
+        peak,
+        openai / sent * (sent / n),
+        anthropic / sent * (sent / n),
+        orphans,
+    )
 
 
 def policies() -> dict[str, Policy]:
@@ -232,9 +252,13 @@ def plot(results: list[Result], path: str) -> None:
     for r in results:
         marker = "s" if r.policy.startswith("langchain") else "o"
         ax.scatter(r.avg_context_share * 100, r.cached_share * 100, marker=marker, s=40)
-        ax.annotate(r.policy.replace("retention_ratio=", "r="),
-                    (r.avg_context_share * 100, r.cached_share * 100),
-                    textcoords="offset points", xytext=(6, 4), fontsize=8)
+        ax.annotate(
+            r.policy.replace("retention_ratio=", "r="),
+            (r.avg_context_share * 100, r.cached_share * 100),
+            textcoords="offset points",
+            xytext=(6, 4),
+            fontsize=8,
+        )
     ax.axhline(TARGET_SHARE * 100, color="grey", lw=0.8, ls="--")
     ax.axvline(TARGET_CONTEXT * 100, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("average context sent, % of the 20k budget")
@@ -282,22 +306,28 @@ def test_stateless_trim_matches_manager() -> None:
     """``trim`` afresh per request returns what the manager returns (every 10th request)."""
     messages, points = session(120)
     sample = points[::10]
-    for stateful, stateless in zip(ours(0.7)(messages, sample),
-                                   ours_stateless(0.7)(messages, sample), strict=True):
+    for stateful, stateless in zip(
+        ours(0.7)(messages, sample), ours_stateless(0.7)(messages, sample), strict=True
+    ):
         assert stateful == stateless
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_cache", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.bench_cache",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--turns", type=int, default=TURNS)
     parser.add_argument("--plot", default="docs/cache.png", help="where to save the plot")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
     results = [measure(name, policy, args.turns) for name, policy in policies().items()]
     messages, points = session(args.turns)
-    print(f"{args.turns} user turns, {len(messages):,} messages, {len(points):,} requests, "
-          f"budget {BUDGET:,} tokens (tiktoken o200k_base)\n")
+    print(
+        f"{args.turns} user turns, {len(messages):,} messages, {len(points):,} requests, "
+        f"budget {BUDGET:,} tokens (tiktoken o200k_base)\n"
+    )
     print(table(results))
     if not args.no_plot:
         plot(results, args.plot)

@@ -100,10 +100,10 @@ def test_oneshot(benchmark: Any, peer: str, budget: int, n: int) -> None:
     rounds = _rounds(n)
     if peer == "litellm" and n >= 1_000:
         rounds = 3  # seconds per call: it recounts the whole list for each dropped message
-    kept = benchmark.pedantic(trimmer, args=(messages, budget), rounds=rounds, iterations=1,
-                              warmup_rounds=1)
-    benchmark.extra_info.update({"peer": peer, "messages": n, "budget": budget,
-                                 "kept": len(kept)})
+    kept = benchmark.pedantic(
+        trimmer, args=(messages, budget), rounds=rounds, iterations=1, warmup_rounds=1
+    )
+    benchmark.extra_info.update({"peer": peer, "messages": n, "budget": budget, "kept": len(kept)})
 
 
 @pytest.mark.parametrize("n", REPEAT_SIZES)
@@ -133,5 +133,4 @@ def test_oneshot_repeat(benchmark: Any, peer: str, n: int) -> None:
         return trimmer(next(feed), budget)
 
     kept = benchmark.pedantic(call, rounds=rounds, iterations=1, warmup_rounds=1)
-    benchmark.extra_info.update({"peer": peer, "messages": n, "budget": budget,
-                                 "kept": len(kept)})
+    benchmark.extra_info.update({"peer": peer, "messages": n, "budget": budget, "kept": len(kept)})

@@ -84,8 +84,10 @@ def test_trim(benchmark: Any, peer: str, n: int) -> None:
     module, factory, form = PEERS[peer]
     pytest.importorskip(module)
     if peer in _too_slow:
-        pytest.skip(f"{peer} at {n} messages: not run, one call at {_too_slow[peer]} messages "
-                    f"already took over {CAP:.0f} s")
+        pytest.skip(
+            f"{peer} at {n} messages: not run, one call at {_too_slow[peer]} messages "
+            f"already took over {CAP:.0f} s"
+        )
     trimmer = factory()
     messages = _input(form, n)
     try:
@@ -97,8 +99,7 @@ def test_trim(benchmark: Any, peer: str, n: int) -> None:
     benchmark.pedantic(trimmer, args=(messages, BUDGET), rounds=rounds, iterations=1)
     orphans, dangling = broken_tool_pairs(kept)
     benchmark.extra_info.update(
-        {"peer": peer, "messages": n, "kept": len(kept), "orphans": orphans,
-         "dangling": dangling}
+        {"peer": peer, "messages": n, "kept": len(kept), "orphans": orphans, "dangling": dangling}
     )
     if peer.startswith("ours"):
         assert (orphans, dangling) == (0, 0)
@@ -118,7 +119,10 @@ ORPHAN_PEERS: dict[str, tuple[str, Callable[[], peers.Trimmer], str]] = {
     "ours": ("context_manager", lambda: peers.ours, "dicts"),
     "langchain_approx": ("langchain_core", peers.langchain_approx, "langchain"),
     "langchain_approx_start_on_human": (
-        "langchain_core", lambda: peers.langchain_approx("human"), "langchain"),
+        "langchain_core",
+        lambda: peers.langchain_approx("human"),
+        "langchain",
+    ),
     "langchain_tiktoken": ("langchain_core", peers.langchain_tiktoken, "langchain"),
     "litellm": ("litellm", peers.litellm_trim, "dicts"),
 }
@@ -134,8 +138,7 @@ def test_orphans(benchmark: Any, peer: str) -> None:
         cases = [(peers.langchain_messages(m), budget) for m, budget in cases]
 
     def run() -> dict[str, int]:
-        tally = {"conversations": len(cases), "with_orphans": 0, "with_dangling": 0,
-                 "refused": 0}
+        tally = {"conversations": len(cases), "with_orphans": 0, "with_dangling": 0, "refused": 0}
         for messages, budget in cases:
             try:
                 kept = trimmer(messages, budget)

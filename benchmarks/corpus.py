@@ -91,8 +91,9 @@ class _Streams:
         lines = []
         for _ in range(size // 16):
             a, b, c = rng.choices(IDENTIFIERS, k=3)
-            lines.append(rng.choice(CODE_LINES).format(
-                a=a, b=b, c=c, A=a.capitalize(), B=b.capitalize()))
+            lines.append(
+                rng.choice(CODE_LINES).format(a=a, b=b, c=c, A=a.capitalize(), B=b.capitalize())
+            )
         self.code = lines
 
     def _offset(self, size: int, k: int) -> int:
@@ -185,13 +186,17 @@ def _tool_group(s: _Streams, group: int) -> list[Message]:
     for j in range(k):
         tool = rng.choice(TOOLS)
         tools.append(tool)
-        args = {"path": f"src/{rng.choice(IDENTIFIERS)}/{rng.choice(IDENTIFIERS)}.py",
-                "query": s.words_text(rng.randint(10, 80))}
-        calls.append({
-            "id": f"call_{group}_{j}",
-            "type": "function",
-            "function": {"name": tool, "arguments": json.dumps(args, ensure_ascii=False)},
-        })
+        args = {
+            "path": f"src/{rng.choice(IDENTIFIERS)}/{rng.choice(IDENTIFIERS)}.py",
+            "query": s.words_text(rng.randint(10, 80)),
+        }
+        calls.append(
+            {
+                "id": f"call_{group}_{j}",
+                "type": "function",
+                "function": {"name": tool, "arguments": json.dumps(args, ensure_ascii=False)},
+            }
+        )
     lead = s.words_text(rng.randint(20, 160)) if rng.random() < 0.3 else None
     out: list[Message] = [{"role": "assistant", "content": lead, "tool_calls": calls}]
     for call, tool in zip(calls, tools, strict=True):
@@ -287,8 +292,10 @@ def text_pool(n_chars: int, count: int, seed: int = SEED) -> list[Message]:
     """
     s = _streams(seed + n_chars, n_chars * count)
     return [
-        {"role": "user" if i % 2 == 0 else "assistant",
-         "content": f"[{i}] " + s.mixed_text(n_chars - 8)}
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"[{i}] " + s.mixed_text(n_chars - 8),
+        }
         for i in range(count)
     ]
 

@@ -30,9 +30,18 @@ DEFAULT_JSON = ROOT / "benchmarks" / "results" / "latest.json"
 
 def pytest_command(json_path: Path, *, quick: bool, peers: bool, extra: list[str]) -> list[str]:
     command = [
-        sys.executable, "-m", "pytest", str(ROOT / "benchmarks"),
-        "-o", "python_files=bench_*.py", "-p", "no:cacheprovider", "-q", "-rs",
-        f"--benchmark-json={json_path}", "--benchmark-sort=name",
+        sys.executable,
+        "-m",
+        "pytest",
+        str(ROOT / "benchmarks"),
+        "-o",
+        "python_files=bench_*.py",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-rs",
+        f"--benchmark-json={json_path}",
+        "--benchmark-sort=name",
         "--benchmark-columns=median,iqr,rounds",
     ]
     if quick:
@@ -105,8 +114,10 @@ def check(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[list[str]
             if not enforced:
                 verdict += " (reported)"
         margin_text = "-" if math.isnan(margin) else f"{margin:.1f}x"
-        print(f"{target.kind:<6} {target.label:<58} {fmt(target.limit, target.unit):>9} "
-              f"{fmt(value, target.unit) + per:>9} {margin_text:>8}  {verdict}")
+        print(
+            f"{target.kind:<6} {target.label:<58} {fmt(target.limit, target.unit):>9} "
+            f"{fmt(value, target.unit) + per:>9} {margin_text:>8}  {verdict}"
+        )
     return failed, warned
 
 
@@ -135,8 +146,10 @@ def check_ratios(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[li
 def oneshot_table(results: dict[str, dict[str, Any]]) -> list[str]:
     """Markdown rows: per budget and size, each peer's median and its time / ours."""
     peers = ("before", "langchain_approx", "litellm", "ours_tiktoken", "langchain_tiktoken")
-    rows = ["| messages | budget | ours | " + " | ".join(peers) + " |",
-            "|---:|---:|---:|" + "---:|" * len(peers)]
+    rows = [
+        "| messages | budget | ours | " + " | ".join(peers) + " |",
+        "|---:|---:|---:|" + "---:|" * len(peers),
+    ]
     cells: dict[tuple[int, int], dict[str, float]] = {}
     for name, bench in results.items():
         if name.startswith("test_oneshot["):
@@ -166,8 +179,10 @@ def oneshot_table(results: dict[str, dict[str, Any]]) -> list[str]:
             lc = results.get(f"test_oneshot_repeat[langchain_approx-{n}]")
             if lc is not None:
                 a, b = float(results[name]["stats"]["median"]), float(lc["stats"]["median"])
-                rows.append(f"| {n:,} repeated, +1 new, cache on | 102,400 | {fmt(a, 's')} | - | "
-                            f"{fmt(b, 's')} ({b / a:.1f}x) | - | - | - |")
+                rows.append(
+                    f"| {n:,} repeated, +1 new, cache on | 102,400 | {fmt(a, 's')} | - | "
+                    f"{fmt(b, 's')} ({b / a:.1f}x) | - | - | - |"
+                )
     return rows
 
 
@@ -175,9 +190,12 @@ def print_reported(results: dict[str, dict[str, Any]], *, quick: bool) -> None:
     """Medians of the benchmarks no target reads (20K-char adds, store, compaction, ...)."""
     covered = {t.benchmark for t in targets(quick)}
     covered |= {n for t in oneshot_ratio_targets(quick) for n in (t.ours, t.theirs)}
-    rest = [name for name in sorted(results) if name not in covered
-            and not name.startswith(("test_trim[", "test_orphans[", "test_memory[",
-                                     "test_oneshot"))]
+    rest = [
+        name
+        for name in sorted(results)
+        if name not in covered
+        and not name.startswith(("test_trim[", "test_orphans[", "test_memory[", "test_oneshot"))
+    ]
     if rest:
         print(f"\nreported, no target{'':<40} {'median':>9}")
         for name in rest:
@@ -187,14 +205,20 @@ def print_reported(results: dict[str, dict[str, Any]], *, quick: bool) -> None:
 RATIOS = (
     ("one-shot, estimator", "ours", ("langchain_approx",)),
     ("one-shot, tiktoken", "ours_tiktoken", ("langchain_tiktoken", "litellm")),
-    ("per request (get_context)", "get_context",
-     ("langchain_approx", "langchain_tiktoken", "litellm")),
+    (
+        "per request (get_context)",
+        "get_context",
+        ("langchain_approx", "langchain_tiktoken", "litellm"),
+    ),
 )
 
 
 def peer_median(results: dict[str, dict[str, Any]], peer: str, n: int) -> float | None:
-    name = (f"test_get_context[sliding_window-{n}]" if peer == "get_context"
-            else f"test_trim[{peer}-{n}]")
+    name = (
+        f"test_get_context[sliding_window-{n}]"
+        if peer == "get_context"
+        else f"test_trim[{peer}-{n}]"
+    )
     bench = results.get(name)
     return float(bench["stats"]["median"]) if bench else None
 
@@ -202,8 +226,13 @@ def peer_median(results: dict[str, dict[str, Any]], peer: str, n: int) -> float 
 def ratios(results: dict[str, dict[str, Any]]) -> list[tuple[str, str, int, float, float]]:
     """(comparison, peer, n, ours, theirs) for every pair measured in this run."""
     out = []
-    sizes = sorted({int(b["extra_info"]["messages"]) for b in results.values()
-                    if b["name"].startswith("test_trim[")})
+    sizes = sorted(
+        {
+            int(b["extra_info"]["messages"])
+            for b in results.values()
+            if b["name"].startswith("test_trim[")
+        }
+    )
     for label, ours, theirs in RATIOS:
         for peer in theirs:
             for n in sizes:
@@ -217,28 +246,45 @@ def print_peers(results: dict[str, dict[str, Any]]) -> None:
     rows = ratios(results)
     if not rows:
         return
-    print(f"\n{'comparison':<27} {'peer':<20} {'messages':>8} {'ours':>9} {'theirs':>9} "
-          f"{'ours/theirs':>12}")
+    print(
+        f"\n{'comparison':<27} {'peer':<20} {'messages':>8} {'ours':>9} {'theirs':>9} "
+        f"{'ours/theirs':>12}"
+    )
     for label, peer, n, a, b in rows:
         print(f"{label:<27} {peer:<20} {n:>8,} {fmt(a, 's'):>9} {fmt(b, 's'):>9} {a / b:>12.2g}")
     orphans = [b for name, b in sorted(results.items()) if name.startswith("test_orphans[")]
     if orphans:
-        print(f"\n{'orphaned tool results':<34} {'conversations':>13} {'with orphans':>13} "
-              f"{'with dangling calls':>20}")
+        print(
+            f"\n{'orphaned tool results':<34} {'conversations':>13} {'with orphans':>13} "
+            f"{'with dangling calls':>20}"
+        )
         for bench in orphans:
             info = bench["extra_info"]
-            print(f"{info['peer']:<34} {info['conversations']:>13} {info['with_orphans']:>13} "
-                  f"{info['with_dangling']:>20}")
+            print(
+                f"{info['peer']:<34} {info['conversations']:>13} {info['with_orphans']:>13} "
+                f"{info['with_dangling']:>20}"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.enforce", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.enforce",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--quick", action="store_true", help="CI mode: fewer rounds, no peers")
-    parser.add_argument("--peers", action=argparse.BooleanOptionalAction, default=None,
-                        help="run the peer comparison (default: on, off with --quick)")
-    parser.add_argument("--json", type=Path, default=DEFAULT_JSON,
-                        help=f"where pytest-benchmark writes its results ({DEFAULT_JSON})")
+    parser.add_argument(
+        "--peers",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run the peer comparison (default: on, off with --quick)",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=DEFAULT_JSON,
+        help=f"where pytest-benchmark writes its results ({DEFAULT_JSON})",
+    )
     parser.add_argument("--from-json", type=Path, help="check a saved run instead of running")
     parser.add_argument("pytest_args", nargs="*", help="passed to pytest (after --)")
     args = parser.parse_args(argv)
@@ -267,9 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     if failed:
         print(f"\nFAIL: {len(failed)} target(s) missed: " + "; ".join(failed))
     if warned:
-        print(f"\nnote: {len(warned)} target(s) missed, reported only (bar/stress in quick mode, "
-              "one-shot goals): "
-              + "; ".join(warned))
+        print(
+            f"\nnote: {len(warned)} target(s) missed, reported only (bar/stress in quick mode, "
+            "one-shot goals): " + "; ".join(warned)
+        )
     if status == 0 and not failed:
         print("\nall targets met")
     return 1 if status != 0 or failed else 0

@@ -52,14 +52,16 @@ def _langchain_trim(token_counter: Any, start_on: str | None = None) -> Trimmer:
     from langchain_core.messages import trim_messages
 
     def run(messages: Sequence[Any], max_tokens: int) -> list[Any]:
-        return list(trim_messages(
-            messages,
-            max_tokens=max_tokens,
-            token_counter=token_counter,
-            strategy="last",
-            include_system=True,
-            start_on=start_on,
-        ))
+        return list(
+            trim_messages(
+                messages,
+                max_tokens=max_tokens,
+                token_counter=token_counter,
+                strategy="last",
+                include_system=True,
+                start_on=start_on,
+            )
+        )
 
     return run
 

@@ -64,8 +64,14 @@ def plot(json_path: Path, png_path: Path) -> None:
     ax.text(30_000, 0.0115, "spec: 10 ms", color="grey", fontsize=8)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
-    fig.text(0.99, 0.01, "missing point: skipped, one call over the time cap",
-             ha="right", fontsize=7, color="grey")
+    fig.text(
+        0.99,
+        0.01,
+        "missing point: skipped, one call over the time cap",
+        ha="right",
+        fontsize=7,
+        color="grey",
+    )
     fig.tight_layout()
     png_path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png_path, metadata={"Software": None})
@@ -74,8 +80,11 @@ def plot(json_path: Path, png_path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.plot", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.plot",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("json", nargs="?", type=Path, default=DEFAULT_JSON)
     parser.add_argument("--out", type=Path, default=DEFAULT_PNG)
     parser.add_argument("--run", action="store_true", help="run every suite first")

@@ -38,42 +38,113 @@ def targets(quick: bool = False) -> list[Target]:
     out: list[Target] = []
     for counter in ("chars", "tiktoken"):
         for chars in (200, 2_000):
-            out.append(Target(f"add one ~{chars}-char message ({counter})",
-                              f"test_add[{counter}-{chars}]", 1 * MS))
-    out.append(Target("add one ~200-char message (estimator), few us",
-                      "test_add[chars-200]", 10 * US, kind="bar"))
-    out.append(Target("estimator counting per 1K chars", "test_estimator_count[1000]",
-                      0.1 * MS, per="kchars"))
-    out.append(Target("estimator counting per 1K chars (100K-char message)",
-                      "test_estimator_count[100000]", 0.1 * MS, per="kchars"))
-    out.append(Target("tiktoken counting per 1K tokens", "test_tiktoken_count[4000]",
-                      1 * MS, per="ktokens"))
+            out.append(
+                Target(
+                    f"add one ~{chars}-char message ({counter})",
+                    f"test_add[{counter}-{chars}]",
+                    1 * MS,
+                )
+            )
+    out.append(
+        Target(
+            "add one ~200-char message (estimator), few us",
+            "test_add[chars-200]",
+            10 * US,
+            kind="bar",
+        )
+    )
+    out.append(
+        Target(
+            "estimator counting per 1K chars", "test_estimator_count[1000]", 0.1 * MS, per="kchars"
+        )
+    )
+    out.append(
+        Target(
+            "estimator counting per 1K chars (100K-char message)",
+            "test_estimator_count[100000]",
+            0.1 * MS,
+            per="kchars",
+        )
+    )
+    out.append(
+        Target(
+            "tiktoken counting per 1K tokens", "test_tiktoken_count[4000]", 1 * MS, per="ktokens"
+        )
+    )
     for strategy in STRATEGIES:
         for n in SIZES:
-            out.append(Target(f"get_context {strategy} @ {n:,} messages",
-                              f"test_get_context[{strategy}-{n}]", 10 * MS))
-        out.append(Target(f"get_context {strategy} @ 100,000, all fit (1e9 window)",
-                          f"test_get_context_large_window[{strategy}-all]", 10 * MS))
+            out.append(
+                Target(
+                    f"get_context {strategy} @ {n:,} messages",
+                    f"test_get_context[{strategy}-{n}]",
+                    10 * MS,
+                )
+            )
+        out.append(
+            Target(
+                f"get_context {strategy} @ 100,000, all fit (1e9 window)",
+                f"test_get_context_large_window[{strategy}-all]",
+                10 * MS,
+            )
+        )
         # Most-but-not-all fit: priority then stitches ~12k runs together; enforced in full
         # runs only, as it sits closest to the limit on a loaded machine.
-        out.append(Target(f"get_context {strategy} @ 100,000, 76% fit (15M window)",
-                          f"test_get_context_large_window[{strategy}-most]", 10 * MS,
-                          kind="stress"))
-        out.append(Target(f"get_context {strategy} @ 100,000 messages < 1 ms",
-                          f"test_get_context[{strategy}-100000]", 1 * MS, kind="bar"))
+        out.append(
+            Target(
+                f"get_context {strategy} @ 100,000, 76% fit (15M window)",
+                f"test_get_context_large_window[{strategy}-most]",
+                10 * MS,
+                kind="stress",
+            )
+        )
+        out.append(
+            Target(
+                f"get_context {strategy} @ 100,000 messages < 1 ms",
+                f"test_get_context[{strategy}-100000]",
+                1 * MS,
+                kind="bar",
+            )
+        )
     for n in memory_sizes:
-        out.append(Target(f"memory held by the manager / raw UTF-8 @ {n:,}",
-                          f"test_memory[{n}]", 2.0, stat="manager_ratio", unit="x"))
+        out.append(
+            Target(
+                f"memory held by the manager / raw UTF-8 @ {n:,}",
+                f"test_memory[{n}]",
+                2.0,
+                stat="manager_ratio",
+                unit="x",
+            )
+        )
     # Prompt-cache replay (bench_cache.py): deterministic, so quick runs enforce it as well.
-    out.append(Target("cache misses at retention_ratio=0.7 (1 - cached-prefix share) <= 20%",
-                      "test_cache_replay[0.7]", 0.20, stat="cache_miss_share", unit="%"))
-    out.append(Target("budget unused on average at retention_ratio=0.7 <= 40%",
-                      "test_cache_replay[0.7]", 0.40, stat="unused_budget_share", unit="%"))
+    out.append(
+        Target(
+            "cache misses at retention_ratio=0.7 (1 - cached-prefix share) <= 20%",
+            "test_cache_replay[0.7]",
+            0.20,
+            stat="cache_miss_share",
+            unit="%",
+        )
+    )
+    out.append(
+        Target(
+            "budget unused on average at retention_ratio=0.7 <= 40%",
+            "test_cache_replay[0.7]",
+            0.40,
+            stat="unused_budget_share",
+            unit="%",
+        )
+    )
     largest = max(memory_sizes)
-    out.append(Target(f"memory linear: bytes per raw byte @ {largest:,} vs @ 1,000",
-                      f"test_memory[{largest}]", 1.25, stat="growth_vs_1k", unit="x"))
+    out.append(
+        Target(
+            f"memory linear: bytes per raw byte @ {largest:,} vs @ 1,000",
+            f"test_memory[{largest}]",
+            1.25,
+            stat="growth_vs_1k",
+            unit="x",
+        )
+    )
     return out
-
 
 
 @dataclass(frozen=True)
@@ -127,25 +198,31 @@ def oneshot_ratio_targets(quick: bool = False) -> list[RatioTarget]:
     out: list[RatioTarget] = []
     for budget in BUDGETS:
         for n in sizes:
-            for ours, theirs in (("ours", "langchain_approx"),
-                                 ("ours_tiktoken", "langchain_tiktoken")):
+            for ours, theirs in (
+                ("ours", "langchain_approx"),
+                ("ours_tiktoken", "langchain_tiktoken"),
+            ):
                 if quick and ours != "ours":
                     continue
                 bar = ONESHOT_ENFORCED.get((ours, n, budget))
-                out.append(RatioTarget(
-                    f"one-shot {ours} vs {theirs} @ {n:,} msgs, {budget:,} tokens",
-                    f"test_oneshot[{ours}-{budget}-{n}]",
-                    f"test_oneshot[{theirs}-{budget}-{n}]",
-                    bar if bar is not None else _goal(n),
-                    enforced=bar is not None,
-                ))
+                out.append(
+                    RatioTarget(
+                        f"one-shot {ours} vs {theirs} @ {n:,} msgs, {budget:,} tokens",
+                        f"test_oneshot[{ours}-{budget}-{n}]",
+                        f"test_oneshot[{theirs}-{budget}-{n}]",
+                        bar if bar is not None else _goal(n),
+                        enforced=bar is not None,
+                    )
+                )
     for n in (s for s in sizes if s >= 1_000):
         bar = REPEAT_ENFORCED.get(n)
-        out.append(RatioTarget(
-            f"repeated trim (history + 1 new) vs langchain_approx @ {n:,} msgs",
-            f"test_oneshot_repeat[ours_cached-{n}]",
-            f"test_oneshot_repeat[langchain_approx-{n}]",
-            bar if bar is not None else 20.0,
-            enforced=bar is not None,
-        ))
+        out.append(
+            RatioTarget(
+                f"repeated trim (history + 1 new) vs langchain_approx @ {n:,} msgs",
+                f"test_oneshot_repeat[ours_cached-{n}]",
+                f"test_oneshot_repeat[langchain_approx-{n}]",
+                bar if bar is not None else 20.0,
+                enforced=bar is not None,
+            )
+        )
     return out

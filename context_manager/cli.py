@@ -2,13 +2,17 @@
 
 Machine-readable output (kept messages, counts) goes to stdout; the human summary with a usage
 bar goes to stderr, so ``context-manager trim chat.json --max-tokens 8000 > kept.json`` works.
-Output is built whole before it is written (a failure never leaves half a JSON document), every
-bad input is a one-line error with exit code 2, and a closed pipe (``| head``) ends quietly.
+
+Input files are untrusted: any bad file (missing, not UTF-8, nested too deeply, bad JSON) gives
+one ``context-manager: error: ...`` line and exit status 2. Output is built whole before the
+first byte is written, so a failure never leaves half a JSON document on stdout; a reader that
+closes the pipe early (``| head``) ends the command quietly.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -32,20 +36,31 @@ class CliError(ContextManagerError):
 
 def load_messages(source: str) -> list[Any]:
     """Read a JSON array of messages or JSONL (one message per line) from a path or ``-``."""
-    if source == "-":
-        raw, name = sys.stdin.buffer.read(), "<stdin>"
-    else:
-        path = Path(source)
-        if not path.is_file():
-            raise CliError(f"{source}: no such file (pass a JSON array or JSONL file, or -)")
-        try:
-            raw, name = path.read_bytes(), source
-        except OSError as exc:
-            raise CliError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    name = "<stdin>" if source == "-" else source
     try:
-        text = raw.decode("utf-8-sig")  # a leading BOM is not content
+        if source == "-":
+            raw = sys.stdin.buffer.read()
+        else:
+            path = Path(source)
+            if not path.is_file():
+                raise CliError(f"{source}: no such file (pass a JSON array or JSONL file, or -)")
+            raw = path.read_bytes()
+    except OSError as exc:
+        raise CliError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")  # a UTF-8 byte order mark is dropped
     except UnicodeDecodeError as exc:
-        raise CliError(f"{name}: not UTF-8 (byte {exc.start}); save the file as UTF-8") from None
+        raise CliError(
+            f"{name}: not UTF-8 text (byte {exc.start}: {raw[exc.start : exc.start + 1]!r}); "
+            "save the file as UTF-8"
+        ) from None
+    try:
+        return _parse_messages(text, name)
+    except RecursionError:
+        raise CliError(f"{name}: JSON nested too deeply to read") from None
+
+
+def _parse_messages(text: str, name: str) -> list[Any]:
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
@@ -296,21 +311,55 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Exit status after the reader closed stdout early (128 + SIGPIPE, as a shell reports it).
+EXIT_PIPE_CLOSED = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    out, err = io.StringIO(), io.StringIO()
     try:
-        result: int = args.func(args, sys.stdout, sys.stderr)
-        sys.stdout.flush()
-        return result
+        result: int = args.func(args, out, err)
     except ContextManagerError as exc:
-        sys.stderr.write(f"context-manager: error: {exc}\n")
-        return 2
+        return _emit("", f"context-manager: error: {_one_line(exc)}\n", 2)
+    except (RecursionError, ValueError, TypeError) as exc:  # e.g. JSON that cannot be written
+        reason = f"{type(exc).__name__}: {_one_line(exc)}"
+        return _emit("", f"context-manager: error: cannot produce output ({reason})\n", 2)
+    return _emit(out.getvalue(), err.getvalue(), result)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 2000 else text[:1999] + "…"
+
+
+def _emit(out: str, err: str, status: int) -> int:
+    """Write the finished output in one go; a closed pipe ends the command quietly."""
+    try:
+        if out:
+            sys.stdout.write(out)
+            sys.stdout.flush()
     except BrokenPipeError:
-        # The reader went away (| head): say nothing, and keep the interpreter's final flush
-        # from raising again on the closed descriptor.
+        # The reader is gone (``| head``). Point stdout at /dev/null so the interpreter's final
+        # flush does not raise again, and skip the summary: nobody asked for more.
+        _silence_stdout()
+        return EXIT_PIPE_CLOSED
+    if err:
+        try:
+            sys.stderr.write(err)
+            sys.stderr.flush()
+        except BrokenPipeError:
+            pass
+    return status
+
+
+def _silence_stdout() -> None:
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 1
+        os.close(devnull)
+    except (OSError, ValueError, io.UnsupportedOperation):  # stdout without a descriptor
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -60,8 +60,16 @@ class StoreCorruptionError(StoreError):
 class StoreConflictError(StoreError):
     """Another worker changed the session since this writer last read it; nothing was written.
 
-    Reload (reopen the session, or ``manager.store.reload(manager)``) and redo the change.
+    Raised before anything is written (and before memory changes), so nothing is lost. Reload
+    (reopen the session, or ``manager.store.reload(manager)``) and redo the change.
     """
+
+
+class SessionNotFoundError(StoreError, KeyError):
+    """A session index has no entry for the key (call ``resolve(key)`` first)."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
 
 
 class CheckpointNotFoundError(ContextManagerError, ValueError):

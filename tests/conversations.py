@@ -61,9 +61,7 @@ def turn(draw: st.DrawFn, n: int, anthropic: bool) -> list[dict[str, Any]]:
 
 
 @st.composite
-def conversation(
-    draw: st.DrawFn, max_turns: int = 30, min_turns: int = 0
-) -> list[dict[str, Any]]:
+def conversation(draw: st.DrawFn, max_turns: int = 30, min_turns: int = 0) -> list[dict[str, Any]]:
     anthropic = draw(st.booleans())
     messages: list[dict[str, Any]] = []
     if draw(st.booleans()):

@@ -51,9 +51,14 @@ def test_text_pool_texts_are_distinct() -> None:
 
 
 def test_broken_tool_pairs_sees_orphans_and_dangling_calls() -> None:
-    call = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
-        {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        ],
+    }
     result_a = {"role": "tool", "tool_call_id": "a", "content": "x"}
     result_b = {"role": "tool", "tool_call_id": "b", "content": "y"}
     assert broken_tool_pairs([call, result_a, result_b]) == (0, 0)
@@ -80,9 +85,14 @@ def _passing_run() -> list[dict[str, Any]]:
     """One benchmark per name, 10x inside every target that reads it."""
     runs: dict[str, dict[str, Any]] = {}
     for target in targets(quick=True):
-        bench = runs.setdefault(target.benchmark, {
-            "name": target.benchmark, "stats": {"median": 1.0},
-            "extra_info": {"kchars": 1.0, "ktokens": 1.0}})
+        bench = runs.setdefault(
+            target.benchmark,
+            {
+                "name": target.benchmark,
+                "stats": {"median": 1.0},
+                "extra_info": {"kchars": 1.0, "ktokens": 1.0},
+            },
+        )
         if target.stat == "median":
             bench["stats"]["median"] = min(bench["stats"]["median"], target.limit / 10)
         else:
@@ -90,7 +100,10 @@ def _passing_run() -> list[dict[str, Any]]:
     for ratio in oneshot_ratio_targets(quick=True):  # theirs 10x slower than each bar asks
         runs[ratio.ours] = {"name": ratio.ours, "stats": {"median": 1e-3}, "extra_info": {}}
         runs[ratio.theirs] = {
-            "name": ratio.theirs, "stats": {"median": 1e-2 * ratio.at_least}, "extra_info": {}}
+            "name": ratio.theirs,
+            "stats": {"median": 1e-2 * ratio.at_least},
+            "extra_info": {},
+        }
     return list(runs.values())
 
 

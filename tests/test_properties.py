@@ -50,9 +50,9 @@ def check_invariants(
     assert COUNTER.count_prompt(kept) <= manager.budget_tokens
     assert manager.context_tokens() == COUNTER.count_prompt(kept)
     held = manager.messages + ([] if manager.system_prompt is None else [None])
-    assert manager.token_count == sum(
-        COUNTER.count(m) for m in manager.messages
-    ) + (COUNTER.count(messages[0]) if manager.system_prompt is not None else 0)
+    assert manager.token_count == sum(COUNTER.count(m) for m in manager.messages) + (
+        COUNTER.count(messages[0]) if manager.system_prompt is not None else 0
+    )
     assert len(held) == len(manager)
     for p in pinned:
         if any(m is messages[p] for m in manager.messages):

@@ -93,8 +93,11 @@ def run(case: dict[str, Any]) -> Any:
 def main() -> None:
     cases = json.load(sys.stdin)
     results = [run(case) for case in cases]
-    json.dump({"package": f"langchain-core@{version('langchain-core')}", "results": results},
-              sys.stdout, ensure_ascii=False)
+    json.dump(
+        {"package": f"langchain-core@{version('langchain-core')}", "results": results},
+        sys.stdout,
+        ensure_ascii=False,
+    )
 
 
 if __name__ == "__main__":

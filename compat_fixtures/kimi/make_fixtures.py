@@ -101,15 +101,23 @@ async def make_damaged() -> None:
 
 
 KIMI_LIMITS = {
-    "message_without_content": {"role": "assistant", "tool_calls": [
-        {"type": "function", "id": "c", "function": {"name": "f", "arguments": "{}"}}]},
+    "message_without_content": {
+        "role": "assistant",
+        "tool_calls": [
+            {"type": "function", "id": "c", "function": {"name": "f", "arguments": "{}"}}
+        ],
+    },
     "metadata_without_content": {"role": "_compaction", "summary": "s"},
     "metadata_with_null_content": {"role": "_compaction", "content": None, "summary": "s"},
-    "anthropic_tool_use_block": {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+    "anthropic_tool_use_block": {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}],
+    },
     "openai_input_text_part": {"role": "user", "content": [{"type": "input_text", "text": "x"}]},
-    "image_url_part": {"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": "", "detail": "low"}}]},
+    "image_url_part": {
+        "role": "user",
+        "content": [{"type": "image_url", "image_url": {"url": "", "detail": "low"}}],
+    },
 }
 
 
@@ -124,11 +132,17 @@ async def probe_limits() -> None:
             path.write_text(f"{good}\n{json.dumps(record)}\n{good}\n", encoding="utf-8")
             try:
                 state = await kimi_restore(path)
-                results[name] = {"record": record, "outcome": "restored",
-                                 "history_length": len(state["history"])}
+                results[name] = {
+                    "record": record,
+                    "outcome": "restored",
+                    "history_length": len(state["history"]),
+                }
             except Exception as exc:  # the point is to record which exception aborts restore
-                results[name] = {"record": record, "outcome": "restore raised",
-                                 "exception": type(exc).__name__}
+                results[name] = {
+                    "record": record,
+                    "outcome": "restore raised",
+                    "exception": type(exc).__name__,
+                }
     dump(HERE / "kimi_limits.json", results)
 
 
@@ -151,12 +165,16 @@ async def main() -> None:
         restored = await kimi_restore(out / "context.jsonl")
         dump(out / "kimi_restore.json", restored)
         for checkpoint_id in range(restored["n_checkpoints"]):
-            dump(out / f"kimi_revert_{checkpoint_id}.json",
-                 await kimi_revert(out / "context.jsonl", checkpoint_id))
+            dump(
+                out / f"kimi_revert_{checkpoint_id}.json",
+                await kimi_revert(out / "context.jsonl", checkpoint_id),
+            )
     await make_damaged()
     await probe_limits()
-    print(f"wrote {len(COMMON)} Kimi-written and {len(COMMON) + len(OURS_ONLY)} our-written "
-          f"scenarios under {HERE}")
+    print(
+        f"wrote {len(COMMON)} Kimi-written and {len(COMMON) + len(OURS_ONLY)} our-written "
+        f"scenarios under {HERE}"
+    )
 
 
 if __name__ == "__main__":

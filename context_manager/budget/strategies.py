@@ -146,8 +146,10 @@ class SlidingWindow(Strategy):
     def __init__(
         self, max_messages: int | None = None, *, retention_ratio: float | None = None
     ) -> None:
-        if max_messages is not None and max_messages < 0:
-            raise ConfigurationError(f"max_messages must be >= 0, got {max_messages}")
+        if max_messages is not None and (
+            not isinstance(max_messages, int) or isinstance(max_messages, bool) or max_messages < 0
+        ):
+            raise ConfigurationError(f"max_messages must be an int >= 0, got {max_messages!r:.60}")
         self.max_messages = max_messages
         self.retention_ratio = _check_ratio(retention_ratio)
 
@@ -359,6 +361,11 @@ def get_strategy(
                 "instance, e.g. SlidingWindow(retention_ratio=0.7)"
             )
         return spec
+    if not isinstance(spec, str):
+        raise ConfigurationError(
+            f"strategy must be a name ({', '.join(STRATEGIES)}) or a Strategy instance, "
+            f"got {type(spec).__name__}"
+        )
     name = _ALIASES.get(spec, spec)
     cls = STRATEGIES.get(name)
     if cls is None:

@@ -73,7 +73,9 @@ _KNOWN_EXTENSIONS = frozenset(
     )
 )
 _TOKEN = re.compile(r"[\w~./-]+")
-_IDENT_CALL = re.compile(r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
+# A maximal dotted name, consumed whole (possessive): a name is a call when "(" follows it.
+# Matching "name(" directly retried the chain from every segment of "a.a.a..." (quadratic).
+_DOTTED_NAME = re.compile(r"\b[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)*+")
 _DEFINITION = re.compile(r"\b(?:def|class|function|fn|func)\s+([A-Za-z_]\w*)")
 _NOT_FUNCTIONS = frozenset(
     {
@@ -118,8 +120,8 @@ _DONE = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_FILE_BLOCKS = re.compile(r"\s*<(read-files|modified-files)>.*?</\1>", re.DOTALL)
-_HEADING = re.compile(r"^(#{2,3})\s+(.+?)\s*$")
+_FILE_TAG = re.compile(r"<(read-files|modified-files)>")
+_BULLET = re.compile(r"^(?:[-*]\s++(?:\[[ xX]\]\s++)?|\d++[.)]\s++)")
 
 
 def _clip(text: str, limit: int) -> str:
@@ -133,8 +135,9 @@ def _sentences(text: str) -> list[str]:
 
 def _paths(text: str) -> list[str]:
     found = []
+    has_url = "://" in text  # once per text, not once per token
     for token in _TOKEN.findall(text):
-        if "://" in text and token.startswith("//"):
+        if has_url and token.startswith("//"):
             continue
         token = token.rstrip(".")
         name = token.rsplit("/", 1)[-1]
@@ -147,7 +150,8 @@ def _paths(text: str) -> list[str]:
 
 
 def _functions(text: str) -> list[str]:
-    names = _IDENT_CALL.findall(text) + _DEFINITION.findall(text)
+    calls = [m.group() for m in _DOTTED_NAME.finditer(text) if text.startswith("(", m.end())]
+    names = calls + _DEFINITION.findall(text)
     return [
         n
         for n in names
@@ -176,18 +180,65 @@ def parse_sections(summary: str) -> dict[str, list[str]]:
     """
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
-    for raw in _FILE_BLOCKS.sub("", summary).splitlines():
-        heading = _HEADING.match(raw)
-        if heading:
-            current = sections.setdefault(heading.group(2), [])
+    for raw in _without_file_blocks(summary).splitlines():
+        title = _heading_title(raw)
+        if title is not None:
+            current = sections.setdefault(title, [])
             continue
         line = raw.strip()
         if current is None or not line or line == "---" or line.startswith("**"):
             continue
-        line = re.sub(r"^(?:[-*]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)", "", line)
+        line = _BULLET.sub("", line, count=1)
         if line and line != "(none)":
             current.append(line)
     return sections
+
+
+def _heading_title(line: str) -> str | None:
+    """The title of a ``## `` / ``### `` heading line, else None.
+
+    Exactly what ``^(#{2,3})\\s+(.+?)\\s*$`` captures, in linear time (that regex is quadratic
+    on a long whitespace run inside the title): the title is the rest stripped; when the rest is
+    only whitespace the regex still needs one character for ``.+?`` and takes the last one.
+    """
+    level = 3 if line.startswith("###") else 2 if line.startswith("##") else 0
+    rest = line[level:]
+    if not level or not rest[:1].isspace():
+        return None
+    title = rest.strip()
+    if title:
+        return title
+    return rest[-1] if len(rest) >= 2 else None
+
+
+def _without_file_blocks(summary: str) -> str:
+    """``summary`` without ``<read-files>...</read-files>`` / ``<modified-files>`` blocks and the
+    whitespace before them: ``re.sub(r"\\s*<(read-files|modified-files)>.*?</\\1>", "", s,
+    flags=re.DOTALL)`` in linear time (that regex rescans whitespace runs and unclosed tags).
+    A closing tag missing after one position is missing after every later one, so each kind is
+    searched for at most once past each match.
+    """
+    out: list[str] = []
+    done = 0  # end of the text already handled
+    no_close_after: dict[str, int] = {}
+    for tag in _FILE_TAG.finditer(summary):
+        start = tag.start()
+        if start < done:
+            continue
+        name = tag.group(1)
+        if no_close_after.get(name, len(summary) + 1) <= tag.end():
+            continue
+        close = summary.find(f"</{name}>", tag.end())
+        if close < 0:
+            no_close_after[name] = tag.end()
+            continue
+        begin = start
+        while begin > done and summary[begin - 1].isspace():
+            begin -= 1
+        out.append(summary[done:begin])
+        done = close + len(name) + 3
+    out.append(summary[done:])
+    return "".join(out)
 
 
 class _Facts:

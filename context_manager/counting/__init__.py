@@ -7,10 +7,11 @@ an instance, and counters never load anything on the hot path.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._js import utf16_len
+from ..errors import InvalidMessageError
 from ..messages import normalize
 from .base import TokenCounter
 from .estimate import CharEstimator, message_chars
@@ -45,5 +46,9 @@ def count_tokens(
     model's counter (any :func:`get_counter` spec, e.g. ``"chars"`` or ``"estimate"``).
     """
     resolved = get_counter(counter, model=model)
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
+        raise InvalidMessageError(
+            f"messages must be a list of messages, got {type(messages).__name__}"
+        )
     normalized = [normalize(message, index) for index, message in enumerate(messages)]
     return resolved.count_prompt(normalized, tools)

@@ -8,9 +8,10 @@ priming, plus tool definitions). The manager asks the second question once per m
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..errors import InvalidMessageError
 from ..messages import Message
 
 
@@ -47,5 +48,11 @@ class TokenCounter(ABC):
 
     def count_prompt(self, messages: Iterable[Message], tools: Sequence[Any] | None = None) -> int:
         """Tokens of a whole request: every message, reply priming and tool definitions."""
+        if tools is not None and (
+            isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence)
+        ):
+            raise InvalidMessageError(
+                f"tools must be a list of tool definitions, got {type(tools).__name__}"
+            )
         total = sum(self.count_message(m) for m in messages)
         return total + self.prompt_overhead + (self.count_tools(tools) if tools else 0)

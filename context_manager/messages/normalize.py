@@ -102,6 +102,8 @@ def _part(part: Any, index: int | None, out: _Parts) -> None:
             f"content parts must be objects or strings, got {type(part).__name__}", index=index
         )
     kind = part.get("type")
+    if not isinstance(kind, str):
+        kind = None  # an unhashable or odd "type" is no known part type
     if kind in _TEXT_PART_TYPES:
         text = part.get("text", "")
         if not isinstance(text, str):
@@ -208,6 +210,8 @@ def _build(role: str, parts: _Parts, index: int | None, name: Any, call_id: Any)
 def _from_mapping(msg: Mapping[str, Any], index: int | None) -> Message:
     role = msg.get("role")
     kind = msg.get("type")
+    if not isinstance(kind, str):
+        kind = None
     if kind in ITEM_TYPES and (role is None or kind != "message"):
         return from_item(msg, index)
     if is_gemini_content(msg):
@@ -300,7 +304,7 @@ def normalize(message: Any, index: int | None = None) -> Message:
         return pydantic_ai_record(message, index)
     if sdk in ("openai", "anthropic", "gemini"):
         data = sdk_dict(message, index)
-        if "role" in data or "parts" in data or data.get("type") in ITEM_TYPES:
+        if "role" in data or "parts" in data or _str_or_none(data.get("type")) in ITEM_TYPES:
             return _from_mapping(data, index)
     if sdk is not None and sdk != "langchain":
         raise InvalidMessageError(
@@ -324,3 +328,7 @@ def normalize(message: Any, index: int | None = None) -> Message:
         "(role, text) tuple or context_manager.Message; for another pydantic model pass "
         ".model_dump()",
     )
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None

@@ -1,8 +1,8 @@
 """Persistence: one record-level :class:`Store` protocol with four backends (a Kimi-compatible
 JSONL log, SQLite, Redis, PostgreSQL; ``open_store``), a ``sessions.json`` index, and the glue
 that makes a :class:`~context_manager.manager.MessageContextManager` persist every change
-(``MessageContextManager.open``). docs/stores.md: which backend when; docs/guide/persistence.md:
-the format and guarantees.
+(``MessageContextManager.open``). docs/guide/stores.md: which backend when;
+docs/guide/persistence.md: the format and guarantees.
 """
 
 from __future__ import annotations

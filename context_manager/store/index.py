@@ -24,7 +24,8 @@ from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import ConfigurationError, StoreCorruptionError
+from ..errors import ConfigurationError, SessionNotFoundError, StoreCorruptionError, StoreError
+from . import _files
 from .lock import LogLock
 
 _T = TypeVar("_T")
@@ -83,6 +84,16 @@ class SessionEntry:
             raise StoreCorruptionError(f"{where}: entry has no string 'sessionId'", path=where)
         values.setdefault("updated_at", 0)
         values.setdefault("created_at", values["updated_at"])
+        for name, value in values.items():
+            if name in ("session_id", "session_file"):
+                if name == "session_file" and value is not None and not isinstance(value, str):
+                    raise StoreCorruptionError(
+                        f"{where}: 'sessionFile' must be a string", path=where
+                    )
+            elif value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise StoreCorruptionError(
+                    f"{where}: '{_CAMEL[name]}' must be an integer, got {value!r:.40}", path=where
+                )
         return cls(**values, extra=extra)
 
 
@@ -139,8 +150,9 @@ class SessionIndex:
         self._clock = clock
         self._new_id = new_id
         self._fsync = fsync
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _files.ensure_directory(self.path.parent)
         self._lock = LogLock(self.path)
+        self._swept = False
 
     # ------------------------------------------------------------------ reading
     def load(self) -> dict[str, SessionEntry]:
@@ -155,12 +167,34 @@ class SessionIndex:
         return iter(self.load())
 
     def session_path(self, entry: SessionEntry) -> Path:
-        """The entry's log file: ``sessionFile`` if set, else ``<sessionId>.jsonl`` beside us."""
-        return (
-            Path(entry.session_file)
-            if entry.session_file
-            else (self.path.parent / f"{entry.session_id}.jsonl")
-        )
+        """The entry's log file: ``sessionFile`` if set, else ``<sessionId>.jsonl`` beside us.
+
+        ``sessions.json`` is data, not configuration: a tampered ``sessionId`` (``../x``) or
+        ``sessionFile`` (``/etc/passwd``, a link out of the directory) must not make the caller
+        open a file elsewhere, so the result is resolved (links followed) and must lie inside
+        this index's directory; otherwise :class:`StoreCorruptionError` names the entry.
+        """
+        where = str(self.path)
+        home = self.path.parent.resolve()
+        if entry.session_file:
+            if not isinstance(entry.session_file, str) or "\x00" in entry.session_file:
+                raise StoreCorruptionError(f"{where}: 'sessionFile' is not a path", path=where)
+            candidate = home / entry.session_file  # an absolute sessionFile replaces home
+        else:
+            sid = entry.session_id
+            if not sid or sid in (".", "..") or any(c in sid for c in "/\\\x00"):
+                raise StoreCorruptionError(
+                    f"{where}: sessionId {sid!r:.80} is not a plain file name", path=where
+                )
+            candidate = home / f"{sid}.jsonl"
+        resolved = candidate.resolve()
+        if resolved.parent != home and home not in resolved.parents:
+            raise StoreCorruptionError(
+                f"{where}: session file {str(candidate)!r:.120} resolves outside {home}; the "
+                "index was edited or a link was planted. Fix the entry or delete it.",
+                path=where,
+            )
+        return resolved
 
     # ------------------------------------------------------------------ changing
     def resolve(self, key: str) -> SessionEntry:
@@ -265,7 +299,7 @@ class SessionIndex:
     def _existing(self, entries: dict[str, SessionEntry], key: str) -> SessionEntry:
         entry = entries.get(key)
         if entry is None:
-            raise KeyError(f"no session for key {key!r}; call resolve({key!r}) first")
+            raise SessionNotFoundError(f"no session for key {key!r:.80}; call resolve(key) first")
         return entry
 
     def _update(self, change: Callable[[dict[str, SessionEntry], int], _T]) -> _T:
@@ -276,13 +310,23 @@ class SessionIndex:
             return result
 
     def _read(self) -> dict[str, SessionEntry]:
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if not self._swept:  # a crashed writer's temp file (we hold every writer's lock)
+            _files.remove_stale_temps(self.path)
+            self._swept = True
+        raw = _files.read_bytes(self.path)
+        if raw is None:
             return {}
         where = str(self.path)
         try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise StoreCorruptionError(
+                f"{where}: not UTF-8 (byte {exc.start}); restore it from a backup", path=where
+            ) from None
+        try:
             data = json.loads(text) if text.strip() else {}
+        except RecursionError:
+            raise StoreCorruptionError(f"{where}: JSON nested too deeply", path=where) from None
         except json.JSONDecodeError as exc:
             raise StoreCorruptionError(
                 f"{where}: not valid JSON ({exc.msg}, line {exc.lineno}); restore it from a "
@@ -303,19 +347,14 @@ class SessionIndex:
             json.dumps({k: e.to_json() for k, e in entries.items()}, indent=2, ensure_ascii=False)
             + "\n"
         )
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            if self._fsync:
-                os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
-        if self._fsync:
-            fd = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise StoreError(
+                f"{self.path}: a key or field is not encodable as UTF-8 ({exc.reason}); "
+                "nothing was written"
+            ) from None
+        _files.atomic_write(self.path, data, durable=self._fsync)
 
 
 __all__ = ["ResetPolicy", "SessionEntry", "SessionIndex"]

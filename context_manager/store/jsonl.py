@@ -22,10 +22,18 @@ Why it is built this way:
   which is never acknowledged and is cut off by the next writer.
 - With ``session=`` the log lives at ``<root>/<session>/context.jsonl`` (Kimi CLI's layout), and
   :meth:`sessions` lists the session directories of ``root``.
+- Files are created 0600 in 0700 directories, temporary names are unpredictable and opened with
+  ``O_EXCL``, a symlinked log is refused with a typed :class:`~context_manager.errors.StoreError`
+  (all through :mod:`._files`; docs/security.md). A write that fails half-way (full disk, file size
+  limit) takes its partial line back, so the file holds exactly the acknowledged records.
+- ``integrity=True`` adds a CRC-32 of each line to its ``_cm`` object (Kimi ignores it); a line
+  whose CRC does not match is reported like any corrupt line. Off by default: Kimi writes no
+  ``_cm`` on plain lines and our default files stay byte-identical to Kimi's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -34,6 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import CheckpointNotFoundError, ConfigurationError, StoreConflictError
+from . import _files
 from .lock import LogLock
 from .protocol import Batch, Head, check_session_id
 from .records import (
@@ -72,11 +81,21 @@ class JsonlLog(RecordWriter):
         strict: bool = False,
         session: str | None = None,
         detect_conflicts: bool = False,
+        integrity: bool = False,
     ) -> None:
+        if not isinstance(path, str | os.PathLike):
+            raise ConfigurationError(f"path must be a str or os.PathLike, got {path!r:.60}")
         if fsync not in FSYNC_MODES:
             raise ConfigurationError(
                 f"fsync={fsync!r} is not a mode; use one of {', '.join(FSYNC_MODES)}"
             )
+        for name, flag in (
+            ("strict", strict),
+            ("integrity", integrity),
+            ("detect_conflicts", detect_conflicts),
+        ):
+            if not isinstance(flag, bool):
+                raise ConfigurationError(f"{name} must be True or False, got {flag!r:.60}")
         #: With ``session``: the directory holding one sub-directory per session.
         self.root: Path | None = None
         if session is not None:
@@ -89,11 +108,13 @@ class JsonlLog(RecordWriter):
         self._view: tuple[int | None, int, int] | None = None
         self.fsync: FsyncMode = fsync
         self.strict = strict
+        self.integrity = integrity
+        self._swept = False
         self._next_checkpoint_id: int | None = None  # read from the file when first needed
         self._lock = LogLock(self.path)
         self._fd: int | None = None
         self._inode: tuple[int, int] | None = None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _files.ensure_directory(self.path.parent)
 
     @property
     def next_checkpoint_id(self) -> int:
@@ -112,6 +133,10 @@ class JsonlLog(RecordWriter):
         """Like :meth:`restore`, plus every valid record in file order (metadata records carry
         their 1-based line number under ``"_line"``)."""
         with self._lock.held():
+            if not self._swept:  # temp files of a crashed rotation (we hold every writer's lock)
+                for stale in _files.remove_stale_temps(self.path):
+                    logger.warning("%s: removed stale temporary file %s", self.path, stale.name)
+                self._swept = True
             data = self._read_all()
             replayer = self._replayer(data)
             self._next_checkpoint_id = replayer.state.next_checkpoint_id
@@ -119,12 +144,9 @@ class JsonlLog(RecordWriter):
 
     def _read_all(self) -> bytes:
         """The file's bytes; also records them as this object's view (call under the lock)."""
-        try:
-            with open(self.path, "rb") as handle:
-                data = handle.read()
-                inode: int | None = os.fstat(handle.fileno()).st_ino
-        except FileNotFoundError:
-            data, inode = b"", None
+        data = _files.read_bytes(self.path)
+        inode = self._now()[0] if data is not None else None
+        data = data or b""
         self._view = (inode, len(data), data.count(b"\n"))
         return data
 
@@ -163,7 +185,7 @@ class JsonlLog(RecordWriter):
         return batch
 
     def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
-        data = b"".join(dump_record(record) for record in records)
+        data = b"".join(dump_record(record, integrity=self.integrity) for record in records)
         first = self._append(data, durable=durable)
         return list(range(first, first + len(records)))
 
@@ -184,7 +206,7 @@ class JsonlLog(RecordWriter):
 
     # ------------------------------------------------------------------ writing
     def _put(self, record: dict[str, Any], durable: bool) -> None:
-        self._append(dump_record(record), durable=durable)
+        self._append(dump_record(record, integrity=self.integrity), durable=durable)
 
     def checkpoint(self) -> int:
         """Append the next checkpoint marker and return its id (0, 1, 2, ...)."""
@@ -192,7 +214,8 @@ class JsonlLog(RecordWriter):
             if self.detect_conflicts and self._view is not None:
                 self._check_view()  # before next_checkpoint_id reads (and catches up)
             checkpoint_id = self.next_checkpoint_id
-            self._append(encode_meta({"role": CHECKPOINT, "id": checkpoint_id}), durable=True)
+            record = {"role": CHECKPOINT, "id": checkpoint_id}
+            self._append(encode_meta(record, integrity=self.integrity), durable=True)
             self._next_checkpoint_id = checkpoint_id + 1
             return checkpoint_id
 
@@ -205,9 +228,18 @@ class JsonlLog(RecordWriter):
                 self._read_all()  # blind writer: learn the line count (positions), no check
             fd = self._descriptor()
             lines = self._repair_tail(fd)
-            _write_all(fd, line)
-            if self.fsync == "always" or (durable and self.fsync == "checkpoint"):
-                os.fsync(fd)
+            start = os.fstat(fd).st_size
+            try:
+                _write_all(fd, line)
+                if self.fsync == "always" or (durable and self.fsync == "checkpoint"):
+                    os.fsync(fd)
+            except OSError:
+                # Disk full / file too large after part of the line: take the part back, so
+                # the file holds exactly the acknowledged lines (best effort: a crash right
+                # here leaves a torn tail, which readers ignore and the next writer cuts).
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)
+                raise
             st = os.fstat(fd)
             self._view = (st.st_ino, st.st_size, lines + line.count(b"\n"))
             return lines
@@ -244,7 +276,7 @@ class JsonlLog(RecordWriter):
         if self._fd is not None and current == self._inode:
             return self._fd
         self._close_fd()
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = _files.open_file(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         st = os.fstat(fd)
         self._fd, self._inode = fd, (st.st_dev, st.st_ino)
         return fd
@@ -319,18 +351,10 @@ class JsonlLog(RecordWriter):
             self._next_checkpoint_id = 0
 
     def _rotate_and_replace(self, content: bytes) -> Path | None:
+        if os.path.islink(self.path):
+            raise _files.symlink_error(self.path)  # before rotating: never link to a link
         rotated = self._rotate() if self.path.exists() else None
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            _write_all(fd, content)
-            if self.fsync != "never":
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        if self.fsync != "never":
-            _fsync_directory(self.path.parent)
+        _files.atomic_write(self.path, content, durable=self.fsync != "never")
         self._close_fd()
         self._view = (os.stat(self.path).st_ino, len(content), content.count(b"\n"))
         return rotated
@@ -377,35 +401,5 @@ class JsonlLog(RecordWriter):
         self.close()
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _fsync_directory(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-def _copy_exclusive(source: Path, target: Path) -> bool:
-    """Copy for filesystems without hard links; O_EXCL keeps it from overwriting."""
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        return False
-    try:
-        _write_all(fd, source.read_bytes())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return True
+_write_all = _files.write_all
+_copy_exclusive = _files.copy_exclusive

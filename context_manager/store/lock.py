@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ._files import open_file
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: thread lock only, documented
@@ -49,7 +51,7 @@ class LogLock:
         if fcntl is None:  # pragma: no cover
             return
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
 
     def _release_file_lock(self) -> None:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 import logging
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidMessageError, StoreCorruptionError
+from ..errors import ContextManagerError, InvalidMessageError, StoreCorruptionError, StoreError
 from ..messages import normalize
 from ..messages.codec import decode
 
@@ -36,7 +37,67 @@ COMPACTION = "_compaction"
 ATTRS_KEY = "_cm"
 
 
+#: Key of the per-line CRC-32 inside ``_cm`` (written with ``integrity=True``).
+CRC_KEY = "crc"
 META_ROLES = (SYSTEM_PROMPT, USAGE, CHECKPOINT)
+#: Largest |priority| a line may carry (priorities beyond it are certainly not ours).
+MAX_PRIORITY = 2**53
+
+
+def _dumps(record: Mapping[str, Any]) -> str:
+    """The line text: Kimi's ``json.dumps`` defaults for its metadata roles, compact UTF-8 for
+    the rest. NaN / Infinity are refused (Node's ``JSON.parse`` rejects them) with a typed error.
+    """
+    try:
+        if record.get("role") in META_ROLES:
+            return json.dumps(record, allow_nan=False)
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise StoreError(
+            f"cannot encode a {record.get('role')!r} record as JSON: {exc} (NaN, Infinity, "
+            "non-JSON objects and cycles have no portable JSON form); nothing was written"
+        ) from None
+
+
+def dump_record(record: Mapping[str, Any], *, integrity: bool = False) -> bytes:
+    """A record as one line, formatted by its role so every backend stores the same bytes.
+
+    Metadata lines are byte-for-byte what Kimi CLI writes (``json.dumps`` defaults); message and
+    compaction lines are compact UTF-8 JSON. With ``integrity`` a CRC-32 of the line as it would
+    be without it is added to ``_cm``. Anything without a portable JSON / UTF-8 form (NaN, a lone
+    surrogate, a cycle) is a :class:`StoreError` before a byte is written.
+    """
+    text = _dumps(record)
+    if integrity:
+        attrs = dict(record.get(ATTRS_KEY) or {})
+        attrs[CRC_KEY] = zlib.crc32(text.encode("utf-8", "surrogatepass"))
+        sealed = dict(record)
+        sealed[ATTRS_KEY] = attrs  # an existing "_cm" keeps its place; a new one goes last
+        text = _dumps(sealed)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise StoreError(
+            f"cannot encode a {record.get('role')!r} record as UTF-8 ({exc.reason} at "
+            f"character {exc.start}: a lone surrogate?); nothing was written"
+        ) from None
+
+
+def verify_crc(record: dict[str, Any]) -> bool | None:
+    """True / False when ``record`` carries a CRC that matches / does not; None without one."""
+    attrs = record.get(ATTRS_KEY)
+    if not isinstance(attrs, dict) or CRC_KEY not in attrs:
+        return None
+    stored = attrs[CRC_KEY]
+    bare_attrs = {k: v for k, v in attrs.items() if k != CRC_KEY}
+    bare = {k: v for k, v in record.items() if k != ATTRS_KEY or bare_attrs}
+    if bare_attrs:
+        bare[ATTRS_KEY] = bare_attrs
+    try:
+        text = _dumps(bare)
+        return _is_int(stored) and zlib.crc32(text.encode("utf-8")) == stored
+    except (StoreError, UnicodeError):
+        return False
 
 
 def message_record(
@@ -70,39 +131,26 @@ def compaction_record(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {"role": COMPACTION, "content": None, **fields}
 
 
-def dump_record(record: Mapping[str, Any]) -> bytes:
-    """A record as one line, formatted by its role so every backend stores the same bytes.
-
-    Metadata lines are byte-for-byte what Kimi CLI writes (``json.dumps`` defaults); message and
-    compaction lines are compact UTF-8 JSON. NaN / infinity are refused in messages.
-    """
-    role = record.get("role")
-    if role in META_ROLES:
-        return (json.dumps(dict(record)) + "\n").encode("utf-8")
-    text = json.dumps(
-        record, ensure_ascii=False, separators=(",", ":"), allow_nan=role == COMPACTION
-    )
-    return (text + "\n").encode("utf-8")
-
-
 def encode_message(
     message: Mapping[str, Any],
     *,
     pinned: bool = False,
     priority: int = 0,
     extra: Mapping[str, Any] | None = None,
+    integrity: bool = False,
 ) -> bytes:
     """One message line (see :func:`message_record`)."""
-    return dump_record(message_record(message, pinned=pinned, priority=priority, extra=extra))
+    record = message_record(message, pinned=pinned, priority=priority, extra=extra)
+    return dump_record(record, integrity=integrity)
 
 
-def encode_meta(record: Mapping[str, Any]) -> bytes:
+def encode_meta(record: Mapping[str, Any], *, integrity: bool = False) -> bytes:
     """Metadata lines are byte-for-byte what Kimi CLI writes (``json.dumps`` defaults)."""
-    return (json.dumps(dict(record)) + "\n").encode("utf-8")
+    return dump_record(dict(record), integrity=integrity)
 
 
-def encode_compaction(entry: Mapping[str, Any]) -> bytes:
-    return dump_record(compaction_record(entry))
+def encode_compaction(entry: Mapping[str, Any], *, integrity: bool = False) -> bytes:
+    return dump_record(compaction_record(entry), integrity=integrity)
 
 
 class RecordWriter:
@@ -194,15 +242,37 @@ class _Invalid(Exception):
     pass
 
 
+_REPLAY_ERRORS = (
+    ContextManagerError,
+    TypeError,
+    ValueError,
+    KeyError,
+    AttributeError,
+    RecursionError,
+    OverflowError,
+)
+
+
 def parse_record(raw: bytes) -> dict[str, Any]:
-    """Decode one line into a record dict or raise ``_Invalid`` saying why."""
+    """Decode one line into a record dict or raise ``_Invalid`` saying why.
+
+    Anything a hostile or damaged line can do (bad UTF-8, nesting deeper than the parser's
+    recursion limit, NaN, wrong types in ``_cm``, a CRC that does not match) ends up here as
+    ``_Invalid``, so one bad line is skipped with a warning instead of aborting a restore.
+    """
     text = raw.decode("utf-8", errors="replace")
     try:
-        value = json.loads(text, strict=False)
+        value = json.loads(text, strict=False, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise _Invalid(f"malformed JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise _Invalid("JSON nested too deeply") from None
+    except _Invalid:
+        raise
     if not isinstance(value, dict):
         raise _Invalid(f"a line must be a JSON object, got {type(value).__name__}")
+    if verify_crc(value) is False:
+        raise _Invalid(f"'{ATTRS_KEY}.{CRC_KEY}' does not match the line: it was altered")
     role = value.get("role")
     if not isinstance(role, str):
         raise _Invalid("missing or non-string 'role'")
@@ -220,10 +290,29 @@ def parse_record(raw: bytes) -> dict[str, Any]:
             normalize(value)
         except InvalidMessageError as exc:
             raise _Invalid(f"invalid message: {exc}") from None
-        attrs = value.get(ATTRS_KEY)
-        if attrs is not None and not isinstance(attrs, dict):
-            raise _Invalid(f"'{ATTRS_KEY}' must be an object")
+        except RecursionError:
+            raise _Invalid("message nested too deeply") from None
+        _check_attrs(value.get(ATTRS_KEY))
     return value
+
+
+def _no_constant(name: str) -> Any:
+    raise _Invalid(f"bare {name} is not JSON")
+
+
+def _check_attrs(attrs: Any) -> None:
+    """``_cm`` of a message line: an object whose ``pinned`` is a bool and ``priority`` an int."""
+    if attrs is None:
+        return
+    if not isinstance(attrs, dict):
+        raise _Invalid(f"'{ATTRS_KEY}' must be an object")
+    if "pinned" in attrs and not isinstance(attrs["pinned"], bool):
+        raise _Invalid(f"'{ATTRS_KEY}.pinned' must be true or false, got {attrs['pinned']!r:.40}")
+    priority = attrs.get("priority", 0)
+    if not _is_int(priority) or abs(priority) > MAX_PRIORITY:
+        raise _Invalid(f"'{ATTRS_KEY}.priority' must be an integer, got {priority!r:.40}")
+    if "type" in attrs and not isinstance(attrs["type"], str):
+        raise _Invalid(f"'{ATTRS_KEY}.type' must be a string")
 
 
 def _is_int(value: Any) -> bool:
@@ -249,7 +338,11 @@ class Replayer:
         except _Invalid as exc:
             self._bad_line(number, str(exc), complete)
             return None
-        self.apply(record, number)
+        try:
+            self.apply(record, number)
+        except _REPLAY_ERRORS as exc:  # a field of a valid-looking line the replay cannot use
+            self._bad_line(number, f"{type(exc).__name__}: {exc}", complete)
+            return None
         return record
 
     def _bad_line(self, number: int, reason: str, complete: bool) -> None:

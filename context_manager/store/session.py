@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from .._config import checked_hook
 from ..errors import ContextManagerError, StoreCorruptionError, StoreError
 from ..events import Change, Cleared, Compacted, MessageAdded, SystemPromptSet, UsageRecorded
 from ..host import ManagerHost
@@ -195,24 +196,36 @@ def replay(manager: ManagerHost, sequence: Sequence_, *, strict: bool, path: str
             try:
                 manager.add(item.message, priority=item.priority, pinned=item.pinned)
                 added += 1
-            except ContextManagerError as exc:
-                _rejected(path, item.line, str(exc), strict)
+            except _REPLAY_ERRORS as exc:
+                _rejected(path, item.line, f"{type(exc).__name__}: {exc}", strict)
             continue
-        role = item["role"]
-        if role == SYSTEM_PROMPT:
-            original = (
-                item.get("_cm", {}).get("message") if isinstance(item.get("_cm"), dict) else None
-            )
-            if original is not None:
-                manager.set_system_prompt(decode(original, item["_cm"].get("type")))
-            else:
-                manager.set_system_prompt(item["content"])
-        elif role == USAGE:
-            manager.record_usage(item["token_count"])
-        elif role == COMPACTION:
-            _replay_compaction(manager, item, added_before, added, path)
-        elif role != CHECKPOINT:
-            logger.debug("%s: ignoring unknown metadata record %r", path, role)
+        try:
+            _replay_meta(manager, item, added_before, added, path)
+        except _REPLAY_ERRORS as exc:
+            _rejected(path, int(item.get("_line", 0)), f"{type(exc).__name__}: {exc}", strict)
+
+
+_REPLAY_ERRORS = (ContextManagerError, TypeError, ValueError, KeyError, RecursionError)
+
+
+def _replay_meta(
+    manager: ManagerHost, item: dict[str, Any], added_before: list[int], added: int, path: str
+) -> None:
+    """One metadata record (a bad one raises; :func:`replay` reports it by line)."""
+    role = item["role"]
+    if role == SYSTEM_PROMPT:
+        attrs = item.get("_cm")
+        original = attrs.get("message") if isinstance(attrs, dict) else None
+        if original is not None:
+            manager.set_system_prompt(decode(original, item["_cm"].get("type")))
+        else:
+            manager.set_system_prompt(item["content"])
+    elif role == USAGE:
+        manager.record_usage(item["token_count"])
+    elif role == COMPACTION:
+        _replay_compaction(manager, item, added_before, added, path)
+    elif role != CHECKPOINT:
+        logger.debug("%s: ignoring unknown metadata record %r", path, role)
 
 
 def _replay_compaction(
@@ -254,6 +267,7 @@ def open_session(
     fsync: FsyncMode = "checkpoint",
     strict: bool = False,
     store_options: dict[str, Any] | None = None,
+    integrity: bool = False,
     **options: Any,
 ) -> M:
     """Open or create the session at ``path`` and return a manager restored from it.
@@ -266,12 +280,19 @@ def open_session(
     """
     from .targets import open_log
 
+    if integrity:  # a per-line CRC (JSONL only; database rows have their own checks)
+        store_options = {**(store_options or {}), "integrity": True}
     log = open_log(path, session=session, fsync=fsync, strict=strict, store_options=store_options)
     system_prompt = options.pop("system_prompt", None)
+    # Callbacks see what happens from now on: replaying history must not fire them again.
+    hooks = {name: options.pop(name, None) for name in ("on_evict", "on_near_limit")}
     try:
         restored, sequence = log.read()
         manager = cls(**options)
         replay(manager, sequence, strict=strict, path=log.target)
+        for name, hook in hooks.items():
+            if hook is not None:
+                setattr(manager, name, checked_hook(name, hook))
     except BaseException:
         log.close()
         raise

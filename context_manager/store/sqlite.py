@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import ConfigurationError, ContextManagerError, StoreError
+from . import _files
 from ._sql import Cursor, SqlStore, schema
 from .protocol import DEFAULT_SESSION
 
@@ -42,8 +43,11 @@ class SqliteStore(SqlStore):
         self.path = Path(path)
         self._lock = threading.RLock()  # one connection; a store object may serve threads
         synchronous = {"always": "FULL", "checkpoint": "NORMAL", "never": "OFF"}[fsync]
+        # Private like the JSONL files (0600 in a 0700 directory, no symlinks); SQLite gives its
+        # -wal / -shm files the database file's permissions.
+        _files.ensure_directory(self.path.parent)
+        os.close(_files.open_file(self.path, os.O_RDWR | os.O_CREAT))
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )

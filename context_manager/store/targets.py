@@ -38,7 +38,7 @@ def open_store(
     """The record-level store for ``target`` and ``session`` (a Store is returned as is).
 
     ``options`` go to the backend: ``ttl`` / ``prefix`` (Redis), ``prefix`` / ``create``
-    (PostgreSQL), ``prefix`` / ``busy_timeout`` (SQLite), ``strict`` (JSONL).
+    (PostgreSQL), ``prefix`` / ``busy_timeout`` (SQLite), ``strict`` and ``integrity`` (JSONL).
     """
     if isinstance(target, Store) and not isinstance(target, (str, os.PathLike)):
         return target
@@ -50,6 +50,8 @@ def open_store(
     if isinstance(text, bytes):
         raise ConfigurationError(f"a store target must be text, got {target!r}")
     name = session if session is not None else DEFAULT_SESSION
+    if options.get("integrity") and re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text):
+        raise ConfigurationError("integrity= (a per-line CRC) is for JSONL logs only")
     if text.startswith("sqlite://"):
         from .sqlite import SqliteStore
 
@@ -69,12 +71,20 @@ def open_store(
         return PostgresStore(text, name, **options)
     if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text):
         raise ConfigurationError(f"{text}: unknown scheme; use a path or one of {_SCHEMES}")
-    strict = bool(options.pop("strict", False))
+    strict = options.pop("strict", False)
+    integrity = options.pop("integrity", False)
     if options:
         raise ConfigurationError(f"unknown options for a JSONL store: {sorted(options)}")
     if session is None and (text.endswith(("/", os.sep)) or os.path.isdir(text)):
         session = DEFAULT_SESSION  # a directory of sessions
-    return JsonlLog(text, fsync=fsync, strict=strict, session=session, detect_conflicts=True)
+    return JsonlLog(
+        text,
+        fsync=fsync,
+        strict=strict,
+        session=session,
+        detect_conflicts=True,
+        integrity=integrity,
+    )
 
 
 def open_log(

@@ -23,8 +23,9 @@ def _only_text(blocks: Any) -> str | None:
     if isinstance(blocks, str):
         return blocks
     if not isinstance(blocks, list) or any(
-            not isinstance(b, Mapping) or b.get("type") != "text"
-            or not isinstance(b.get("text"), str) for b in blocks):
+        not isinstance(b, Mapping) or b.get("type") != "text" or not isinstance(b.get("text"), str)
+        for b in blocks
+    ):
         return None
     if len(blocks) > 1:
         return None
@@ -56,15 +57,23 @@ def from_pi(message: Mapping[str, Any]) -> Message | None:
             texts.append(block["text"])
         elif kind == "thinking" and isinstance(block.get("thinking"), str):
             thinking.append(block["thinking"])
-        elif (kind == "toolCall" and isinstance(block.get("id"), str)
-              and isinstance(block.get("name"), str) and isinstance(block.get("arguments"), dict)):
+        elif (
+            kind == "toolCall"
+            and isinstance(block.get("id"), str)
+            and isinstance(block.get("name"), str)
+            and isinstance(block.get("arguments"), dict)
+        ):
             calls.append(ToolCall(block["id"], block["name"], to_json_text(block["arguments"])))
         else:
             return None
     if len(texts) > 1 or len(thinking) > 1 or "" in texts:
         return None  # Pi serializes an empty text block; our records have no such thing
-    return Message("assistant", texts[0] if texts else "", tool_calls=tuple(calls),
-                   thinking=thinking[0] if thinking else "")
+    return Message(
+        "assistant",
+        texts[0] if texts else "",
+        tool_calls=tuple(calls),
+        thinking=thinking[0] if thinking else "",
+    )
 
 
 def records_for(entries: Sequence[Mapping[str, Any]]) -> list[Message] | None:
@@ -114,10 +123,16 @@ def coding_session(turns: int, *, start: int = 0, filler: int = 200) -> list[dic
     for t in range(start, start + turns):
         out.append({"role": "user", "content": f"Turn {t}: fix parse_{t}() in src/m{t}.py {pad}"})
         calls = [
-            {"id": f"r{t}", "type": "function",
-             "function": {"name": "read", "arguments": json.dumps({"path": f"src/m{t}.py"})}},
-            {"id": f"e{t}", "type": "function",
-             "function": {"name": "edit", "arguments": json.dumps({"path": f"src/e{t}.py"})}},
+            {
+                "id": f"r{t}",
+                "type": "function",
+                "function": {"name": "read", "arguments": json.dumps({"path": f"src/m{t}.py"})},
+            },
+            {
+                "id": f"e{t}",
+                "type": "function",
+                "function": {"name": "edit", "arguments": json.dumps({"path": f"src/e{t}.py"})},
+            },
         ]
         out.append({"role": "assistant", "content": "Looking.", "tool_calls": calls})
         out.append({"role": "tool", "tool_call_id": f"r{t}", "content": f"def parse_{t}(): {pad}"})

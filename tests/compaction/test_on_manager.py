@@ -33,8 +33,10 @@ from context_manager.messages import normalize
 
 from .helpers import RecordingSummarizer, coding_session
 
-POLICIES = [TokenBudgetCompaction(keep_recent_tokens=400, reserve_tokens=1000),
-            SimpleCompaction(max_preserved_messages=2)]
+POLICIES = [
+    TokenBudgetCompaction(keep_recent_tokens=400, reserve_tokens=1000),
+    SimpleCompaction(max_preserved_messages=2),
+]
 
 
 def make_manager(turns: int = 12, **options: Any) -> MessageContextManager:
@@ -86,9 +88,17 @@ def test_end_to_end(policy: Any, kind: str) -> None:
     assert "src/m0.py" in entry.details["read_files"]
     assert "src/e0.py" in entry.details["modified_files"]
     assert entry.summary.endswith("</modified-files>")
-    for heading in ("## Goal", "## Constraints & Preferences", "## Progress", "### Done",
-                    "### In Progress", "### Blocked", "## Key Decisions", "## Next Steps",
-                    "## Critical Context"):
+    for heading in (
+        "## Goal",
+        "## Constraints & Preferences",
+        "## Progress",
+        "### Done",
+        "### In Progress",
+        "### Blocked",
+        "## Key Decisions",
+        "## Next Steps",
+        "## Critical Context",
+    ):
         assert (heading in entry.summary) == (kind == "extractive")
     assert_invariants(manager)
 
@@ -103,8 +113,9 @@ def test_llm_request_layout_token_budget() -> None:
     assert request.max_tokens == 800
     assert request.prompt.startswith("<conversation>\n[User]: Turn 0: fix parse_0()")
     assert "\n</conversation>\n\n" in request.prompt
-    assert "[Assistant tool calls]: read(path=\"src/m0.py\"); edit(path=\"src/e0.py\")" in (
-        request.prompt)
+    assert '[Assistant tool calls]: read(path="src/m0.py"); edit(path="src/e0.py")' in (
+        request.prompt
+    )
     assert "<previous-summary>" not in request.prompt
     assert request.prompt.endswith("\n\nAdditional focus: the parser bugs")
     assert request.focus == "the parser bugs"
@@ -117,9 +128,11 @@ def test_llm_request_layout_simple_is_kimi_shaped() -> None:
     (request,) = llm.requests
     assert request.max_tokens == 8192
     assert request.prompt.startswith(
-        "<conversation>\n## Message 1\nRole: user\nContent: Turn 0: fix parse_0()")
+        "<conversation>\n## Message 1\nRole: user\nContent: Turn 0: fix parse_0()"
+    )
     assert "## Message 2\nRole: assistant\nContent: Looking.\n[tool call r0] read(" in (
-        request.prompt)
+        request.prompt
+    )
     # Kimi keeps the last two user/assistant messages: the final tool group and the reply.
     kept = [h.record for h in manager.history()]
     assert [r.role for r in kept] == ["user", "assistant", "tool", "tool", "assistant"]
@@ -166,13 +179,17 @@ def test_split_turn_gets_a_prefix_summary() -> None:
     manager = MessageContextManager(100_000, system_prompt="sys")
     manager.add({"role": "user", "content": "Refactor the parser in src/parser.py"})
     for k in range(8):
-        call = {"id": f"c{k}", "type": "function",
-                "function": {"name": "read", "arguments": json.dumps({"path": f"src/p{k}.py"})}}
+        call = {
+            "id": f"c{k}",
+            "type": "function",
+            "function": {"name": "read", "arguments": json.dumps({"path": f"src/p{k}.py"})},
+        }
         manager.add({"role": "assistant", "content": f"step {k}", "tool_calls": [call]})
         manager.add({"role": "tool", "tool_call_id": f"c{k}", "content": "y" * 400})
     llm = RecordingSummarizer()
-    entry = manager.compact(llm, policy=TokenBudgetCompaction(keep_recent_tokens=250,
-                                                              reserve_tokens=1000))
+    entry = manager.compact(
+        llm, policy=TokenBudgetCompaction(keep_recent_tokens=250, reserve_tokens=1000)
+    )
     (prefix,) = llm.requests  # nothing before the turn: only the prefix summary is asked for
     assert prefix.kind == "turn_prefix"
     assert prefix.max_tokens == 500
@@ -195,19 +212,24 @@ def test_split_turn_with_history_sends_both_requests() -> None:
     manager = make_manager(3)
     manager.add({"role": "user", "content": "Now the long one"})
     for k in range(6):
-        call = {"id": f"x{k}", "type": "function",
-                "function": {"name": "write", "arguments": json.dumps({"path": f"w{k}.md"})}}
+        call = {
+            "id": f"x{k}",
+            "type": "function",
+            "function": {"name": "write", "arguments": json.dumps({"path": f"w{k}.md"})},
+        }
         manager.add({"role": "assistant", "content": "", "tool_calls": [call]})
         manager.add({"role": "tool", "tool_call_id": f"x{k}", "content": "z" * 400})
     llm = RecordingSummarizer()
-    entry = manager.compact(llm, policy=TokenBudgetCompaction(keep_recent_tokens=250,
-                                                              reserve_tokens=1000))
+    entry = manager.compact(
+        llm, policy=TokenBudgetCompaction(keep_recent_tokens=250, reserve_tokens=1000)
+    )
     assert [r.kind for r in llm.requests] == ["summary", "turn_prefix"]
     assert [r.max_tokens for r in llm.requests] == [800, 500]
     assert "Now the long one" not in llm.requests[0].prompt
     assert llm.requests[1].prompt.startswith("<conversation>\n[User]: Now the long one")
-    assert entry.summary.startswith("LLM summary #1 (summary)" + SPLIT_TURN_SEPARATOR
-                                    + "LLM summary #2 (turn_prefix)")
+    assert entry.summary.startswith(
+        "LLM summary #1 (summary)" + SPLIT_TURN_SEPARATOR + "LLM summary #2 (turn_prefix)"
+    )
     assert "w0.md" in entry.details["modified_files"]
 
 
@@ -399,15 +421,34 @@ def test_anthropic_shaped_history_is_never_split() -> None:
     manager = MessageContextManager(100_000)
     for t in range(6):
         manager.add({"role": "user", "content": f"question {t} " + "q" * 300})
-        manager.add({"role": "assistant", "content": [
-            {"type": "text", "text": "checking"},
-            {"type": "tool_use", "id": f"tu{t}", "name": "read", "input": {"path": f"a{t}.py"}}]})
-        manager.add({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"tu{t}", "content": "r" * 300},
-            {"type": "text", "text": "and also this"}]})
+        manager.add(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "checking"},
+                    {
+                        "type": "tool_use",
+                        "id": f"tu{t}",
+                        "name": "read",
+                        "input": {"path": f"a{t}.py"},
+                    },
+                ],
+            }
+        )
+        manager.add(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"tu{t}", "content": "r" * 300},
+                    {"type": "text", "text": "and also this"},
+                ],
+            }
+        )
         manager.add({"role": "assistant", "content": "answer " + "a" * 300})
-    for policy in (SimpleCompaction(3), TokenBudgetCompaction(keep_recent_tokens=200,
-                                                              reserve_tokens=1000)):
+    for policy in (
+        SimpleCompaction(3),
+        TokenBudgetCompaction(keep_recent_tokens=200, reserve_tokens=1000),
+    ):
         fresh = MessageContextManager(100_000)
         fresh.extend(manager.messages)
         entry = fresh.compact(policy=policy)
@@ -441,8 +482,11 @@ def test_async_split_turn_failure_cancels_the_sibling_request() -> None:
     manager = make_manager(3)
     manager.add({"role": "user", "content": "Now the long one"})
     for k in range(6):
-        call = {"id": f"x{k}", "type": "function",
-                "function": {"name": "read", "arguments": json.dumps({"path": f"r{k}.md"})}}
+        call = {
+            "id": f"x{k}",
+            "type": "function",
+            "function": {"name": "read", "arguments": json.dumps({"path": f"r{k}.md"})},
+        }
         manager.add({"role": "assistant", "content": "", "tool_calls": [call]})
         manager.add({"role": "tool", "tool_call_id": f"x{k}", "content": "z" * 400})
     cancelled: list[str] = []
@@ -466,18 +510,28 @@ def test_async_split_turn_failure_cancels_the_sibling_request() -> None:
 
 
 def test_file_tools_map_other_tool_names_onto_pi_file_tracking() -> None:
-    messages = json.loads((Path(__file__).resolve().parents[2] / "context_manager" / "data"
-                           / "sample_conversation.json").read_text("utf-8"))
+    messages = json.loads(
+        (
+            Path(__file__).resolve().parents[2]
+            / "context_manager"
+            / "data"
+            / "sample_conversation.json"
+        ).read_text("utf-8")
+    )
     plain = MessageContextManager(100_000)
     plain.extend(messages)
-    assert plain.compact(policy=SimpleCompaction()).details == {"read_files": [],
-                                                                "modified_files": []}
+    assert plain.compact(policy=SimpleCompaction()).details == {
+        "read_files": [],
+        "modified_files": [],
+    }
     mapped = MessageContextManager(100_000)
     mapped.extend(messages)
     tools = {"read_file": "read", "edit_file": "edit"}
     entry = mapped.compact(policy=SimpleCompaction(file_tools=tools))
-    assert entry.details == {"read_files": ["app/routes/health.py", "tests/test_db.py"],
-                             "modified_files": ["CHANGELOG.md", "app/db.py"]}
+    assert entry.details == {
+        "read_files": ["app/routes/health.py", "tests/test_db.py"],
+        "modified_files": ["CHANGELOG.md", "app/db.py"],
+    }
     assert entry.summary.endswith("<modified-files>\nCHANGELOG.md\napp/db.py\n</modified-files>")
     with pytest.raises(ConfigurationError, match="file_tools"):
         TokenBudgetCompaction(file_tools={"cat": "view"})

@@ -28,7 +28,8 @@ def _convertible(suite: str) -> list[tuple[dict[str, Any], list[Item]]]:
     for case in load_cases(suite):
         entries = case["input"]["entries"]
         whole = case["input"].get("startIndex", 0) == 0 and case["input"].get(
-            "endIndex", len(entries)) == len(entries)
+            "endIndex", len(entries)
+        ) == len(entries)
         records = records_for(entries) if whole else None
         if records is not None:
             out.append((case, [Item(10 + i, r) for i, r in enumerate(records)]))
@@ -36,8 +37,9 @@ def _convertible(suite: str) -> list[tuple[dict[str, Any], list[Item]]]:
 
 
 CUT_CASES = _convertible("pi.findCutPoint")
-PREPARE_CASES = [(c, items) for c, items in _convertible("pi.prepareCompaction")
-                 if c["expected"] is not None]
+PREPARE_CASES = [
+    (c, items) for c, items in _convertible("pi.prepareCompaction") if c["expected"] is not None
+]
 
 
 def test_enough_fixture_cases_convert() -> None:
@@ -64,30 +66,35 @@ def test_cut_point_equals_pi(case: dict[str, Any], items: list[Item]) -> None:
         assert not items[cut.first].record.result_ids
 
 
-@pytest.mark.parametrize(("case", "items"), PREPARE_CASES,
-                         ids=[c["id"] for c, _ in PREPARE_CASES])
+@pytest.mark.parametrize(("case", "items"), PREPARE_CASES, ids=[c["id"] for c, _ in PREPARE_CASES])
 def test_plan_equals_pi_prepare_compaction(case: dict[str, Any], items: list[Item]) -> None:
     settings = case["input"]["settings"]
     expected = case["expected"]
-    policy = TokenBudgetCompaction(keep_recent_tokens=settings["keepRecentTokens"],
-                                   reserve_tokens=settings["reserveTokens"])
+    policy = TokenBudgetCompaction(
+        keep_recent_tokens=settings["keepRecentTokens"], reserve_tokens=settings["reserveTokens"]
+    )
     if not expected["messagesToSummarize"] and not expected["isSplitTurn"]:
         with pytest.raises(CompactionError, match="nothing to compact"):
             policy.plan(items)
         return
     plan = policy.plan(items)
-    position = next(i for i, e in enumerate(case["input"]["entries"])
-                    if e["id"] == expected["firstKeptEntryId"])
+    position = next(
+        i for i, e in enumerate(case["input"]["entries"]) if e["id"] == expected["firstKeptEntryId"]
+    )
     assert plan.first_kept_index == items[position].index
     assert plan.is_split_turn == expected["isSplitTurn"]
     assert plan.conversation == serialize_conversation(
-        convert_to_llm(expected["messagesToSummarize"]))
+        convert_to_llm(expected["messagesToSummarize"])
+    )
     assert plan.prefix_conversation == serialize_conversation(
-        convert_to_llm(expected["turnPrefixMessages"]))
+        convert_to_llm(expected["turnPrefixMessages"])
+    )
     ops = expected["fileOps"]
-    read, modified = compute_file_lists(FileOps(dict.fromkeys(ops["read"]),
-                                                dict.fromkeys(ops["written"]),
-                                                dict.fromkeys(ops["edited"])))
+    read, modified = compute_file_lists(
+        FileOps(
+            dict.fromkeys(ops["read"]), dict.fromkeys(ops["written"]), dict.fromkeys(ops["edited"])
+        )
+    )
     assert list(plan.read_files) == read
     assert list(plan.modified_files) == modified
     assert plan.summary_max_tokens == int(0.8 * settings["reserveTokens"])
@@ -107,8 +114,9 @@ def test_overflow_fixtures_all_agree() -> None:
 class FakeAPIError(Exception):
     """Shaped like openai.APIStatusError / anthropic.APIStatusError (duck-typed)."""
 
-    def __init__(self, message: str, *, status_code: int, body: Any = None,
-                 code: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, status_code: int, body: Any = None, code: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.status_code = status_code
@@ -118,10 +126,13 @@ class FakeAPIError(Exception):
 
 def _error_cases() -> list[dict[str, Any]]:
     """Fixture cases decided by the error text alone (what SDK exceptions carry)."""
-    return [c for c in OVERFLOW_CASES
-            if c["input"]["message"].get("stopReason") == "error"
-            and isinstance(c["input"]["message"].get("errorMessage"), str)
-            and c["input"]["message"]["errorMessage"]]
+    return [
+        c
+        for c in OVERFLOW_CASES
+        if c["input"]["message"].get("stopReason") == "error"
+        and isinstance(c["input"]["message"].get("errorMessage"), str)
+        and c["input"]["message"]["errorMessage"]
+    ]
 
 
 def test_overflow_text_and_sdk_exception_forms_agree_with_pi() -> None:

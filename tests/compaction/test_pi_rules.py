@@ -33,17 +33,33 @@ from context_manager.parity.verify import describe_failure, verify_file
 FIXTURES = Path(__file__).resolve().parents[2] / "compat_fixtures" / "fixtures"
 # Suites written by compat_fixtures/gen/pi.mjs (other pi.* files belong to other generators).
 SUITES = (
-    "pi.estimateTokens", "pi.findCutPoint", "pi.findTurnStartIndex", "pi.shouldCompact",
-    "pi.calculateContextTokens", "pi.getLastAssistantUsage", "pi.estimateContextTokens",
-    "pi.convertToLlm", "pi.serializeConversation", "pi.isContextOverflow",
-    "pi.getOverflowPatterns", "pi.defaultCompactionSettings", "pi.fileOperations",
-    "pi.sessionContext", "pi.prepareCompaction", "pi.malformedInput",
+    "pi.estimateTokens",
+    "pi.findCutPoint",
+    "pi.findTurnStartIndex",
+    "pi.shouldCompact",
+    "pi.calculateContextTokens",
+    "pi.getLastAssistantUsage",
+    "pi.estimateContextTokens",
+    "pi.convertToLlm",
+    "pi.serializeConversation",
+    "pi.isContextOverflow",
+    "pi.getOverflowPatterns",
+    "pi.defaultCompactionSettings",
+    "pi.fileOperations",
+    "pi.sessionContext",
+    "pi.prepareCompaction",
+    "pi.malformedInput",
 )
 SUITE_FILES = [FIXTURES / f"{name}.json" for name in SUITES]
 MIN_CASES = {
-    "pi.estimateTokens": 1000, "pi.findCutPoint": 1000, "pi.shouldCompact": 1000,
-    "pi.calculateContextTokens": 1000, "pi.serializeConversation": 1000,
-    "pi.isContextOverflow": 1000, "pi.fileOperations": 1000, "pi.prepareCompaction": 1000,
+    "pi.estimateTokens": 1000,
+    "pi.findCutPoint": 1000,
+    "pi.shouldCompact": 1000,
+    "pi.calculateContextTokens": 1000,
+    "pi.serializeConversation": 1000,
+    "pi.isContextOverflow": 1000,
+    "pi.fileOperations": 1000,
+    "pi.prepareCompaction": 1000,
 }
 
 
@@ -79,9 +95,18 @@ def test_suite_matches_pi_exactly(path: Path) -> None:
 # --- estimateTokens: .length is UTF-16 -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("case_id", ["emoji-user-string", "zwj-family", "combining",
-                                     "toolcall-unicode-args", "toolcall-numbers",
-                                     "toolcall-numeric-keys", "control-chars"])
+@pytest.mark.parametrize(
+    "case_id",
+    [
+        "emoji-user-string",
+        "zwj-family",
+        "combining",
+        "toolcall-unicode-args",
+        "toolcall-numbers",
+        "toolcall-numeric-keys",
+        "control-chars",
+    ],
+)
 def test_estimate_tokens_measures_like_js(case_id: str) -> None:
     message, expected = _case("pi.estimateTokens", case_id)
     assert pi.estimate_tokens(message) == expected
@@ -104,8 +129,9 @@ def test_image_blocks_cost_4800_chars_in_tool_results_only() -> None:
 
 
 def _cut(case: dict[str, Any]) -> pi.CutPoint:
-    return pi.find_cut_point(case["entries"], case["startIndex"], case["endIndex"],
-                             case["keepRecentTokens"])
+    return pi.find_cut_point(
+        case["entries"], case["startIndex"], case["endIndex"], case["keepRecentTokens"]
+    )
 
 
 def test_cut_inside_a_turn_is_a_split_turn() -> None:
@@ -165,8 +191,9 @@ def test_should_compact_is_strictly_greater_than_window_minus_reserve() -> None:
     results = {}
     for delta in (-1, 0, 1):
         case, expected = _case("pi.shouldCompact", f"boundary-{delta}")
-        results[delta] = pi.should_compact(case["contextTokens"], case["contextWindow"],
-                                           case["settings"])
+        results[delta] = pi.should_compact(
+            case["contextTokens"], case["contextWindow"], case["settings"]
+        )
         assert results[delta] == expected
     assert results == {-1: False, 0: False, 1: True}
 
@@ -189,8 +216,9 @@ def _overflow_text(text: str) -> bool:
     for case in _suite("pi.isContextOverflow")["cases"]:
         inp = case["input"]
         if inp["message"].get("errorMessage") == text and inp["message"]["stopReason"] == "error":
-            assert pi.is_context_overflow(inp["message"], inp.get("contextWindow")) == case[
-                "expected"]
+            assert (
+                pi.is_context_overflow(inp["message"], inp.get("contextWindow")) == case["expected"]
+            )
             return bool(case["expected"])
     raise AssertionError(f"no fixture case for {text!r}")
 
@@ -217,9 +245,14 @@ def test_js_regex_semantics_differ_from_python_re() -> None:
 
 
 def test_silent_and_length_overflow_need_a_window() -> None:
-    for case_id, want in (("stop-undefined-100001-0", False), ("stop-100000-100001-0", True),
-                          ("stop-100000-100000-0", False), ("length-99pct-98999", False),
-                          ("length-99pct-99000", True), ("length-out1-100000-100001-0", False)):
+    for case_id, want in (
+        ("stop-undefined-100001-0", False),
+        ("stop-100000-100001-0", True),
+        ("stop-100000-100000-0", False),
+        ("length-99pct-98999", False),
+        ("length-99pct-99000", True),
+        ("length-out1-100000-100001-0", False),
+    ):
         case, expected = _case("pi.isContextOverflow", case_id)
         assert pi.is_context_overflow(case["message"], case.get("contextWindow")) == expected
         assert expected is want
@@ -250,7 +283,12 @@ def test_js_number_and_key_order_in_tool_call_json() -> None:
 
 def test_js_value_helpers() -> None:
     assert [js_number_str(x) for x in (1e-7, 1e21, 1e16, 0.000001, -0.0)] == [
-        "1e-7", "1e+21", "10000000000000000", "0.000001", "0"]
+        "1e-7",
+        "1e+21",
+        "10000000000000000",
+        "0.000001",
+        "0",
+    ]
     assert js_stringify({"b": 1, "10": 2, "2": [None, True]}) == '{"2":[null,true],"10":2,"b":1}'
     assert js_stringify("\u2028\ud83d\x01") == '"\u2028\\ud83d\\u0001"'
     assert js_slice("a😀", 2) == "a\ud83d"
@@ -287,8 +325,11 @@ def test_file_lists_sort_by_utf16_units() -> None:
 
 
 def test_prepare_compaction_returns_none_when_path_ends_in_compaction() -> None:
-    cases = [c for c in _suite("pi.prepareCompaction")["cases"]
-             if c["input"]["entries"] and c["input"]["entries"][-1]["type"] == "compaction"]
+    cases = [
+        c
+        for c in _suite("pi.prepareCompaction")["cases"]
+        if c["input"]["entries"] and c["input"]["entries"][-1]["type"] == "compaction"
+    ]
     assert cases
     for case in cases:
         assert case["expected"] is None
@@ -296,8 +337,11 @@ def test_prepare_compaction_returns_none_when_path_ends_in_compaction() -> None:
 
 
 def test_prepare_compaction_split_turn_has_prefix_messages() -> None:
-    split = [c for c in _suite("pi.prepareCompaction")["cases"]
-             if c["expected"] and c["expected"]["isSplitTurn"]]
+    split = [
+        c
+        for c in _suite("pi.prepareCompaction")["cases"]
+        if c["expected"] and c["expected"]["isSplitTurn"]
+    ]
     assert len(split) > 100
     # A cut on a bashExecution message is a split turn that starts at the cut itself: Pi then
     # reports isSplitTurn with an empty prefix (and compact() skips the prefix summary).
@@ -312,24 +356,45 @@ def test_prepare_compaction_split_turn_has_prefix_messages() -> None:
 # --- buildSessionContext: leaf choice, undefined fields, cycles --------------------------------
 # Expected values printed by buildSessionContext of pi-coding-agent 0.73.1 under Node 20.
 _SESSION = [
-    {"type": "message", "id": "a", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
-     "message": {"role": "user", "content": "hi", "timestamp": 1}},
-    {"type": "thinking_level_change", "id": "b", "parentId": "a",
-     "timestamp": "2026-01-01T00:00:01.000Z"},
-    {"type": "custom_message", "id": "c", "parentId": "b", "timestamp": None,
-     "customType": "memo", "content": "x", "display": False},
+    {
+        "type": "message",
+        "id": "a",
+        "parentId": None,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": "hi", "timestamp": 1},
+    },
+    {
+        "type": "thinking_level_change",
+        "id": "b",
+        "parentId": "a",
+        "timestamp": "2026-01-01T00:00:01.000Z",
+    },
+    {
+        "type": "custom_message",
+        "id": "c",
+        "parentId": "b",
+        "timestamp": None,
+        "customType": "memo",
+        "content": "x",
+        "display": False,
+    },
 ]
 _HI = {"role": "user", "content": "hi", "timestamp": 1}
 _MEMO = {"role": "custom", "customType": "memo", "content": "x", "display": False, "timestamp": 0}
 
 
 def test_session_context_leaf_choice() -> None:
-    assert pi.build_session_context(_SESSION).to_pi() == {"messages": [_HI, _MEMO],
-                                                          "model": None}
+    assert pi.build_session_context(_SESSION).to_pi() == {"messages": [_HI, _MEMO], "model": None}
     assert pi.build_session_context(_SESSION, None).to_pi() == {
-        "messages": [], "thinkingLevel": "off", "model": None}  # null: before the first entry
+        "messages": [],
+        "thinkingLevel": "off",
+        "model": None,
+    }  # null: before the first entry
     assert pi.build_session_context(_SESSION, "a").to_pi() == {
-        "messages": [_HI], "thinkingLevel": "off", "model": None}
+        "messages": [_HI],
+        "thinkingLevel": "off",
+        "model": None,
+    }
     unknown = pi.build_session_context(_SESSION, "nope")  # falls back to the last entry
     assert unknown.to_pi() == {"messages": [_HI, _MEMO], "model": None}
     assert unknown.thinking_level is None and not unknown.thinking_level_given

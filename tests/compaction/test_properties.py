@@ -19,8 +19,12 @@ from .test_on_manager import assert_invariants
 # A policy is drawn as a recipe and sized to the history it will see, so that most examples
 # really cut (a fixed keep_recent_tokens would hold the whole of most small histories).
 POLICIES = st.one_of(
-    st.tuples(st.just("budget"), st.floats(0.0, 0.6), st.integers(2, 5000),
-              st.sampled_from(["pi", "manager"])),
+    st.tuples(
+        st.just("budget"),
+        st.floats(0.0, 0.6),
+        st.integers(2, 5000),
+        st.sampled_from(["pi", "manager"]),
+    ),
     st.tuples(st.just("simple"), st.integers(1, 4)),
 )
 
@@ -30,12 +34,17 @@ def _policy(recipe: tuple[Any, ...], manager: MessageContextManager) -> Any:
         return SimpleCompaction(max_preserved_messages=recipe[1])
     _, share, reserve, source = recipe
     held = sum(h.tokens for h in manager.history())
-    return TokenBudgetCompaction(keep_recent_tokens=int(held * share), reserve_tokens=reserve,
-                                 token_source=source)
+    return TokenBudgetCompaction(
+        keep_recent_tokens=int(held * share), reserve_tokens=reserve, token_source=source
+    )
 
 
-def _fill(manager: MessageContextManager, messages: list[dict[str, Any]], pins: list[bool],
-          sizes: list[int] | None = None) -> None:
+def _fill(
+    manager: MessageContextManager,
+    messages: list[dict[str, Any]],
+    pins: list[bool],
+    sizes: list[int] | None = None,
+) -> None:
     """Add ``messages`` (text contents padded to ``sizes`` chars, so there is something to cut)."""
     for k, message in enumerate(messages):
         if sizes and isinstance(message.get("content"), str):
@@ -48,12 +57,20 @@ REACHED = {"runs": 0, "compacted": 0}
 
 
 @settings(max_examples=250)  # ~10 s; compaction per example costs far more than a trim
-@given(first=conversation(min_turns=6), second=conversation(max_turns=10), recipe=POLICIES,
-       pins=st.lists(st.booleans(), max_size=80),
-       sizes=st.lists(st.integers(0, 300), min_size=1, max_size=12))
-def _compaction_keeps_invariants(first: list[dict[str, Any]],
-                                 second: list[dict[str, Any]], recipe: tuple[Any, ...],
-                                 pins: list[bool], sizes: list[int]) -> None:
+@given(
+    first=conversation(min_turns=6),
+    second=conversation(max_turns=10),
+    recipe=POLICIES,
+    pins=st.lists(st.booleans(), max_size=80),
+    sizes=st.lists(st.integers(0, 300), min_size=1, max_size=12),
+)
+def _compaction_keeps_invariants(
+    first: list[dict[str, Any]],
+    second: list[dict[str, Any]],
+    recipe: tuple[Any, ...],
+    pins: list[bool],
+    sizes: list[int],
+) -> None:
     manager = MessageContextManager(1_000_000, system_prompt="sys")
     _fill(manager, first, [p and i % 3 == 0 for i, p in enumerate(pins)], sizes)
     REACHED["runs"] += 1

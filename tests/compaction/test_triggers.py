@@ -27,16 +27,20 @@ POLICY = SimpleCompaction()
 
 
 def test_threshold_rule_equals_pi_should_compact() -> None:
-    cases = [c for c in load_cases("pi.shouldCompact")
-             if isinstance(c["input"]["settings"].get("reserveTokens"), int)
-             and c["input"]["settings"]["reserveTokens"] >= 0
-             and isinstance(c["input"]["settings"].get("enabled"), bool)
-             and all(isinstance(c["input"][k], int) for k in ("contextTokens", "contextWindow"))]
+    cases = [
+        c
+        for c in load_cases("pi.shouldCompact")
+        if isinstance(c["input"]["settings"].get("reserveTokens"), int)
+        and c["input"]["settings"]["reserveTokens"] >= 0
+        and isinstance(c["input"]["settings"].get("enabled"), bool)
+        and all(isinstance(c["input"][k], int) for k in ("contextTokens", "contextWindow"))
+    ]
     assert len(cases) > 1000
     for case in cases:
         s = case["input"]["settings"]
-        rule = CompactionTriggers(reserve_tokens=s["reserveTokens"], reserve_floor=0,
-                                  enabled=s["enabled"])
+        rule = CompactionTriggers(
+            reserve_tokens=s["reserveTokens"], reserve_floor=0, enabled=s["enabled"]
+        )
         got = rule.should_compact(case["input"]["contextTokens"], case["input"]["contextWindow"])
         assert got == case["expected"], case["id"]
 
@@ -64,8 +68,9 @@ def test_reserve_floor_ratio_and_strictness() -> None:
 def test_flush_hook_fires_once_per_compaction_cycle() -> None:
     manager = MessageContextManager(40_000, reserve_tokens=1000)
     flushes: list[FlushInfo] = []
-    triggers = CompactionTriggers(reserve_tokens=5000, reserve_floor=0,
-                                  soft_threshold_tokens=5000, on_flush=flushes.append)
+    triggers = CompactionTriggers(
+        reserve_tokens=5000, reserve_floor=0, soft_threshold_tokens=5000, on_flush=flushes.append
+    )
     turn = iter(range(1000))
 
     def grow() -> None:
@@ -104,17 +109,22 @@ def test_async_flush_hook() -> None:
         seen.append(info.tokens)
 
     assert 4000 < manager.used_tokens < 10_000
-    triggers = CompactionTriggers(reserve_tokens=6000, reserve_floor=0,
-                                  soft_threshold_tokens=1000, on_flush=flush)
+    triggers = CompactionTriggers(
+        reserve_tokens=6000, reserve_floor=0, soft_threshold_tokens=1000, on_flush=flush
+    )
     entry = asyncio.run(triggers.abefore_request(manager, policy=POLICY))
     assert seen and entry is not None and entry.reason == "threshold"
     with pytest.raises(ConfigurationError, match="abefore_request"):
-        CompactionTriggers(reserve_floor=0, soft_threshold_tokens=10**6,
-                           on_flush=flush).before_request(MessageContextManager(1000))
+        CompactionTriggers(
+            reserve_floor=0, soft_threshold_tokens=10**6, on_flush=flush
+        ).before_request(MessageContextManager(1000))
 
 
-OVERFLOW = FakeAPIError("Error code: 400 - This model's maximum context length is 8192 tokens",
-                        status_code=400, code="context_length_exceeded")
+OVERFLOW = FakeAPIError(
+    "Error code: 400 - This model's maximum context length is 8192 tokens",
+    status_code=400,
+    code="context_length_exceeded",
+)
 
 
 class Provider:
@@ -150,7 +160,9 @@ def test_overflow_compacts_once_and_retries_once() -> None:
     assert len(send.contexts[1]) < len(send.contexts[0])
     assert send.contexts[1][0] is manager.summary
     assert [(e.type, e.reason, e.will_retry) for e in events] == [
-        ("start", "overflow", True), ("end", "overflow", True)]
+        ("start", "overflow", True),
+        ("end", "overflow", True),
+    ]
     assert manager.compaction is not None and manager.compaction.reason == "overflow"
 
 
@@ -168,8 +180,12 @@ def test_second_overflow_surfaces_as_context_overflow_error() -> None:
 def test_overflow_reported_in_a_reply_and_other_errors() -> None:
     manager = MessageContextManager(100_000)
     manager.extend(coding_session(8))
-    pi_reply = {"role": "assistant", "content": [], "stopReason": "error",
-                "errorMessage": "prompt is too long: 213462 tokens > 200000 maximum"}
+    pi_reply = {
+        "role": "assistant",
+        "content": [],
+        "stopReason": "error",
+        "errorMessage": "prompt is too long: 213462 tokens > 200000 maximum",
+    }
     send = Provider(pi_reply, {"role": "assistant", "content": [], "stopReason": "stop"})
     assert send_with_recovery(manager, send, policy=POLICY)["stopReason"] == "stop"
     other = MessageContextManager(100_000)
@@ -181,7 +197,8 @@ def test_overflow_reported_in_a_reply_and_other_errors() -> None:
     plain = MessageContextManager(100_000)
     plain.extend(coding_session(8))
     assert send_with_recovery(plain, Provider("prompt is too long"), policy=POLICY) == (
-        "prompt is too long")  # a returned string is a reply, never an error
+        "prompt is too long"
+    )  # a returned string is a reply, never an error
     assert plain.compaction is None
 
 
@@ -226,30 +243,47 @@ class Reply:
 
 
 def test_sdk_shapes() -> None:
-    assert is_context_overflow(FakeAPIError("bad request", status_code=400,
-                                            code="context_length_exceeded"))
+    assert is_context_overflow(
+        FakeAPIError("bad request", status_code=400, code="context_length_exceeded")
+    )
     assert is_context_overflow(FakeAPIError("Request Entity Too Large", status_code=413))
     assert not is_context_overflow(FakeAPIError("too many tokens", status_code=429))
-    anthropic_body = {"type": "error", "error": {
-        "type": "invalid_request_error",
-        "message": "prompt is too long: 200001 tokens > 200000 maximum"}}
-    assert is_context_overflow(FakeAPIError("Error code: 400", status_code=400,
-                                            body=anthropic_body))
-    assert not is_context_overflow(FakeAPIError("Error code: 400 - invalid tool schema",
-                                                status_code=400, body={"error": {
-                                                    "message": "invalid tool schema"}}))
+    anthropic_body = {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": "prompt is too long: 200001 tokens > 200000 maximum",
+        },
+    }
+    assert is_context_overflow(
+        FakeAPIError("Error code: 400", status_code=400, body=anthropic_body)
+    )
+    assert not is_context_overflow(
+        FakeAPIError(
+            "Error code: 400 - invalid tool schema",
+            status_code=400,
+            body={"error": {"message": "invalid tool schema"}},
+        )
+    )
     assert is_context_overflow({"error": {"code": "context_length_exceeded", "message": "x"}})
     assert not is_context_overflow(ValueError("some other failure"))
     # silent overflow in OpenAI / Anthropic replies, judged by Pi's usage rules
-    openai = Reply(choices=[Reply(finish_reason="length")],
-                   usage=Usage(prompt_tokens=7990, completion_tokens=0))
+    openai = Reply(
+        choices=[Reply(finish_reason="length")],
+        usage=Usage(prompt_tokens=7990, completion_tokens=0),
+    )
     assert is_context_overflow(openai, 8000)
     assert not is_context_overflow(openai)  # no window: usage cannot be judged
-    assert not is_context_overflow(Reply(choices=[Reply(finish_reason="stop")],
-                                         usage=Usage(prompt_tokens=7990,
-                                                     completion_tokens=5)), 8000)
-    anthropic = {"stop_reason": "end_turn", "usage": {"input_tokens": 150_000,
-                                                      "cache_read_input_tokens": 60_000,
-                                                      "output_tokens": 12}}
+    assert not is_context_overflow(
+        Reply(
+            choices=[Reply(finish_reason="stop")],
+            usage=Usage(prompt_tokens=7990, completion_tokens=5),
+        ),
+        8000,
+    )
+    anthropic = {
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 150_000, "cache_read_input_tokens": 60_000, "output_tokens": 12},
+    }
     assert is_context_overflow(anthropic, 200_000)
     assert not is_context_overflow(anthropic, 250_000)

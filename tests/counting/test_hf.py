@@ -74,9 +74,17 @@ def test_message_framing(counter: HFTokenizerCounter) -> None:
     named = Message("user", "hi", name="alice")
     assert counter.count_message(named) == 2 + count("hi") + count("alice")
     call = normalize(
-        {"role": "assistant", "content": "ok",
-         "tool_calls": [{"id": "c", "type": "function",
-                         "function": {"name": "search", "arguments": '{"q":"x"}'}}]}
+        {
+            "role": "assistant",
+            "content": "ok",
+            "tool_calls": [
+                {
+                    "id": "c",
+                    "type": "function",
+                    "function": {"name": "search", "arguments": '{"q":"x"}'},
+                }
+            ],
+        }
     )
     assert counter.count_message(call) == 2 + count("ok") + 3 + count("search") + count('{"q":"x"}')
     with_image = Message("user", "see", images=(Image("high", 10, 10),))

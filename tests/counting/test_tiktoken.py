@@ -98,8 +98,13 @@ def _prompt(counter: TiktokenCounter, raw: list[dict[str, object]], tools: objec
 
 @pytest.mark.parametrize(
     ("model", "api_prompt_tokens"),
-    [("gpt-4o", 124), ("gpt-4o-mini", 124), ("gpt-4", 129), ("gpt-4-0613", 129),
-     ("gpt-3.5-turbo", 129)],
+    [
+        ("gpt-4o", 124),
+        ("gpt-4o-mini", 124),
+        ("gpt-4", 129),
+        ("gpt-4-0613", 129),
+        ("gpt-3.5-turbo", 129),
+    ],
 )
 def test_messages_with_names_equal_the_api_numbers_the_cookbook_published(
     model: str, api_prompt_tokens: int
@@ -156,10 +161,16 @@ def test_tool_calls_and_results_are_counted(gpt4o: TiktokenCounter) -> None:
             "role": "assistant",
             "content": None,
             "tool_calls": [
-                {"id": "c1", "type": "function",
-                 "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}},
-                {"id": "c2", "type": "function",
-                 "function": {"name": "get_time", "arguments": '{"tz":"CET"}'}},
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                },
+                {
+                    "id": "c2",
+                    "type": "function",
+                    "function": {"name": "get_time", "arguments": '{"tz":"CET"}'},
+                },
             ],
         }
     )
@@ -172,8 +183,10 @@ def test_tool_calls_and_results_are_counted(gpt4o: TiktokenCounter) -> None:
 
     openai_result = normalize({"role": "tool", "tool_call_id": "c1", "content": "18°C, sunny"})
     anthropic_result = normalize(
-        {"role": "user",
-         "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "18°C, sunny"}]}
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "18°C, sunny"}],
+        }
     )
     assert gpt4o.count_message(openai_result) == 3 + count("tool") + count("18°C, sunny")
     # The embedded result costs what the equivalent OpenAI tool message would.

@@ -147,13 +147,28 @@ def test_tools_are_counted_by_the_template(tokenizer: Any) -> None:
     template = (
         "{% if tools %}<|im_start|>tools\n{{ tools | tojson }}<|im_end|>\n{% endif %}" + CHATML
     )
-    tools = [{"type": "function", "function": {"name": "search", "description": "Find things",
-                                               "parameters": {"type": "object"}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "search",
+                "description": "Find things",
+                "parameters": {"type": "object"},
+            },
+        }
+    ]
     counter = TransformersCounter(tokenizer, chat_template=template)
     messages = [normalize(CHAT[1])]
-    expected = len(tokenizer.apply_chat_template(
-        [CHAT[1]], tools=tools, tokenize=True, add_generation_prompt=True, return_dict=False,
-        chat_template=template))
+    expected = len(
+        tokenizer.apply_chat_template(
+            [CHAT[1]],
+            tools=tools,
+            tokenize=True,
+            add_generation_prompt=True,
+            return_dict=False,
+            chat_template=template,
+        )
+    )
     assert counter.count_prompt(messages, tools) == expected
     assert counter.count_tools(tools) == expected - counter.count_prompt(messages)
 

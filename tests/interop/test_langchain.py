@@ -77,6 +77,7 @@ def js_only() -> dict[str, Any]:
 
 # ------------------------------------------------------------------ fixtures from LangChain.js
 
+
 def test_every_js_fixture_case_passes() -> None:
     result = verify_file(SUITE, lc_parity.FIXTURE_SUITES, max_failures=3)
     assert result.error is None
@@ -107,6 +108,7 @@ def test_fixture_suite_has_the_promised_variety(suite: dict[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------ equality with LangChain Python
+
 
 def _ours(case: Mapping[str, Any]) -> Any:
     return json.loads(json.dumps(lc_parity.run_trim_case(case)))
@@ -179,13 +181,22 @@ def random_conversation(rng: random.Random) -> list[dict[str, Any]]:
             message = {"role": "assistant", "content": _random_content(rng)}
             if rng.random() < 0.4:
                 message["tool_calls"] = [
-                    {"id": f"c{rng.randint(0, 99)}", "type": "function", "function": {
-                        "name": "f", "arguments": json.dumps({"q": _random_text(rng), "n": 1.5})}}
+                    {
+                        "id": f"c{rng.randint(0, 99)}",
+                        "type": "function",
+                        "function": {
+                            "name": "f",
+                            "arguments": json.dumps({"q": _random_text(rng), "n": 1.5}),
+                        },
+                    }
                     for _ in range(rng.randint(1, 3))
                 ]
         elif roll < 0.9:
-            message = {"role": "tool", "content": _random_content(rng) or "ok",
-                       "tool_call_id": f"c{rng.randint(0, 99)}"}
+            message = {
+                "role": "tool",
+                "content": _random_content(rng) or "ok",
+                "tool_call_id": f"c{rng.randint(0, 99)}",
+            }
         else:
             message = {"role": "system", "content": _random_text(rng)}
         if rng.random() < 0.1:
@@ -196,8 +207,11 @@ def random_conversation(rng: random.Random) -> list[dict[str, Any]]:
 
 def random_options(rng: random.Random) -> dict[str, Any]:
     strategy = rng.choice(["first", "last"])
-    options: dict[str, Any] = {"max_tokens": rng.randint(-2, 220), "strategy": strategy,
-                               "allow_partial": rng.random() < 0.5}
+    options: dict[str, Any] = {
+        "max_tokens": rng.randint(-2, 220),
+        "strategy": strategy,
+        "allow_partial": rng.random() < 0.5,
+    }
     if strategy == "last":
         options["include_system"] = rng.random() < 0.5
         options["start_on"] = rng.choice([None, "human", ["human", "ai"], "tool"])
@@ -227,8 +241,9 @@ def _encode_theirs(kept: list[Any], originals: list[Any]) -> list[Any]:
 
 
 def _as_langchain(messages: list[dict[str, Any]]) -> list[Any]:
-    return list(lc_utils.convert_to_messages(
-        [{**m, "id": f"m{i}"} for i, m in enumerate(messages)]))
+    return list(
+        lc_utils.convert_to_messages([{**m, "id": f"m{i}"} for i, m in enumerate(messages)])
+    )
 
 
 def _dict_of(message: Any, messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -236,8 +251,14 @@ def _dict_of(message: Any, messages: list[dict[str, Any]]) -> dict[str, Any]:
     return {**messages[int(message.id[1:])], "content": message.content}
 
 
-DEFAULTS: dict[str, Any] = {"strategy": "last", "allow_partial": False, "include_system": False,
-                            "start_on": None, "end_on": None, "text_splitter": None}
+DEFAULTS: dict[str, Any] = {
+    "strategy": "last",
+    "allow_partial": False,
+    "include_system": False,
+    "start_on": None,
+    "end_on": None,
+    "text_splitter": None,
+}
 
 
 def _compare(seed: int, cases: int, counter: str) -> list[Any]:
@@ -260,6 +281,7 @@ def _compare(seed: int, cases: int, counter: str) -> list[Any]:
             def theirs_counter(msgs: list[Any], messages: list[Any] = messages) -> int:
                 return sum(chars4_tokens(_dict_of(m, messages)) for m in msgs)
         else:  # a NON-additive list counter: results must still match, call for call
+
             def weigh(contents: list[Any]) -> int:
                 return sum(len(json.dumps(c)) for c in contents) // 3 + len(contents) ** 2
 
@@ -270,14 +292,19 @@ def _compare(seed: int, cases: int, counter: str) -> list[Any]:
             def theirs_counter(msgs: list[Any], calls: list[int] = theirs_calls) -> int:
                 calls.append(len(msgs))
                 return weigh([m.content for m in msgs])
+
         try:
             trimmed = lc._trim(messages, **{**DEFAULTS, **options, "token_counter": ours_counter})
             ours: Any = _encode_ours(trimmed, messages)
         except ConfigurationError:
             ours = "error"
         try:
-            theirs: Any = _encode_theirs(lc_utils.trim_messages(
-                _as_langchain(messages), token_counter=theirs_counter, **options), originals)
+            theirs: Any = _encode_theirs(
+                lc_utils.trim_messages(
+                    _as_langchain(messages), token_counter=theirs_counter, **options
+                ),
+                originals,
+            )
         except ValueError:
             theirs = "error"
         assert messages == snapshot, "the caller's messages were mutated"
@@ -295,8 +322,16 @@ def test_seeded_conversations_equal_langchain_python(counter: str) -> None:
 @needs_langchain
 def test_count_tokens_approximately_equals_langchain_python() -> None:
     rng = random.Random(7)
-    tools = [{"type": "function", "function": {"name": "search", "description": "Sök 日本",
-                                               "parameters": {"type": "object"}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "search",
+                "description": "Sök 日本",
+                "parameters": {"type": "object"},
+            },
+        }
+    ]
     settings: list[dict[str, Any]] = [
         {},
         {"chars_per_token": 3.3, "extra_tokens_per_message": 2.5},
@@ -316,9 +351,14 @@ def test_count_tokens_approximately_equals_langchain_python() -> None:
 CHAT: list[dict[str, Any]] = [
     {"role": "system", "content": "You are terse."},
     {"role": "user", "content": "first question"},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
-        {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}},
+        ],
+    },
     {"role": "tool", "content": "A", "tool_call_id": "a"},
     {"role": "tool", "content": "B", "tool_call_id": "b"},
     {"role": "user", "content": "line one\nline two\nline three"},
@@ -352,17 +392,31 @@ def test_system_over_budget_leaves_zero_budget_not_a_negative_one() -> None:
     def cost(role: str) -> int:
         return {"system": 10, "tool": 0}.get(role, 1)
 
-    ours = lc.trim_messages(CHAT, max_tokens=4, include_system=True,
-                            token_counter=lc.per_message(lambda m: cost(m["role"])))
+    ours = lc.trim_messages(
+        CHAT,
+        max_tokens=4,
+        include_system=True,
+        token_counter=lc.per_message(lambda m: cost(m["role"])),
+    )
     theirs = lc_utils.trim_messages(
-        _as_langchain(CHAT), max_tokens=4, include_system=True,
-        token_counter=lambda msgs: sum(cost(m.type) for m in msgs))
+        _as_langchain(CHAT),
+        max_tokens=4,
+        include_system=True,
+        token_counter=lambda msgs: sum(cost(m.type) for m in msgs),
+    )
     assert [m["role"] for m in ours] == ["system"] == [m.type for m in theirs]
-    ours = lc.trim_messages(CHAT[:5], max_tokens=4, include_system=True,
-                            token_counter=lc.per_message(lambda m: cost(m["role"])))
+    ours = lc.trim_messages(
+        CHAT[:5],
+        max_tokens=4,
+        include_system=True,
+        token_counter=lc.per_message(lambda m: cost(m["role"])),
+    )
     theirs = lc_utils.trim_messages(
-        _as_langchain(CHAT[:5]), max_tokens=4, include_system=True,
-        token_counter=lambda msgs: sum(cost(m.type) for m in msgs))
+        _as_langchain(CHAT[:5]),
+        max_tokens=4,
+        include_system=True,
+        token_counter=lambda msgs: sum(cost(m.type) for m in msgs),
+    )
     assert ours == [CHAT[0], CHAT[3], CHAT[4]]  # the free tool results still fit in 0 tokens
     assert [m.id for m in theirs] == ["m0", "m3", "m4"]
 
@@ -372,11 +426,13 @@ def test_start_on_and_end_on_accept_openai_roles_and_langchain_types() -> None:
         kept = lc.trim_messages(CHAT, max_tokens=4, token_counter=ONE_EACH, start_on=start_on)
         expected = CHAT[-3:] if "tool" in start_on else CHAT[-1:]
         assert kept == expected, start_on
-    kept = lc.trim_messages(CHAT, max_tokens=10, token_counter=ONE_EACH, strategy="first",
-                            end_on="assistant")
+    kept = lc.trim_messages(
+        CHAT, max_tokens=10, token_counter=ONE_EACH, strategy="first", end_on="assistant"
+    )
     assert kept == CHAT[:3]
     assert lc.trim_messages(CHAT, max_tokens=10, token_counter=ONE_EACH, end_on="system") == [
-        CHAT[0]]
+        CHAT[0]
+    ]
 
 
 def test_allow_partial_keeps_the_newest_lines_as_a_copy() -> None:
@@ -384,20 +440,30 @@ def test_allow_partial_keeps_the_newest_lines_as_a_copy() -> None:
     kept = lc.trim_messages(CHAT[-1:], max_tokens=20, token_counter=counter, allow_partial=True)
     assert kept == [{"role": "user", "content": "line two\nline three"}]
     assert kept[0] is not CHAT[-1] and CHAT[-1]["content"].startswith("line one")
-    kept = lc.trim_messages(CHAT[-1:], max_tokens=20, token_counter=counter,
-                            allow_partial=True, strategy="first")
+    kept = lc.trim_messages(
+        CHAT[-1:], max_tokens=20, token_counter=counter, allow_partial=True, strategy="first"
+    )
     assert kept == [{"role": "user", "content": "line one\nline two\n"}]
 
 
 def test_allow_partial_on_parts_keeps_whole_parts_from_the_near_end() -> None:
-    parts = [{"type": "text", "text": "a" * 8}, {"type": "text", "text": "b" * 8},
-             {"type": "text", "text": "c" * 8}]
+    parts = [
+        {"type": "text", "text": "a" * 8},
+        {"type": "text", "text": "b" * 8},
+        {"type": "text", "text": "c" * 8},
+    ]
     message = {"role": "user", "content": parts}
-    counter = lc.per_message(lambda m: sum(len(p["text"]) for p in m["content"])
-                             if isinstance(m["content"], list) else len(m["content"]))
+    counter = lc.per_message(
+        lambda m: (
+            sum(len(p["text"]) for p in m["content"])
+            if isinstance(m["content"], list)
+            else len(m["content"])
+        )
+    )
     last = lc.trim_messages([message], max_tokens=17, token_counter=counter, allow_partial=True)
-    first = lc.trim_messages([message], max_tokens=17, token_counter=counter, allow_partial=True,
-                             strategy="first")
+    first = lc.trim_messages(
+        [message], max_tokens=17, token_counter=counter, allow_partial=True, strategy="first"
+    )
     assert last == [{"role": "user", "content": parts[1:]}]
     assert first == [{"role": "user", "content": parts[:2]}]
 
@@ -426,8 +492,10 @@ def test_approximate_counts_code_points_roles_names_and_tool_calls() -> None:
     assert lc.count_tokens_approximately([image]) == 85 + 1 + 3
     call = {"role": "assistant", "content": "", "tool_calls": CHAT[2]["tool_calls"][:1]}
     expected_repr = repr([{"name": "f", "args": {}, "id": "a", "type": "tool_call"}])
-    assert lc.count_tokens_approximately([call]) == math.ceil(
-        (len(expected_repr) + len("assistant")) / 4) + 3
+    assert (
+        lc.count_tokens_approximately([call])
+        == math.ceil((len(expected_repr) + len("assistant")) / 4) + 3
+    )
 
 
 @pytest.mark.parametrize(
@@ -455,8 +523,11 @@ def test_bad_options_raise_typed_errors(options: dict[str, Any], error: type[Exc
         {"role": "robot", "content": "x"},
         "just a string",
         {"role": "tool", "content": "no call id"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "x", "function": {
-            "name": "f", "arguments": "{not json"}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "x", "function": {"name": "f", "arguments": "{not json"}}],
+        },
     ],
 )
 def test_bad_messages_raise_invalid_message_error_with_index(bad: Any) -> None:
@@ -470,6 +541,7 @@ def test_bad_messages_raise_invalid_message_error_with_index(bad: Any) -> None:
 
 # ------------------------------------------------------------------ generator determinism
 
+
 @pytest.mark.slow
 @needs_langchain
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node to run the generator")
@@ -478,8 +550,12 @@ def test_generator_is_deterministic(tmp_path: Path) -> None:
     if not (fixtures_dir / "node_modules" / "@langchain" / "core").exists():
         pytest.skip("compat_fixtures/node_modules is not installed")
     env = {**os.environ, "FIXTURE_ONLY": "langchain", "PYTHON": sys.executable}
-    subprocess.run(["node", "generate.mjs", str(tmp_path)], cwd=fixtures_dir, env=env,
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["node", "generate.mjs", str(tmp_path)],
+        cwd=fixtures_dir,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     for name in (SUITE.name, JS_ONLY.name):
         assert (tmp_path / name).read_bytes() == (FIXTURES / name).read_bytes(), name
-

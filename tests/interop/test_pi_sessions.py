@@ -16,7 +16,9 @@ from context_manager.interop import pi_sessions as transcripts
 from context_manager.parity.verify import describe_failure, load_runners, verify_file
 
 FIXTURE = (
-    Path(__file__).resolve().parents[2] / "compat_fixtures" / "fixtures"
+    Path(__file__).resolve().parents[2]
+    / "compat_fixtures"
+    / "fixtures"
     / "pi.buildSessionContext.json"
 )
 
@@ -37,23 +39,42 @@ def test_every_generated_session_matches_pi() -> None:
 
 def test_fixtures_cover_every_entry_kind(cases: list[dict[str, Any]]) -> None:
     roles = {m["role"] for c in cases for m in c["expected"]["messages"]}
-    assert roles == {"user", "assistant", "toolResult", "bashExecution", "custom",
-                     "compactionSummary", "branchSummary"}
+    assert roles == {
+        "user",
+        "assistant",
+        "toolResult",
+        "bashExecution",
+        "custom",
+        "compactionSummary",
+        "branchSummary",
+    }
     kinds = {
         json.loads(line).get("type")
         for c in cases
         for line in c["input"]["jsonl"].splitlines()
         if line.startswith('{"type"')
     }
-    assert {"compaction", "branch_summary", "custom_message", "model_change",
-            "thinking_level_change", "label", "session_info", "custom"} <= kinds
+    assert {
+        "compaction",
+        "branch_summary",
+        "custom_message",
+        "model_change",
+        "thinking_level_change",
+        "label",
+        "session_info",
+        "custom",
+    } <= kinds
     assert any(c["input"].get("leafId", "") is None for c in cases)
     assert any(c["id"].startswith("v1-") and c["expected"]["messages"] for c in cases)
 
 
 def test_read_pi_session_from_a_file(tmp_path: Path, cases: list[dict[str, Any]]) -> None:
-    case = next(c for c in cases if "leafId" not in c["input"]
-                and any(m["role"] == "compactionSummary" for m in c["expected"]["messages"]))
+    case = next(
+        c
+        for c in cases
+        if "leafId" not in c["input"]
+        and any(m["role"] == "compactionSummary" for m in c["expected"]["messages"])
+    )
     path = tmp_path / "session.jsonl"
     path.write_text(case["input"]["jsonl"], encoding="utf-8")
     assert json.loads(json.dumps(transcripts.read_pi_session(path))) == case["expected"]

@@ -47,6 +47,7 @@ class _LibraryReading:
     def count(self, m: Any) -> int:
         return int(self.counter.count_message(normalize(m)))
 
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "compat_fixtures" / "fixtures"
 REFERENCE_DIR = ROOT / "compat_fixtures" / "reference"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from context_manager.errors import ConfigurationError, StoreCorruptionError
+from context_manager.errors import ConfigurationError, StoreCorruptionError, StoreError
 from context_manager.store import index as index_module
 from context_manager.store.index import ResetPolicy, SessionIndex
 
@@ -37,8 +37,7 @@ START = datetime(2026, 3, 10, 15, 0, tzinfo=UTC)
 
 def make(tmp_path: Path, policy: ResetPolicy | None = None) -> tuple[SessionIndex, Clock]:
     clock = Clock(START)
-    index = SessionIndex(tmp_path / "sessions.json", policy=policy, clock=clock,
-                         new_id=ids())  # type: ignore[arg-type]
+    index = SessionIndex(tmp_path / "sessions.json", policy=policy, clock=clock, new_id=ids())  # type: ignore[arg-type]
     return index, clock
 
 
@@ -58,10 +57,18 @@ def test_file_uses_openclaw_camel_case_and_keeps_unknown_fields(tmp_path: Path) 
     index, _ = make(tmp_path)
     index.resolve("k")
     data = json.loads((tmp_path / "sessions.json").read_text())
-    assert data == {"k": {"sessionId": "s1", "updatedAt": int(START.timestamp() * 1000),
-                          "createdAt": int(START.timestamp() * 1000), "inputTokens": 0,
-                          "outputTokens": 0, "totalTokens": 0, "contextTokens": 0,
-                          "compactionCount": 0}}
+    assert data == {
+        "k": {
+            "sessionId": "s1",
+            "updatedAt": int(START.timestamp() * 1000),
+            "createdAt": int(START.timestamp() * 1000),
+            "inputTokens": 0,
+            "outputTokens": 0,
+            "totalTokens": 0,
+            "contextTokens": 0,
+            "compactionCount": 0,
+        }
+    }
     data["k"]["thinkingLevel"] = "high"  # written by another tool
     (tmp_path / "sessions.json").write_text(json.dumps(data))
     index.record_usage("k", input_tokens=10, output_tokens=3, context_tokens=10)
@@ -149,7 +156,7 @@ def test_write_is_atomic_temp_then_rename(tmp_path: Path, monkeypatch: pytest.Mo
         raise OSError("simulated crash before rename")
 
     monkeypatch.setattr(index_module.os, "replace", crash)
-    with pytest.raises(OSError, match="simulated"):
+    with pytest.raises(StoreError, match="simulated"):
         index.reset("k")
     assert (tmp_path / "sessions.json").read_bytes() == before  # old index intact
 

@@ -66,8 +66,12 @@ def test_missing_file_restores_empty(tmp_path: Path) -> None:
 
 def test_message_without_content_gets_null_content_so_kimi_can_read_it(tmp_path: Path) -> None:
     path = tmp_path / "context.jsonl"
-    call = {"role": "assistant", "tool_calls": [
-        {"id": "x", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    call = {
+        "role": "assistant",
+        "tool_calls": [
+            {"id": "x", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ],
+    }
     with JsonlLog(path) as log:
         log.append_message(call)
     assert lines(path) == [{**call, "content": None}]
@@ -89,8 +93,14 @@ def test_pinned_and_priority_round_trip(tmp_path: Path) -> None:
 
 def test_compaction_entry_is_a_metadata_line(tmp_path: Path) -> None:
     path = tmp_path / "context.jsonl"
-    entry = {"summary": "s", "first_kept_index": 1, "tokens_before": 9, "details": {},
-             "reason": "manual", "created_at": "2026-01-01T00:00:00Z"}
+    entry = {
+        "summary": "s",
+        "first_kept_index": 1,
+        "tokens_before": 9,
+        "details": {},
+        "reason": "manual",
+        "created_at": "2026-01-01T00:00:00Z",
+    }
     with JsonlLog(path) as log:
         log.append_message({"role": "user", "content": "a"})
         log.append_message({"role": "user", "content": "b"})

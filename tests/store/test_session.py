@@ -18,8 +18,11 @@ from context_manager.messages import Message
 from context_manager.store import CheckpointNotFoundError
 
 KIMI_DIR = Path(__file__).resolve().parents[2] / "compat_fixtures" / "kimi"
-CALL = {"role": "assistant", "content": None, "tool_calls": [
-    {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}
+CALL = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+}
 RESULT = {"role": "tool", "tool_call_id": "c1", "content": "a.txt"}
 
 
@@ -39,7 +42,12 @@ def test_every_add_is_persisted_and_restored(tmp_path: Path) -> None:
     manager.add(RESULT, priority=2)
     manager.record_usage(1234)
     assert [r["role"] for r in records(path)] == [
-        "_system_prompt", "user", "assistant", "tool", "_usage"]
+        "_system_prompt",
+        "user",
+        "assistant",
+        "tool",
+        "_usage",
+    ]
     assert records(path)[2]["_cm"] == {"pinned": True}
     assert records(path)[3]["_cm"] == {"priority": 2}
 
@@ -132,7 +140,11 @@ def test_non_dict_messages_come_back_as_the_same_objects(tmp_path: Path) -> None
     lines = records(path)
     # Kimi-readable wrappers (role, content null); the object itself travels in _cm
     assert [(r["role"], r["content"]) for r in lines] == [
-        ("user", None), ("assistant", None), ("tool", None), ("user", None)]
+        ("user", None),
+        ("assistant", None),
+        ("tool", None),
+        ("user", None),
+    ]
     assert [r["_cm"]["type"] for r in lines] == ["langchain"] * 3 + ["record"]
     reopened = open_manager(path)
     assert reopened.messages == added
@@ -195,14 +207,23 @@ def test_compaction_is_persisted_and_replayed_in_place(tmp_path: Path) -> None:
     manager = open_manager(path, system_prompt="sys")
     for text in ("a", "b", "c"):
         manager.add({"role": "user", "content": text})
-    entry = {"summary": "S", "first_kept_index": 2, "tokens_before": 10,
-             "details": {"read_files": ["a.py"], "modified_files": []}, "reason": "threshold",
-             "created_at": "2026-01-01T00:00:00.000Z"}
+    entry = {
+        "summary": "S",
+        "first_kept_index": 2,
+        "tokens_before": 10,
+        "details": {"read_files": ["a.py"], "modified_files": []},
+        "reason": "threshold",
+        "created_at": "2026-01-01T00:00:00.000Z",
+    }
     summary = {"role": "user", "content": "Summary of earlier turns: S"}
     manager.apply_compaction(summary, 2, CompactionEntry.from_dict(entry))
     manager.add({"role": "user", "content": "d"})
-    assert records(path)[4] == {"role": "_compaction", "content": None, **entry,
-                                "summary_message": summary}
+    assert records(path)[4] == {
+        "role": "_compaction",
+        "content": None,
+        **entry,
+        "summary_message": summary,
+    }
     assert [m["content"] for m in manager.messages] == ["c", "d"]
 
     reopened = open_manager(path)
@@ -222,8 +243,12 @@ def test_compaction_replay_maps_past_skipped_lines(tmp_path: Path) -> None:
         {"role": "tool", "tool_call_id": "nope", "content": "orphan: rejected on replay"},
         {"role": "user", "content": "b"},
         {"role": "user", "content": "c"},
-        {"role": "_compaction", "content": None, "first_kept_index": 3,
-         "summary_message": {"role": "user", "content": "S"}},
+        {
+            "role": "_compaction",
+            "content": None,
+            "first_kept_index": 3,
+            "summary_message": {"role": "user", "content": "S"},
+        },
     ]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     manager = open_manager(path)
@@ -240,7 +265,8 @@ def test_manager_opens_a_file_written_by_kimi(tmp_path: Path) -> None:
     assert manager.system_prompt == expected["system_prompt"]
     assert manager.store.restored.token_count == expected["token_count"]
     # Like Kimi's token_count_with_pending: the last usage plus what was added after it.
-    after_usage = manager.count_message({"role": "user", "content": "second revert, second "
-                                         "rotated file"})
+    after_usage = manager.count_message(
+        {"role": "user", "content": "second revert, second rotated file"}
+    )
     assert manager.used_tokens == expected["token_count"] + after_usage
     assert manager.checkpoint() == expected["n_checkpoints"]

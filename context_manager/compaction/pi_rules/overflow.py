@@ -49,6 +49,37 @@ _OVERFLOW = tuple(js_regex(s, f) for s, f in OVERFLOW_PATTERN_SOURCES)
 _NON_OVERFLOW = tuple(js_regex(s, f) for s, f in _NON_OVERFLOW_PATTERN_SOURCES)
 
 
+def _linear(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """The same matches as ``pattern`` in time linear in the text (error text is untrusted).
+
+    Two of Pi's patterns backtrack quadratically under Python's engine:
+
+    - ``^4(?:00|13)\\s*(?:status code)?\\s*\\(no body\\)`` on ``"400" + spaces``: each ``\\s*``
+      hands whitespace to the other. Both runs are followed by something that cannot start with
+      whitespace (``s`` or ``(``), so giving whitespace back never helps: possessive ``*+`` is
+      exact.
+    - ``A.*B`` (``A`` = "input token count") retries ``.*B`` from every ``A`` on a line. A later
+      ``A`` ends after the first, so some ``A`` on a line is followed by ``B`` iff the first one
+      is: the rewrite tries only the first ``A`` of each line (atomic scan up to it).
+
+    tests/compaction/test_linear_text.py checks both against the faithful translation.
+    """
+    source = pattern.pattern
+    if source.startswith("^4(?:00|13)"):
+        assert source.count("]*") == 2
+        return re.compile(source.replace("]*", "]*+"), pattern.flags)
+    dot = "[^\\n\\r\\u2028\\u2029]"
+    head, sep, tail = source.partition(dot + "*")
+    if sep and dot not in head + tail:
+        line_start = "(?:^|(?<=[\\n\\r\\u2028\\u2029]))"
+        rewritten = f"{line_start}(?>(?:(?!{head}){dot})*){head}{dot}*{tail}"
+        return re.compile(rewritten, pattern.flags)
+    return pattern
+
+
+_OVERFLOW_LINEAR = tuple(_linear(p) for p in _OVERFLOW)
+
+
 def get_overflow_patterns() -> list[re.Pattern[str]]:
     """Compiled equivalents of Pi's ``getOverflowPatterns()`` (JS regex semantics kept)."""
     return list(_OVERFLOW)
@@ -66,12 +97,18 @@ def is_context_overflow(message: PiMessage, context_window: float | None = None)
     ``input + cacheRead`` exceeds it (silent overflow); or (3) given a window, a "length" stop
     with zero output whose ``input + cacheRead`` is at least 99% of it. A window of 0 is "none".
     """
+    if not isinstance(message, Mapping):
+        raise InvalidMessageError(f"expected a Pi assistant message (a dict), got {message!r:.60}")
+    if context_window is not None and (
+        isinstance(context_window, bool) or not isinstance(context_window, int | float)
+    ):
+        raise InvalidMessageError(f"context_window must be a number, got {context_window!r:.60}")
     stop = message.get("stopReason")
     error_text = message.get("errorMessage")
     if stop == "error" and js_truthy(error_text):
         text = js_string(error_text)
         if not any(p.search(text) for p in _NON_OVERFLOW) and any(
-            p.search(text) for p in _OVERFLOW
+            p.search(text) for p in _OVERFLOW_LINEAR
         ):
             return True
     if not js_truthy(context_window) or stop not in ("stop", "length"):
@@ -84,7 +121,14 @@ def is_context_overflow(message: PiMessage, context_window: float | None = None)
             hint="Pi reads usage.input / usage.cacheRead here",
         )
     # A missing number is `undefined` in JS: the sum becomes NaN and every comparison false.
-    used = usage.get("input", math.nan) + usage.get("cacheRead", math.nan)
+    numbers = [usage.get("input", math.nan), usage.get("cacheRead", math.nan)]
+    if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
+        # JS would concatenate or coerce; Pi's usage fields are numbers, so this is a bad message.
+        raise InvalidMessageError(
+            f"usage.input / usage.cacheRead must be numbers, got {numbers!r:.80}",
+            hint="Pi reads usage.input / usage.cacheRead here",
+        )
+    used = numbers[0] + numbers[1]
     if stop == "stop":
         return bool(used > context_window)
     return _is_zero(usage.get("output")) and bool(used >= context_window * 0.99)

@@ -1,0 +1,188 @@
+"""Every file the stores create goes through here: private modes, no symlinks, atomic replaces.
+
+Why one module: the guarantees below only hold if every open uses them, so no other module in
+``store/`` calls ``os.open`` / ``open`` / ``os.replace`` on a log, a lock or an index directly.
+
+- Files are created ``0600`` and directories ``0700`` (conversations are private; the umask can
+  only narrow this). Existing files keep their mode.
+- Symlink policy: **refused**. The last path component of a log, lock, index or temporary file
+  is opened with ``O_NOFOLLOW``; a symlink there raises :class:`~context_manager.errors.
+  StoreError` naming the path. (A symlink in a *parent* directory is followed: that is the
+  caller's choice of where the data lives, not something a planted link can redirect.)
+- Atomic replace: content goes to ``.<name>.<random>.tmp`` in the same directory (128 random
+  bits from :mod:`secrets`, created ``O_EXCL | O_NOFOLLOW``, so a planted file or link is never
+  written through), is fsynced, renamed over the target and the directory is fsynced. At every
+  instant the target holds the old or the new complete content.
+- Temporary files left by a crash are removed by :func:`remove_stale_temps`, which callers run
+  under the same lock every writer holds (so no live temp file of another writer is removed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import secrets
+import stat
+from pathlib import Path
+
+from ..errors import StoreError
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def symlink_error(path: Path) -> StoreError:
+    return StoreError(
+        f"{path} is a symbolic link; the store refuses to read or write through links (see "
+        "docs/security.md). Point the store at the real file instead."
+    )
+
+
+def _typed(exc: OSError, path: Path, doing: str) -> StoreError:
+    if exc.errno == errno.ELOOP or (exc.errno == errno.EMLINK and _is_link(path)):
+        return symlink_error(path)
+    return StoreError(f"{path}: cannot {doing}: {exc.strerror or exc}")
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def ensure_directory(directory: Path) -> None:
+    """Create ``directory`` (and parents) as ``0700`` when missing."""
+    missing = []
+    current = Path(directory)
+    while not current.exists() and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    try:  # os.makedirs applies the mode to the leaf only; every created level is private here
+        for level in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(level, DIR_MODE)
+    except OSError as exc:
+        raise _typed(exc, directory, "create the directory") from exc
+
+
+def open_file(path: Path, flags: int) -> int:
+    """``os.open`` with ``O_NOFOLLOW | O_CLOEXEC`` and mode ``0600``; typed errors."""
+    try:
+        return os.open(path, flags | _NOFOLLOW | _CLOEXEC, FILE_MODE)
+    except OSError as exc:
+        raise _typed(exc, path, "open") from exc
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The whole file, or None when it does not exist; symlinks refused."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _typed(exc, path, "read") from exc
+    try:
+        chunks: list[bytes] = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    except OSError as exc:
+        raise _typed(exc, path, "read") from exc
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (best effort where directories cannot be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | _CLOEXEC)
+    except OSError:  # pragma: no cover - platforms without directory descriptors
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - some filesystems refuse fsync on directories
+        pass
+    finally:
+        os.close(fd)
+
+
+def temp_name(path: Path) -> Path:
+    """An unpredictable sibling name for ``path``'s next content."""
+    return path.with_name(f".{path.name}.{secrets.token_hex(16)}.tmp")
+
+
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically (see the module docstring); typed errors.
+
+    A symlink at ``path`` is refused rather than replaced by a regular file.
+    """
+    if _is_link(path):
+        raise symlink_error(path)
+    tmp = temp_name(path)
+    fd = open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        try:
+            write_all(fd, data)
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise _typed(exc, path, "write") from exc
+    if durable:
+        fsync_directory(path.parent)
+
+
+def copy_exclusive(source: Path, target: Path) -> bool:
+    """Copy ``source`` to a new ``target`` (False if ``target`` exists); for filesystems
+    without hard links. ``O_EXCL`` keeps it from overwriting anything."""
+    data = read_bytes(source) or b""
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise _typed(exc, target, "create") from exc
+    try:
+        write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
+
+
+def remove_stale_temps(path: Path) -> list[Path]:
+    """Delete ``.<name>.*.tmp`` siblings of ``path`` left by a crashed writer; return them.
+
+    Call with the lock every writer of ``path`` holds while its temporary file exists.
+    """
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.[0-9A-Za-z]+\.tmp$")
+    removed: list[Path] = []
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return removed
+    for name in names:
+        if pattern.match(name):
+            stale = path.with_name(name)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(stale)  # unlink never follows a link: a planted link is just removed
+                removed.append(stale)
+    return removed

@@ -1,0 +1,83 @@
+"""The middleware inside a real LangChain v1 ``create_agent`` with a scripted chat model."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain.agents.middleware")
+from langchain.agents import create_agent
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+
+from context_manager import normalize
+from context_manager.integrations.langchain_agents import ContextManagerMiddleware
+from context_manager.providers import validate
+
+
+class ScriptedChat(BaseChatModel):
+    """Two parallel tool calls after a human message; an answer after tool results."""
+
+    seen: list[list[Any]] = []  # noqa: RUF012 - a pydantic field, set per instance
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChat:
+        return self
+
+    def _generate(
+        self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        self.seen.append(list(messages))
+        step = len(self.seen)
+        if isinstance(messages[-1], ToolMessage):
+            reply = AIMessage("Done. " + "details " * 30)
+        else:
+            calls = [
+                {"name": "read_file", "args": {"path": f"f{step}_{k}.py"}, "id": f"c{step}_{k}"}
+                for k in range(2)
+            ]
+            reply = AIMessage("", tool_calls=calls)
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}\n" + "x = 1\n" * 50
+
+
+def run(turns: int, *, use_async: bool) -> tuple[ContextManagerMiddleware, ScriptedChat, Any]:
+    model = ScriptedChat(seen=[])
+    middleware = ContextManagerMiddleware(max_tokens=2_500)
+    agent = create_agent(
+        model, [read_file], system_prompt="You are a coder.", middleware=[middleware]
+    )
+    state: dict[str, Any] = {"messages": []}
+    for turn in range(turns):
+        state["messages"] = [*state["messages"], HumanMessage(f"Turn {turn}: read two files.")]
+        state = asyncio.run(agent.ainvoke(state)) if use_async else agent.invoke(state)
+        assert "Done." in state["messages"][-1].content
+    return middleware, model, state
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_create_agent_over_a_long_tool_heavy_conversation(use_async: bool) -> None:
+    middleware, model, state = run(15, use_async=use_async)
+    manager = middleware.tracker.manager
+    assert middleware.tracker.rebuilds == 0  # followed the state, never recounted it
+    assert len(model.seen) == 30  # two model calls per turn, every run completed
+    for seen in model.seen[-10:]:
+        assert isinstance(seen[0], SystemMessage)  # the system prompt is sent first
+        body = seen[1:]
+        assert isinstance(body[0], HumanMessage)  # the trimmed context starts on a human turn
+        assert validate(body, "anthropic") == []  # no orphaned ToolMessage, calls answered
+        assert manager.counter.count_prompt([normalize(m) for m in body]) <= manager.budget_tokens
+    assert len(model.seen[-1]) - 1 < len(state["messages"])  # trimmed; the state kept all
+    assert state["messages"][0].content == "Turn 0: read two files."

@@ -1,0 +1,65 @@
+"""Fault injection: a file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored) makes writes fail with
+EFBIG part-way, like a full disk. Every add either persists or raises a typed StoreError, and
+after reopening, what was acknowledged in memory is exactly what is on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from context_manager.manager import MessageContextManager
+
+resource = pytest.importorskip("resource")
+ROOT = Path(__file__).resolve().parents[2]
+
+CHILD = textwrap.dedent(
+    """
+    import json, resource, signal, sys
+    from context_manager.errors import ContextManagerError, StoreError
+    from context_manager.manager import MessageContextManager
+
+    path, limit = sys.argv[1], int(sys.argv[2])
+    manager = MessageContextManager.open(path, max_tokens=10_000_000, fsync=sys.argv[3])
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    acked, refused = [], 0
+    for i in range(200):
+        text = f"message {i} " + "x" * (i % 37) * 5
+        try:
+            if i % 50 == 49:
+                manager.record_usage(1000 + i)
+            manager.add({"role": "user", "content": text})
+        except StoreError:
+            refused += 1
+            continue
+        acked.append(text)
+    memory = [m["content"] for m in manager.messages]
+    print(json.dumps({"acked": acked, "refused": refused, "memory": memory}))
+    """
+)
+
+
+@pytest.mark.parametrize("fsync", ["never", "always"])
+def test_full_disk_every_add_persists_or_raises_store_error(tmp_path: Path, fsync: str) -> None:
+    path = tmp_path / "context.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path), "6000", fsync],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["refused"] > 100  # the limit really bit
+    assert result["memory"] == result["acked"]  # memory never ran ahead of disk
+    restored = [m["content"] for m in MessageContextManager.open(path).messages]
+    assert restored == result["acked"]  # every acknowledged add is on disk, nothing else
+    assert path.stat().st_size <= 6000

@@ -1,0 +1,76 @@
+"""The command line on bad files and closed pipes: one clean line, exit 2, nothing half-written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from context_manager.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "context_manager" / "data" / "sample_conversation.json"
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b'[{"role": "user", "content": "caf\xe9"}]', "not UTF-8"),
+        (b"\xff\xfe[\x00]\x00", "not UTF-8"),  # UTF-16 with its byte order mark
+        (b"[" * 200_000 + b"]" * 200_000, "nested too deeply"),
+        (b'{"role": "user", "content": ' + b"[" * 200_000 + b"}\n", "nested too deeply"),
+        (b'[{"role": "user", "content": "a"}, {"role": "nobody"}]', "error"),
+        (b"[1, 2", "invalid JSON"),
+        (b'{"role": "user"}\n{oops\n', "invalid JSON line"),
+    ],
+)
+@pytest.mark.parametrize("command", ["count", "trim", "stats"])
+def test_bad_files_give_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, says: str, command: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    assert main([command, str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing half-written
+    assert captured.err.startswith("context-manager: error: ") and says in captured.err
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+
+
+def test_utf8_byte_order_mark_is_accepted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + SAMPLE.read_bytes())
+    assert main(["count", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["total"] > 0
+
+
+def test_missing_file_is_a_clean_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trim", str(tmp_path / "none.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    """``context-manager trim big.json | head -c 100``: no BrokenPipeError traceback."""
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps([{"role": "user", "content": "x" * 2000}] * 2000))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "context_manager", "trim", str(big), "--max-tokens", "10000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(100)
+    proc.stdout.close()  # the reader goes away, like head
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipe" not in err
+    assert proc.returncode in (0, 141)
