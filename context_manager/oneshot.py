@@ -32,7 +32,7 @@ re-trims yesterday's history plus one new message normalizes and counts only the
 from __future__ import annotations
 
 import gc
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from operator import index as as_index
 from typing import Any, Literal
 
@@ -103,7 +103,21 @@ def trim(
     if validate not in ("kept", "all"):
         raise ConfigurationError(f"validate must be 'kept' or 'all', got {validate!r}")
     if not isinstance(messages, list | tuple):
+        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
+            raise ConfigurationError(
+                f"messages must be a list of messages, got {type(messages).__name__}"
+            )
         messages = list(messages)
+    if priorities is not None and (
+        isinstance(priorities, str | bytes) or not isinstance(priorities, Sequence)
+    ):
+        raise ConfigurationError(f"priorities must be a list of ints, got {priorities!r}")
+    try:
+        pinned = frozenset(pinned)
+    except TypeError:
+        raise ConfigurationError(
+            f"pinned must be a collection of message indices, got {pinned!r}"
+        ) from None
     if priorities is not None and len(priorities) != len(messages):
         raise ConfigurationError(
             f"priorities has {len(priorities)} entries for {len(messages)} messages; "
