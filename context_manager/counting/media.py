@@ -78,7 +78,8 @@ def patch_image_tokens(width: int, height: int, multiplier: float) -> int:
         w, h = width * shrink, height * shrink
         # Scale further so the width or height is a whole number of patches.
         shrink = min(math.floor(w / 32) / (w / 32), math.floor(h / 32) / (h / 32))
-        patches = min(math.ceil(w * shrink / 32) * math.ceil(h * shrink / 32), 1536)
+        width, height = int(w * shrink), int(h * shrink)
+        patches = min(math.ceil(width / 32) * math.ceil(height / 32), 1536)
     return math.ceil(patches * multiplier)
 
 
