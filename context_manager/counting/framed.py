@@ -23,6 +23,8 @@ DEFAULT_CACHE_SIZE = 4096
 class FramedCounter(TokenCounter):
     """A text tokenizer plus per-message framing constants."""
 
+    exact = True
+
     def __init__(
         self,
         *,

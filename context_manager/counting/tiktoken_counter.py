@@ -65,6 +65,8 @@ def _encoding_for(model: str | None, encoding: str | None) -> str:
 class TiktokenCounter(TokenCounter):
     """OpenAI chat token counts with tiktoken; identical texts are encoded once (LRU)."""
 
+    exact = True
+
     def __init__(
         self,
         model: str | None = None,
