@@ -46,6 +46,7 @@ CONFIG_KEYS = {
     "warn_ratio": "warn_ratio",
     "warningThreshold": "warn_ratio",
     "repair": "repair",
+    "calibrate": "calibrate",
     "systemPrompt": "system_prompt",
     "system_prompt": "system_prompt",
     "tools": "tools",

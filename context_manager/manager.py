@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from ._config import CONFIG_KEYS, budget_options, checked_hook, checked_tools
 from ._hub import ExtensionHub, ReadOnly
 from .budget._ledger import Ledger
+from .budget.calibration import Calibration
 from .budget.plan import Shortfall, plan_context
 from .budget.strategies import Strategy, get_strategy
 from .counting import TokenCounter, get_counter
@@ -39,9 +40,6 @@ from .messages.groups import INTERRUPTED_RESULT, Repairer, ToolProtocol, missing
 from .providers import ProviderRules, get_provider
 from .stats import ContextStats
 
-if TYPE_CHECKING:
-    pass
-
 T = TypeVar("T")
 
 
@@ -61,6 +59,7 @@ class MessageContextManager(ExtensionHub):
     ``counter=None`` counts with the model's most precise counter (tiktoken for OpenAI models,
     the safe estimate for Claude / Gemini / ...), or chars/4 without a model.
     ``retention_ratio`` makes trimming prompt-cache friendly (see ``SlidingWindow``).
+    ``calibrate``: scale budget decisions by billed/counted usage (default: estimates only).
 
     The budget, counter, strategy and tools are fixed at construction (read-only properties):
     cached totals depend on them, so changing one means building a new manager.
@@ -86,6 +85,7 @@ class MessageContextManager(ExtensionHub):
         summarizer: Any = None,
         provider: str | ProviderRules | None = None,
         interrupted_result: str = INTERRUPTED_RESULT,
+        calibrate: bool | None = None,
     ) -> None:
         super().__init__()
         window, reserve_tokens = budget_options(
@@ -117,6 +117,7 @@ class MessageContextManager(ExtensionHub):
         self._system: tuple[Any, Message, int] | None = None
         self._warned = False
         self._usage_anchor: tuple[int, int] | None = None
+        self._calibration = Calibration(not self._counter.exact if calibrate is None else calibrate)
         self._added = 0
         #: Used by ``compact()`` when no summarizer is passed (None: the extractive one).
         self.summarizer = summarizer
@@ -204,7 +205,8 @@ class MessageContextManager(ExtensionHub):
 
     def can_add(self, message: Any) -> bool:
         """True when adding ``message`` keeps everything held within the budget."""
-        return self.used_tokens + self.count_message(message) <= self._budget_tokens
+        cost = self._calibration.scale(self.count_message(message))
+        return self.used_tokens + cost <= self._budget_tokens
 
     def add(self, message: Any, *, priority: int = 0, pinned: bool = False) -> int:
         """Add one message (any accepted shape); returns the tokens it was counted at.
@@ -318,11 +320,12 @@ class MessageContextManager(ExtensionHub):
                 gc.enable()
 
     def record_usage(self, usage: Any) -> None:
-        """Anchor counts on the provider's reported prompt tokens (int or usage object)."""
+        """Anchor counts on reported prompt tokens (int or usage object); learn the calibration."""
         reported = read_usage(usage).prompt_tokens
         with self._lock:
             change = UsageRecorded(reported)
             self._write(change)
+            self._calibration.observe(reported, self.context_tokens)
             self._usage_anchor = (reported, self.token_count)
             if self._listeners:
                 self._emit(change)
@@ -337,6 +340,7 @@ class MessageContextManager(ExtensionHub):
             self._protocol.reset()
             self._repairer = None
             self._usage_anchor = None
+            self._calibration.reset()
             self._warned = False
             self._summary = None
             self._compaction = None
@@ -359,7 +363,7 @@ class MessageContextManager(ExtensionHub):
         """What sending the whole history costs now, anchored on provider usage if recorded."""
         if self._usage_anchor is not None:
             reported, at = self._usage_anchor
-            return reported + self.token_count - at
+            return reported + self._calibration.scale(self.token_count - at)
         return self.token_count + self._fixed
 
     @property
@@ -383,24 +387,24 @@ class MessageContextManager(ExtensionHub):
             system += self._summary[2]
         ledger = self._ledger
         pinned = ledger.pinned_total if held else ledger.pinned_complete_tokens()
-        return self._budget_tokens - self._fixed - system - pinned
+        return self._calibration.budget(self._budget_tokens) - self._fixed - system - pinned
 
     def _plan(self) -> tuple[list[int], list[int], int]:
         """Runs of groups to send and their trimmable tokens (see :func:`plan_context`)."""
-        room = self._room()
+        room, budget = self._room(), self._calibration.budget(self._budget_tokens)
         try:
             return plan_context(self._ledger, self._strategy, room, self._provider)
         except Shortfall as short:
-            fixed = self._budget_tokens - room
+            fixed = budget - room
             what = "the pinned messages" + (" and the latest user turn" if short.user else "")
             what += " and the newest exchange" if short.exchange else ""
             need = fixed + short.needed
             raise ContextOverflowError(
-                f"{what} need {need} tokens but the budget is {self._budget_tokens} "
-                f"(short by {need - self._budget_tokens}); raise max_tokens, lower the "
+                f"{what} need {need} tokens but the budget is {budget} "
+                f"(short by {need - budget}); raise max_tokens, lower the "
                 "reserve, unpin messages or compact",
                 required=need,
-                budget=self._budget_tokens,
+                budget=budget,
             ) from None
 
     def get_context(self) -> list[Any]:
@@ -416,7 +420,7 @@ class MessageContextManager(ExtensionHub):
     def context_tokens(self) -> int:
         """Tokens of what ``get_context`` returns, reply priming and tool definitions included."""
         with self._lock:
-            return self._budget_tokens - self._room() + self._plan()[2]
+            return self._calibration.budget(self._budget_tokens) - self._room() + self._plan()[2]
 
     def stats(self) -> ContextStats:
         with self._lock:
@@ -432,7 +436,8 @@ class MessageContextManager(ExtensionHub):
                     + (1 if self._summary else 0)
                     + ledger.message_count_in(starts, stops)
                 )
-                context_tokens = self._budget_tokens - self._room() + trimmable
+                context_tokens = self._calibration.budget(self._budget_tokens) - self._room()
+                context_tokens += trimmable
             except ContextOverflowError:
                 context_count, context_tokens = 0, 0
             used = self.used_tokens
@@ -451,6 +456,7 @@ class MessageContextManager(ExtensionHub):
                 strategy=self._strategy.name,
                 counter=self._counter.name,
                 calibrated=self._usage_anchor is not None,
+                calibration=self._calibration.factor,
             )
 
     def _after_change(self) -> None:

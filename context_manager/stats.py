@@ -25,6 +25,8 @@ class ContextStats:
     strategy: str
     counter: str
     calibrated: bool = False
+    #: Real tokens per counted token learned from usage (1.0: none learned, or not calibrating).
+    calibration: float = 1.0
 
     @property
     def usage_ratio(self) -> float:
