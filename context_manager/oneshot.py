@@ -27,6 +27,8 @@ def trim(
     repair: bool = False,
     tools: Sequence[Any] | None = None,
     provider: str | ProviderRules | None = None,
+    pruning: Any = None,
+    truncate_newest: bool = True,
 ) -> list[Any]:
     """Return the messages of ``messages`` to send within ``max_tokens`` (input untouched).
 
@@ -46,6 +48,10 @@ def trim(
     ``provider`` (``"openai"``, ``"openai-responses"``, ``"anthropic"``, ``"bedrock"``,
     ``"gemini"``) keeps that API's rules and protects the newest exchange too (see
     :mod:`context_manager.providers`).
+
+    ``pruning`` (a ``ToolResultPruning``) trims or clears old tool results first, in copies;
+    its ratios are of ``max_tokens``. ``truncate_newest`` cuts the newest tool exchange
+    head+tail to fit instead of leaving it out (False: the TS reference's older rule, drop it).
     """
     if priorities is not None and len(priorities) != len(messages):
         raise ConfigurationError(
@@ -64,6 +70,8 @@ def trim(
         repair=repair,
         tools=tools,
         provider=provider,
+        pruning=pruning,
+        truncate_newest=truncate_newest,
     )
     manager.close_interrupted = False  # a given list is checked as it is (repair=True fixes it)
     pins = set(pinned)

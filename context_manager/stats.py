@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["ContextStats"]
 
@@ -25,6 +26,8 @@ class ContextStats:
     strategy: str
     counter: str
     calibrated: bool = False
+    #: What tool-result pruning did to the current view (a ``PruningReport``; None: off).
+    pruning: Any = None
 
     @property
     def usage_ratio(self) -> float:

@@ -60,6 +60,7 @@ def run_trim_case(case: Mapping[str, Any]) -> list[int] | dict[str, Any]:
             priorities=options.get("priorities"),
             pinned=options.get("pinned") or (),
             counter=estimator_from_options(options.get("estimator")),
+            truncate_newest=False,  # the TS reference predates the cut-to-fit rule
         )
     except ContextOverflowError as exc:
         return {"error": "overflow", "required": exc.required, "budget": exc.budget}
