@@ -1,6 +1,6 @@
 """``ToolResultPruning``: what to trim or clear in old tool results, and the two presets.
 
-Facts behind the presets (checked against the sources, see ``docs/pruning.md``):
+Facts behind the presets (checked against the sources, see ``docs/guide/pruning.md``):
 
 - OpenClaw session pruning (``pruneExpiredCacheTtlToolResults``, openclaw 2026.9.6): protect
   everything from the 3rd-to-last assistant message on and everything before the first user
@@ -27,23 +27,6 @@ if TYPE_CHECKING:
 
 OPENCLAW_PLACEHOLDER = "[Old tool result content cleared]"
 ANTHROPIC_PLACEHOLDER = "[cleared to save context]"
-
-
-@dataclass(frozen=True, slots=True)
-class PruningReport:
-    """What one request's pruning did (like Anthropic's ``applied_edits``); plain data."""
-
-    results_trimmed: int = 0
-    results_cleared: int = 0
-    inputs_cleared: int = 0
-    thinking_cleared: int = 0
-    images_cleared: int = 0
-    images_kept: int = 0
-    tokens_freed: int = 0
-    new_trimmed: int = 0
-    new_cleared: int = 0
-    skipped_unsupported: int = 0
-    clear_skipped_below_at_least: bool = False
 
 
 def _compile(patterns: Sequence[str]) -> re.Pattern[str] | None:

@@ -18,11 +18,12 @@ from ..._js import utf16_len
 from ...budget.pruned import PrunePlan
 from ...messages import normalize
 from ...messages.truncate import clear_call_inputs, head_tail, rewrite_results, strip_thinking
-from .config import PruningReport, ToolResultPruning
+from .report import PruningReport
 
 if TYPE_CHECKING:
     from ...budget._ledger import Ledger
     from ...counting import TokenCounter
+    from .config import ToolResultPruning
 
 _INTACT, _SOFT, _CLEARED = 0, 1, 2
 
