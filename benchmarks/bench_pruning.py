@@ -12,7 +12,8 @@ import random
 import time
 from typing import Any
 
-from context_manager import MessageContextManager, ToolResultPruning
+from context_manager import MessageContextManager
+from context_manager.compaction.pruning import ToolResultPruning
 
 PRESETS: dict[str, ToolResultPruning | None] = {
     "none": None,

@@ -8,23 +8,31 @@
 // Text is kept free of CJK: OpenClaw weights CJK characters when estimating chars, which this
 // project does not reproduce (documented in docs/pruning.md).
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { makeRng } from "../lib/rng.mjs";
 
 const VERSION = "2026.9.6";
+// The registry's dist.integrity for that version: a re-published or tampered tarball fails here.
+const INTEGRITY = "sha512-Ie0kyQSCVfFqixsgVg39vevUDq01Ch5u3+7Yu5Y3qARczmdAe+lzp8bVnO9925rHiW/+CFp70zfORCyPmCH31g==";
 const here = dirname(fileURLToPath(import.meta.url));
 const cache = join(here, "..", ".openclaw");
 
 function packageDir() {
   const dir = join(cache, "package");
-  if (!existsSync(join(dir, "package.json"))) {
+  let tgz = existsSync(cache) ? readdirSync(cache).find((f) => f.endsWith(".tgz")) : undefined;
+  if (!tgz) {
     mkdirSync(cache, { recursive: true });
     execFileSync("npm", ["pack", `openclaw@${VERSION}`, "--silent"], { cwd: cache });
-    const tgz = readdirSync(cache).find((f) => f.endsWith(".tgz"));
-    execFileSync("tar", ["xzf", tgz], { cwd: cache });
+    tgz = readdirSync(cache).find((f) => f.endsWith(".tgz"));
   }
+  const digest = "sha512-" + createHash("sha512").update(readFileSync(join(cache, tgz))).digest("base64");
+  if (digest !== INTEGRITY) {
+    throw new Error(`openclaw: ${tgz} does not match the pinned integrity of openclaw@${VERSION}`);
+  }
+  if (!existsSync(join(dir, "package.json"))) execFileSync("tar", ["xzf", tgz], { cwd: cache });
   return dir;
 }
 

@@ -15,7 +15,7 @@ from context_manager.compaction.pruning import (
     PruningReport,
     ToolResultPruning,
 )
-from context_manager.events import Event, ToolResultsPruned, ToolResultTruncated
+from context_manager.events import Event, ToolResultTruncated
 from context_manager.messages.truncate import head_tail, slice_utf16
 from context_manager.parity.openclaw import FIXTURE_SUITES
 

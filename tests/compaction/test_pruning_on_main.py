@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from context_manager import MessageContextManager, trim
-from context_manager.compaction import send_with_recovery
 from context_manager.compaction.pruning import (
     ANTHROPIC_PLACEHOLDER,
     OPENCLAW_PLACEHOLDER,
