@@ -105,10 +105,11 @@ def materialize(
     """``ledger.messages_in`` with pruned copies swapped in (work proportional to the output)."""
     if not replacements:
         return ledger.messages_in(starts, stops)
-    originals, seq, out = ledger.originals, ledger.seq, []
+    originals, seq, swap = ledger.originals, ledger.seq, replacements.get
+    out: list[Any] = []
     for a, b in zip(starts, stops, strict=True):
-        for i in range(ledger.group_start[a], ledger.group_end(b - 1)):
-            out.append(replacements.get(seq[i], originals[i]))
+        lo, hi = ledger.group_start[a], ledger.group_end(b - 1)
+        out += map(swap, seq[lo:hi], originals[lo:hi])  # dict.get(seq, original), in C
     return out
 
 
