@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .targets import Target, targets
+from .targets import Target, oneshot_ratio_targets, targets
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "latest.json"
@@ -121,14 +121,80 @@ def check(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[list[str]
     return failed, warned
 
 
+def check_ratios(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[list[str], list[str]]:
+    """Ratio targets (ours vs a peer, same run); a missing side counts as missed.
+
+    Returns (missed and enforced, missed but only reported)."""
+    failed: list[str] = []
+    warned: list[str] = []
+    print(f"\n{'ratio target (theirs / ours)':<66} {'limit':>7} {'ratio':>8}  result")
+    for target in oneshot_ratio_targets(quick):
+        a, b = results.get(target.ours), results.get(target.theirs)
+        if a is None or b is None:
+            ratio, verdict = math.nan, "MISSING"
+        else:
+            ratio = float(b["stats"]["median"]) / float(a["stats"]["median"])
+            verdict = "ok" if ratio >= target.at_least else "MISSED"
+        if verdict != "ok":
+            (failed if target.enforced else warned).append(target.label)
+            if not target.enforced:
+                verdict += " (goal, reported)"
+        print(f"{target.label:<66} {target.at_least:>6.0f}x {ratio:>7.1f}x  {verdict}")
+    return failed, warned
+
+
+def oneshot_table(results: dict[str, dict[str, Any]]) -> list[str]:
+    """Markdown rows: per budget and size, each peer's median and its time / ours."""
+    peers = ("before", "langchain_approx", "litellm", "ours_tiktoken", "langchain_tiktoken")
+    rows = [
+        "| messages | budget | ours | " + " | ".join(peers) + " |",
+        "|---:|---:|---:|" + "---:|" * len(peers),
+    ]
+    cells: dict[tuple[int, int], dict[str, float]] = {}
+    for name, bench in results.items():
+        if name.startswith("test_oneshot["):
+            info = bench.get("extra_info") or {}
+            if not {"budget", "messages", "peer"} <= info.keys():
+                continue  # not a bench_oneshot record (a hand-made run)
+            key = (int(info["budget"]), int(info["messages"]))
+            cells.setdefault(key, {})[info["peer"]] = float(bench["stats"]["median"])
+    for (budget, n), row in sorted(cells.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
+        ours = row.get("ours")
+        if ours is None:
+            continue
+        text = [f"{n:,}", f"{budget:,}", fmt(ours, "s")]
+        for peer in peers:
+            t = row.get(peer)
+            base = row.get("ours_tiktoken") if peer == "langchain_tiktoken" else ours
+            if t is None or base is None:
+                text.append("-")
+            elif peer == "ours_tiktoken":
+                text.append(fmt(t, "s"))  # the base of the next column, not a peer
+            else:
+                text.append(f"{fmt(t, 's')} ({t / base:.1f}x)")
+        rows.append("| " + " | ".join(text) + " |")
+    for name in sorted(results):
+        if name.startswith("test_oneshot_repeat[ours_cached-"):
+            n = int((results[name].get("extra_info") or {}).get("messages", 0))
+            lc = results.get(f"test_oneshot_repeat[langchain_approx-{n}]")
+            if lc is not None:
+                a, b = float(results[name]["stats"]["median"]), float(lc["stats"]["median"])
+                rows.append(
+                    f"| {n:,} repeated, +1 new, cache on | 102,400 | {fmt(a, 's')} | - | "
+                    f"{fmt(b, 's')} ({b / a:.1f}x) | - | - | - |"
+                )
+    return rows
+
+
 def print_reported(results: dict[str, dict[str, Any]], *, quick: bool) -> None:
     """Medians of the benchmarks no target reads (20K-char adds, store, compaction, ...)."""
     covered = {t.benchmark for t in targets(quick)}
+    covered |= {n for t in oneshot_ratio_targets(quick) for n in (t.ours, t.theirs)}
     rest = [
         name
         for name in sorted(results)
         if name not in covered
-        and not name.startswith(("test_trim[", "test_orphans[", "test_memory["))
+        and not name.startswith(("test_trim[", "test_orphans[", "test_memory[", "test_oneshot"))
     ]
     if rest:
         print(f"\nreported, no target{'':<40} {'median':>9}")
@@ -234,6 +300,12 @@ def main(argv: list[str] | None = None) -> int:
     results = load(json_path)
     quick = args.quick or "test_memory[30000]" in results  # a saved quick run
     failed, warned = check(results, quick=quick)
+    ratio_failed, ratio_warned = check_ratios(results, quick=quick)
+    failed += ratio_failed
+    warned += ratio_warned
+    if any(name.startswith("test_oneshot[") for name in results):
+        print("\none-shot trim (time, and time / ours):")
+        print("\n".join(oneshot_table(results)))
     print_reported(results, quick=quick)
     print_peers(results)
     if status != 0:
@@ -242,8 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nFAIL: {len(failed)} target(s) missed: " + "; ".join(failed))
     if warned:
         print(
-            f"\nnote: {len(warned)} bar/stress target(s) missed, reported only in quick mode: "
-            + "; ".join(warned)
+            f"\nnote: {len(warned)} target(s) missed, reported only (bar/stress in quick mode, "
+            "one-shot goals): " + "; ".join(warned)
         )
     if status == 0 and not failed:
         print("\nall targets met")

@@ -145,3 +145,84 @@ def targets(quick: bool = False) -> list[Target]:
         )
     )
     return out
+
+
+@dataclass(frozen=True)
+class RatioTarget:
+    """``theirs / ours`` (medians of two benchmarks of one run) must be at least ``at_least``.
+
+    ``enforced=False``: printed with its verdict, never fails the run (the issue's goal where
+    it is not robustly met on a loaded machine, reported so the gap stays visible).
+    """
+
+    label: str
+    ours: str
+    theirs: str
+    at_least: float
+    enforced: bool = True
+
+
+#: Enforced one-shot speedups vs LangChain, each well below what runs on a loaded 2-core machine
+#: measured (table in docs/guide/oneshot.md): (counter, messages, budget) -> at least x.
+ONESHOT_ENFORCED = {
+    ("ours", 1_000, 8_000): 3.0,  # measured 5.7-12x
+    ("ours", 10_000, 8_000): 30.0,  # 83-160x
+    ("ours", 10_000, 102_400): 4.0,  # 7-14x
+    ("ours", 100_000, 8_000): 300.0,  # 2,000x
+    ("ours", 100_000, 102_400): 30.0,  # 90x
+    ("ours_tiktoken", 1_000, 8_000): 10.0,  # 34x
+    ("ours_tiktoken", 1_000, 102_400): 5.0,  # 16x
+    ("ours_tiktoken", 10_000, 8_000): 50.0,  # 270x
+    ("ours_tiktoken", 10_000, 102_400): 10.0,  # 42x
+    ("ours_tiktoken", 100_000, 8_000): 300.0,  # 2,600x
+    ("ours_tiktoken", 100_000, 102_400): 50.0,  # 330x
+}
+#: Enforced repeated-call speedups (history reloaded + one new message, cache on).
+REPEAT_ENFORCED = {10_000: 8.0, 100_000: 40.0}  # measured 20x+ and 130x
+
+
+def _goal(n: int) -> float:
+    """The issue's goal: >= 3x below 1,000 messages, >= 10x from 1,000 up."""
+    return 3.0 if n < 1_000 else 10.0
+
+
+def oneshot_ratio_targets(quick: bool = False) -> list[RatioTarget]:
+    """One-shot ``trim()`` vs LangChain ``trim_messages`` (bench_oneshot).
+
+    Enforced where :data:`ONESHOT_ENFORCED` / :data:`REPEAT_ENFORCED` set a bar (the headline:
+    an order of magnitude from 10,000 messages up); everywhere else the issue's goal is reported.
+    """
+    from .bench_oneshot import BUDGETS, FULL_SIZES, QUICK_SIZES
+
+    sizes = QUICK_SIZES if quick else FULL_SIZES
+    out: list[RatioTarget] = []
+    for budget in BUDGETS:
+        for n in sizes:
+            for ours, theirs in (
+                ("ours", "langchain_approx"),
+                ("ours_tiktoken", "langchain_tiktoken"),
+            ):
+                if quick and ours != "ours":
+                    continue
+                bar = ONESHOT_ENFORCED.get((ours, n, budget))
+                out.append(
+                    RatioTarget(
+                        f"one-shot {ours} vs {theirs} @ {n:,} msgs, {budget:,} tokens",
+                        f"test_oneshot[{ours}-{budget}-{n}]",
+                        f"test_oneshot[{theirs}-{budget}-{n}]",
+                        bar if bar is not None else _goal(n),
+                        enforced=bar is not None,
+                    )
+                )
+    for n in (s for s in sizes if s >= 1_000):
+        bar = REPEAT_ENFORCED.get(n)
+        out.append(
+            RatioTarget(
+                f"repeated trim (history + 1 new) vs langchain_approx @ {n:,} msgs",
+                f"test_oneshot_repeat[ours_cached-{n}]",
+                f"test_oneshot_repeat[langchain_approx-{n}]",
+                bar if bar is not None else 20.0,
+                enforced=bar is not None,
+            )
+        )
+    return out

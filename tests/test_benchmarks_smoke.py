@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks import corpus, enforce
 from benchmarks.common import broken_tool_pairs, check_context
-from benchmarks.targets import targets
+from benchmarks.targets import oneshot_ratio_targets, targets
 from context_manager import MessageContextManager
 
 
@@ -97,7 +97,25 @@ def _passing_run() -> list[dict[str, Any]]:
             bench["stats"]["median"] = min(bench["stats"]["median"], target.limit / 10)
         else:
             bench["extra_info"][target.stat] = target.limit / 10
+    for ratio in oneshot_ratio_targets(quick=True):  # theirs 10x slower than each bar asks
+        runs[ratio.ours] = {"name": ratio.ours, "stats": {"median": 1e-3}, "extra_info": {}}
+        runs[ratio.theirs] = {
+            "name": ratio.theirs,
+            "stats": {"median": 1e-2 * ratio.at_least},
+            "extra_info": {},
+        }
     return list(runs.values())
+
+
+def test_enforcer_fails_on_a_missed_enforced_ratio_only(tmp_path: Path) -> None:
+    run = {bench["name"]: bench for bench in _passing_run()}
+    ratios = oneshot_ratio_targets(quick=True)
+    goal = next(r for r in ratios if not r.enforced)
+    run[goal.theirs]["stats"]["median"] = 1e-3  # as fast as ours: a goal, only reported
+    assert enforce.main(["--quick", "--from-json", str(_run(tmp_path, list(run.values())))]) == 0
+    bar = next(r for r in ratios if r.enforced)
+    run[bar.theirs]["stats"]["median"] = 1e-3
+    assert enforce.main(["--quick", "--from-json", str(_run(tmp_path, list(run.values())))]) == 1
 
 
 def test_enforcer_passes_when_every_target_is_met(tmp_path: Path) -> None:

@@ -83,12 +83,6 @@ fuzz = settings(
 )
 
 
-# trim() is being rewritten (the one-shot fast path); its option checks land with it.
-SHARED_ESCAPES = pytest.mark.xfail(
-    strict=False, reason="untyped errors in shared modules (see comment above); lead to fix"
-)
-
-
 def only_typed(call: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return call(*args, **kwargs)
@@ -156,7 +150,6 @@ def test_manager_methods(calls: list[tuple[str, Any, Any]]) -> None:
         only_typed(manager.stats)
 
 
-@SHARED_ESCAPES
 @fuzz
 @given(
     st.lists(messages, max_size=5) | values,

@@ -61,6 +61,7 @@ def run_trim_case(case: Mapping[str, Any]) -> list[int] | dict[str, Any]:
             pinned=options.get("pinned") or (),
             counter=estimator_from_options(options.get("estimator")),
             truncate_newest=False,  # the TS reference predates the cut-to-fit rule
+            validate="all",  # the reference rejects a broken message anywhere, even if dropped
         )
     except ContextOverflowError as exc:
         return {"error": "overflow", "required": exc.required, "budget": exc.budget}

@@ -1,0 +1,376 @@
+"""``trim()`` (backwards scan, content cache) gives exactly what a filled manager gives.
+
+Random protocol-valid histories (OpenAI, Anthropic and Responses-item shapes, parallel calls,
+reasoning items, system messages mid-history), random pins, priorities, budgets and
+``max_messages``, every strategy, every provider rule set (the fast path keeps them) and
+``retention_ratio`` (the full path): the kept messages (by identity), or the same
+``ContextOverflowError`` figures. A broken message placed in what is kept raises the same
+``InvalidMessageError`` index as the manager.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from context_manager import ContextOverflowError, MessageContextManager, trim
+from context_manager.counting import CharEstimator
+from context_manager.counting.message_cache import MessageCountCache, message_cache_for
+from context_manager.errors import ConfigurationError, InvalidMessageError
+from context_manager.messages import normalize
+
+from ..conversations import TEXTS, conversation
+
+COUNTER = CharEstimator()
+EXAMPLES = settings(
+    max_examples=150, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+
+
+@st.composite
+def scenario(draw: st.DrawFn) -> tuple[list[Any], set[int], list[int], int, int | None]:
+    messages = draw(conversation())
+    # An open tail (calls still awaiting results) now and then.
+    if messages and draw(st.booleans()) and messages[-1].get("role") == "tool":
+        messages = messages[:-1]
+    n = len(messages)
+    pinned = set(draw(st.lists(st.integers(-1, n), max_size=3)))
+    priorities = [draw(st.integers(0, 3)) for _ in range(n)]
+    total = sum(COUNTER.count_message(normalize(m)) for m in messages) + 3
+    budget = draw(st.integers(1, total + 20))
+    cap = draw(st.none() | st.integers(0, n + 1))
+    return messages, pinned, priorities, budget, cap
+
+
+def manager_context(messages: list[Any], strategy: str, **options: Any) -> Any:
+    pins = options.pop("pinned")
+    priorities = options.pop("priorities")
+    manager = MessageContextManager(
+        options.pop("max_tokens"), strategy=strategy, reserve_tokens=0, **options
+    )
+    manager.close_interrupted = False  # trim() checks a given list as it is
+    try:
+        for i, m in enumerate(messages):
+            manager.add(m, priority=priorities[i], pinned=i in pins)
+        return manager.get_context()
+    except ContextOverflowError as exc:
+        return ("overflow", exc.required, exc.budget)
+    except InvalidMessageError as exc:
+        return ("invalid", exc.index)
+
+
+def trim_context(messages: list[Any], strategy: str, **options: Any) -> Any:
+    try:
+        return trim(messages, options.pop("max_tokens"), strategy=strategy, **options)
+    except ContextOverflowError as exc:
+        return ("overflow", exc.required, exc.budget)
+    except InvalidMessageError as exc:
+        return ("invalid", exc.index)
+
+
+def same(a: Any, b: Any) -> bool:
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return a == b
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("strategy", ["fifo", "sliding_window", "priority"])
+@pytest.mark.parametrize("cached", [True, False])
+@EXAMPLES
+@given(data=scenario())
+def test_trim_equals_manager(strategy: str, cached: bool, data: Any) -> None:
+    messages, pinned, priorities, budget, cap = data
+    if strategy == "priority":
+        cap = None
+    before = copy.deepcopy(messages)
+    options = {
+        "max_tokens": budget,
+        "max_messages": cap,
+        "pinned": pinned,
+        "priorities": priorities,
+    }
+    expected = manager_context(
+        messages, "sliding_window" if strategy == "fifo" else strategy, **dict(options)
+    )
+    for _ in range(2):  # the second call reads the count cache
+        got = trim_context(messages, strategy, count_cache=cached, **dict(options))
+        assert same(got, expected), (got, expected)
+    # Reloaded from a database: equal contents, new objects; the answer maps one to one.
+    reloaded = copy.deepcopy(messages)
+    got = trim_context(reloaded, strategy, count_cache=cached, **dict(options))
+    if isinstance(expected, tuple):
+        assert got == expected
+    else:
+        ids = {id(m): i for i, m in enumerate(reloaded)}
+        old = {id(m): i for i, m in enumerate(messages)}
+        assert [ids[id(m)] for m in got] == [old[id(m)] for m in expected]
+    assert messages == before, "input mutated"
+
+
+PROVIDERS = [None, "openai", "openai-responses", "anthropic", "bedrock", "gemini"]
+
+
+@st.composite
+def responses_items(draw: st.DrawFn) -> list[Any]:
+    """A Responses API input list: messages, reasoning items, (parallel) call items, outputs."""
+    items: list[Any] = []
+    if draw(st.booleans()):
+        items.append({"role": "developer", "content": draw(TEXTS)})
+    for n in range(draw(st.integers(0, 25))):
+        kind = draw(st.sampled_from(["user", "assistant", "calls", "calls"]))
+        if kind == "user":
+            items.append({"role": "user", "content": draw(TEXTS)})
+        elif kind == "assistant":
+            text = draw(TEXTS)
+            items.append(
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": text}],
+                }
+            )
+        else:
+            if draw(st.booleans()):
+                summary = [{"type": "summary_text", "text": draw(TEXTS)}]
+                items.append({"type": "reasoning", "id": f"rs{n}", "summary": summary})
+            ids = [f"c{n}_{j}" for j in range(draw(st.integers(1, 3)))]
+            for i in ids:
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": i,
+                        "name": "fn",
+                        "arguments": f'{{"q":"{draw(TEXTS)}"}}',
+                    }
+                )
+            for i in ids:
+                items.append({"type": "function_call_output", "call_id": i, "output": draw(TEXTS)})
+    return items
+
+
+@st.composite
+def any_scenario(draw: st.DrawFn) -> tuple[list[Any], set[int], list[int], int, int | None]:
+    if not draw(st.booleans()):
+        return draw(scenario())
+    messages = draw(responses_items())
+    # An open tail now and then: the last output is missing.
+    if messages and draw(st.booleans()) and messages[-1].get("type") == "function_call_output":
+        messages = messages[:-1]
+    n = len(messages)
+    pinned = set(draw(st.lists(st.integers(0, n), max_size=3)))
+    total = sum(COUNTER.count_message(normalize(m)) for m in messages) + 3
+    budget = draw(st.integers(1, total + 20))
+    cap = draw(st.none() | st.integers(0, n + 1))
+    return messages, pinned, [0] * n, budget, cap
+
+
+@pytest.mark.parametrize("strategy", ["fifo", "sliding_window"])
+@EXAMPLES
+@given(
+    data=any_scenario(),
+    provider=st.sampled_from(PROVIDERS),
+    ratio=st.sampled_from([None, None, 0.5, 0.7]),
+)
+def test_trim_equals_manager_with_provider_and_retention(
+    strategy: str, data: Any, provider: str | None, ratio: float | None
+) -> None:
+    """``provider=`` runs the backwards scan, ``retention_ratio`` the full path: both equal
+    a manager given the same settings (``trim`` takes "fifo" as the sliding window)."""
+    messages, pinned, priorities, budget, cap = data
+    options = {
+        "max_tokens": budget,
+        "max_messages": cap,
+        "pinned": pinned,
+        "priorities": priorities,
+        "provider": provider,
+        "retention_ratio": ratio,
+    }
+    expected = manager_context(messages, "sliding_window", **dict(options))
+    for _ in range(2):
+        got = trim_context(messages, strategy, **dict(options))
+        assert same(got, expected), (got, expected)
+    assert same(trim_context(messages, strategy, count_cache=False, **dict(options)), expected)
+
+
+def test_provider_fast_path_reads_only_what_it_keeps() -> None:
+    counter = CharEstimator(4.25)
+    cache = message_cache_for(counter)
+    assert cache is not None
+    cache.clear()
+    history: list[Any] = [{"role": "system", "content": "Be brief."}]
+    for i in range(1_000):
+        history.append({"role": "user", "content": f"question {i} " * 20})
+        history.append({"role": "assistant", "content": f"answer {i} " * 20})
+    for provider in ("anthropic", "bedrock", "gemini", "openai"):
+        misses = cache.misses
+        kept = trim(history, 3_000, counter=counter, provider=provider)
+        expected = manager_context(
+            history,
+            "sliding_window",
+            max_tokens=3_000,
+            counter=counter,
+            provider=provider,
+            pinned=set(),
+            priorities=[0] * len(history),
+        )
+        assert same(kept, expected)
+        assert cache.misses - misses < 100  # the last ~60 messages, not 2,001
+
+
+BROKEN = [
+    {"role": "tool", "tool_call_id": "nope", "content": "orphan"},
+    {"role": "robot", "content": "x"},
+    {"role": "user", "content": 42},
+    {"role": "assistant", "content": None, "tool_calls": "bad"},
+]
+
+
+@pytest.mark.parametrize("strategy", ["sliding_window", "priority"])
+@EXAMPLES
+@given(data=scenario(), broken=st.sampled_from(BROKEN), back=st.integers(0, 2))
+def test_broken_message_in_the_kept_part(strategy: str, data: Any, broken: Any, back: int) -> None:
+    messages = data[0]
+    at = max(0, len(messages) - back)
+    messages = [*messages[:at], broken, *messages[at:]]
+    options = {
+        "max_tokens": 10**6,
+        "max_messages": None,
+        "pinned": set(),
+        "priorities": [0] * len(messages),
+    }
+    expected = manager_context(messages, strategy, **dict(options))
+    assert same(trim_context(messages, strategy, **dict(options)), expected)
+
+
+def test_overflow_figures_are_the_managers() -> None:
+    messages = [{"role": "system", "content": "s" * 400}, {"role": "user", "content": "u" * 400}]
+    with pytest.raises(ContextOverflowError) as info:
+        trim(messages, 150)
+    assert (info.value.required, info.value.budget) == (3 + 103 + 103, 150)
+
+
+def test_count_cache_is_keyed_by_content_and_bounded_in_bytes() -> None:
+    cache = MessageCountCache(max_bytes=50_000)
+    history = [{"role": "user", "content": f"{i} " + "x" * 1000} for i in range(200)]
+    counter = CharEstimator()
+    for m in history:
+        cache.put(("k", m["content"]), 1)
+    assert cache.bytes <= 50_000 and 0 < len(cache) < 200
+    assert cache.get(("k", "1 " + "x" * 1000)) is None  # oldest went first
+    assert cache.get(("k", history[-1]["content"])) == 1
+    # One cache per estimator configuration: get_counter("chars") builds new instances.
+    assert message_cache_for(CharEstimator()) is message_cache_for(counter)
+    assert message_cache_for(CharEstimator(3.0)) is not message_cache_for(counter)
+
+
+def test_repeat_call_reads_only_the_new_message() -> None:
+    counter = CharEstimator(4.5)
+    cache = message_cache_for(counter)
+    assert cache is not None
+    cache.clear()
+    history = [
+        {"role": "user" if i % 2 else "assistant", "content": f"m{i} " * 50} for i in range(2000)
+    ]
+    first = trim(history, 5_000, counter=counter)
+    misses = cache.misses
+    reloaded = [*copy.deepcopy(history), {"role": "user", "content": "new"}]
+    second = trim(reloaded, 5_000, counter=counter)
+    assert cache.misses - misses == 1
+    assert len(second) >= len(first) - 1
+    assert len(first) < 100  # only what fits was read, not the 2,000 messages
+    assert len(cache) < 150
+
+
+def _reference_cases(suite: str) -> list[dict[str, Any]]:
+    root = Path(__file__).resolve().parents[2] / "compat_fixtures" / "fixtures"
+    cases: list[dict[str, Any]] = json.loads((root / f"{suite}.json").read_text("utf-8"))["cases"]
+    return cases
+
+
+@pytest.mark.parametrize(
+    "suite",
+    ["reference.trim.sliding_window", "reference.trim.priority", "reference.trim.invalid"],
+)
+def test_reference_fixtures_through_the_backwards_scan(suite: str) -> None:
+    """The TS reference's cases with ``validate="kept"`` (the fast path, the default).
+
+    The reference rejects a broken message anywhere; the default only checks what it keeps, so
+    an expected error may legitimately become a kept list when the broken message is dropped.
+    """
+    from context_manager.parity.reference import estimator_from_options
+
+    mismatches = []
+    for case in _reference_cases(suite):
+        messages, options = case["input"]["messages"], case["input"]["options"]
+        try:
+            kept = trim(
+                messages,
+                options["maxTokens"],
+                strategy=options.get("strategy") or "sliding_window",
+                reserve_tokens=options.get("reserveTokens") or 0,
+                max_messages=options.get("maxMessages"),
+                priorities=options.get("priorities"),
+                pinned=options.get("pinned") or (),
+                counter=estimator_from_options(options.get("estimator")),
+            )
+            ids = {id(m): i for i, m in enumerate(messages)}
+            got: Any = [ids[id(m)] for m in kept]
+        except ContextOverflowError as exc:
+            got = {"error": "overflow", "required": exc.required, "budget": exc.budget}
+        except InvalidMessageError as exc:
+            got = {"error": "invalid_message", "index": exc.index}
+        except ConfigurationError:
+            got = {"error": "configuration"}
+        expected = case["expected"]
+        if got != expected and not (
+            isinstance(expected, dict) and expected["error"] == "invalid_message"
+        ):
+            mismatches.append((case["id"], expected, got))
+    assert mismatches == [], mismatches[:5]
+
+
+class _Unhashable(CharEstimator):
+    """A custom counter that defines equality and so is unhashable: no cache, same answer."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Unhashable)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_unhashable_counter_runs_without_a_cache() -> None:
+    counter = _Unhashable()
+    assert message_cache_for(counter) is None
+    history = [{"role": "user", "content": "x" * 400}, {"role": "assistant", "content": "y" * 400}]
+    expected = manager_context(
+        history, "sliding_window", max_tokens=150, counter=counter, pinned=set(), priorities=[0, 0]
+    )
+    assert same(trim(history, 150, counter=counter), expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "ascii only",
+        "é" * 10,
+        "中文" * 1000,
+        "😀",
+        "a😀b" * 10,
+        "\ud800 lone high",
+        "lone low \udfff",
+        "\ud83d\ude00 a pair written as two surrogates",
+        "x" * 1_000_000 + "😀",
+        "é" * 1_000_000,
+    ],
+)
+def test_utf16_len_matches_an_encoding(text: str) -> None:
+    from context_manager._js import utf16_len
+
+    assert utf16_len(text) == len(text.encode("utf-16-le", "surrogatepass")) // 2
