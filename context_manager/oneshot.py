@@ -223,11 +223,13 @@ class _Scan:
 
     def _read(self, i: int) -> Message:
         message = self.messages[i]
-        cache = self.cache
-        got = self.lane(message) if self.lane is not None else None
+        lane = self.lane
+        got = lane(message) if lane is not None else None
         if got is not None:
-            rec, tokens = got  # a common shape, counted faster than a cache lookup
-        elif cache is None:
+            self.recs[i], self.toks[i] = got  # a common shape, counted faster than a lookup
+            return got[0]
+        cache = self.cache
+        if cache is None:
             rec = read_fast(message) or normalize(message, i)
             tokens = self.count(rec)
         else:
@@ -418,7 +420,14 @@ class _Scan:
         while i >= stop:
             rec = recs.get(i) or read(i)
             if i > stop and (
-                rec.tool_call_id is not None or rec.tool_results or (rec.tool_calls and joins(i))
+                rec.tool_call_id is not None
+                or rec.tool_results
+                # a chat call joins only after an item (skip joins() unless one is involved)
+                or (
+                    rec.tool_calls
+                    and (rec.item or (recs.get(i - 1) or read(i - 1)).item)
+                    and joins(i)
+                )
             ):
                 cost += toks[i]
                 i -= 1  # a result or a call item: its group starts further back

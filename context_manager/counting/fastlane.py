@@ -93,18 +93,30 @@ def lane_for(counter: TokenCounter) -> Lane | None:
     whole = int(cpt) if cpt == int(cpt) else 0
 
     def lane(message: Any) -> tuple[Message, int] | None:
-        if type(message) is dict and len(message) == 2:  # read_fast's first case, inlined
+        if type(message) is not dict:
+            return None
+        size = len(message)
+        role = message.get("role")
+        if size == 2 or (size == 3 and role == "tool"):  # read_fast's text-only cases, inlined
             text = message.get("content")
-            role = message.get("role")
-            if type(text) is not str or role not in _PLAIN_ROLES:
+            if type(text) is not str:
                 return None
+            if size == 2:
+                if role not in _PLAIN_ROLES:
+                    return None
+                rec = Message(role, text)
+            else:
+                call_id = message.get("tool_call_id")
+                if type(call_id) is not str or not call_id:
+                    return None
+                rec = Message("tool", text, None, (), call_id)
             chars = len(text) if text.isascii() else utf16_len(text)
             tokens = -(-chars // whole) if whole else math.ceil(chars / cpt)
-            return Message(role, text), tokens + overhead
-        rec = read_fast(message)
-        if rec is None:
+            return rec, tokens + overhead
+        fast = read_fast(message)
+        if fast is None:
             return None
-        text = rec.text
+        rec, text = fast, fast.text
         chars = len(text) if text.isascii() else utf16_len(text)
         for call in rec.tool_calls:
             name, args = call.name, call.arguments
