@@ -5,7 +5,7 @@ Kept apart from the manager so its constructor reads as what it builds, not how 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import ConfigurationError
@@ -46,6 +46,7 @@ CONFIG_KEYS = {
     "warn_ratio": "warn_ratio",
     "warningThreshold": "warn_ratio",
     "repair": "repair",
+    "calibrate": "calibrate",
     "systemPrompt": "system_prompt",
     "system_prompt": "system_prompt",
     "tools": "tools",
@@ -111,3 +112,25 @@ def checked_hook(name: str, hook: Any) -> Any:
     if hook is not None and not callable(hook):
         raise ConfigurationError(f"{name} must be callable, got {hook!r}")
     return hook
+
+
+def options_from_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Constructor options from a dict with snake_case or TS-style camelCase keys."""
+    if not isinstance(config, Mapping):
+        raise ConfigurationError(f"config must be a mapping, got {type(config).__name__}")
+    options: dict[str, Any] = {}
+    for key, value in config.items():
+        target = CONFIG_KEYS.get(key) if isinstance(key, str) else None
+        if target is None:
+            raise ConfigurationError(
+                f"unknown config key {key!r}; known keys: {', '.join(sorted(CONFIG_KEYS))}"
+            )
+        options[target] = value
+    return options
+
+
+def check_priority(priority: Any) -> int:
+    """A message priority: an int (bool, though an int subclass, is refused)."""
+    if type(priority) is not int:
+        raise ConfigurationError(f"priority must be an int, got {priority!r}")
+    return priority

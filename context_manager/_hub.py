@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast, overload
 
+from .budget.pruned import ViewOptions, view_options
 from .errors import ConfigurationError
 from .events import Change, Event, Journal, Listener
 
@@ -74,6 +75,21 @@ class ExtensionHub:
                 value = self._extensions[key] = factory()
             return value
 
+    _view: ViewOptions  # the manager's view settings (counter, pruning engine, window)
+    _pruning: Any
+
+    def use_pruning(self, pruning: Any) -> None:
+        """Switch the tool-result pruning of the view (``None``: off); history is unchanged.
+
+        Compaction's fallback uses it when the history is too short to summarize. The engine
+        starts fresh, so pruned copies are rebuilt once (the prompt cache misses once).
+        """
+        with self._lock:
+            view = self._view
+            truncate, window, budget = view.truncate_newest, view.window, view.budget
+            self._view = view_options(pruning, truncate, view.counter, window, budget)
+            self._pruning = pruning
+
     def _write(self, change: Change) -> None:
         if self._journal is not None:
             self._journal.write(change)
@@ -93,7 +109,8 @@ class ExtensionHub:
     def compact(
         self, summarizer: Any = None, *, focus: str | None = None, policy: Any = None
     ) -> Any:
-        """Summarize old messages now; returns the ``CompactionEntry`` applied."""
+        """Summarize old messages now; returns the ``CompactionEntry`` applied, or a
+        ``PruningFallback`` when the history was too short to summarize (see compaction)."""
         from .compaction.runner import compact_manager
 
         return compact_manager(self._host(), summarizer, focus=focus, policy=policy)

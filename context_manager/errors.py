@@ -82,3 +82,24 @@ class CompactionError(ContextManagerError):
 
 class CompactionInProgressError(CompactionError):
     """A compaction is already running on this manager (we refuse rather than wait)."""
+
+
+class NothingToCompactError(CompactionError):
+    """The history is too short to summarize (the kept recent part already holds all of it).
+
+    ``compact()`` and overflow recovery fall back to clearing old tool results in the view
+    instead (see ``docs/guide/pruning.md``); this is raised when even that cannot help.
+    """
+
+
+class CompactionTooLargeError(CompactionError):
+    """A compaction's result would not fit the budget, so it was not applied.
+
+    ``required`` is what the history would use after it (summary included), ``budget`` the
+    input budget; nothing changed (no entry, no log record).
+    """
+
+    def __init__(self, message: str, *, required: int, budget: int) -> None:
+        super().__init__(message)
+        self.required = required
+        self.budget = budget

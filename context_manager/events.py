@@ -26,6 +26,8 @@ __all__ = [
     "MessageAdded",
     "SystemPromptSet",
     "ToolCallsClosed",
+    "ToolResultTruncated",
+    "ToolResultsPruned",
     "UsageRecorded",
 ]
 
@@ -91,10 +93,36 @@ class ToolCallsClosed:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class ToolResultsPruned:
+    """A request's view trimmed or cleared more old tool results (history untouched).
+
+    ``report`` is the cumulative :class:`~context_manager.compaction.pruning.PruningReport` for
+    the view (``new_trimmed`` / ``new_cleared``: what this request added). Emitted by
+    ``get_context`` only when something new was pruned. Not logged.
+    """
+
+    report: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultTruncated:
+    """The newest tool exchange did not fit, so its results were cut head+tail in the view.
+
+    ``tokens`` is what the cut exchange costs, ``original_tokens`` what it held; the history
+    keeps the full results. Emitted by ``get_context``. Not logged.
+    """
+
+    call_ids: tuple[str, ...]
+    results: int
+    tokens: int
+    original_tokens: int
+
+
 #: A change a journal writes ahead of memory.
 Change: TypeAlias = MessageAdded | SystemPromptSet | UsageRecorded | Cleared | Compacted
 #: Anything a subscriber may receive.
-Event: TypeAlias = Change | Evicted | ToolCallsClosed
+Event: TypeAlias = Change | Evicted | ToolCallsClosed | ToolResultsPruned | ToolResultTruncated
 Listener: TypeAlias = Callable[[Event], None]
 
 

@@ -14,12 +14,20 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from ._config import CONFIG_KEYS, budget_options, checked_hook, checked_tools
+from ._config import (
+    budget_options,
+    check_priority,
+    checked_hook,
+    checked_tools,
+    options_from_config,
+)
 from ._hub import ExtensionHub, ReadOnly
 from .budget._ledger import Ledger
-from .budget.plan import Shortfall, plan_context
+from .budget.calibration import Calibration
+from .budget.plan import Shortfall
+from .budget.pruned import ViewPlan, plan_view, view_options
 from .budget.strategies import Strategy, get_strategy
 from .counting import TokenCounter, get_counter
 from .counting.usage import read_usage
@@ -39,16 +47,7 @@ from .messages.groups import INTERRUPTED_RESULT, Repairer, ToolProtocol, missing
 from .providers import ProviderRules, get_provider
 from .stats import ContextStats
 
-if TYPE_CHECKING:
-    pass
-
 T = TypeVar("T")
-
-
-def _check_priority(priority: Any) -> int:
-    if type(priority) is not int:  # bool is an int subclass: refused too
-        raise ConfigurationError(f"priority must be an int, got {priority!r}")
-    return priority
 
 
 class MessageContextManager(ExtensionHub):
@@ -61,6 +60,9 @@ class MessageContextManager(ExtensionHub):
     ``counter=None`` counts with the model's most precise counter (tiktoken for OpenAI models,
     the safe estimate for Claude / Gemini / ...), or chars/4 without a model.
     ``retention_ratio`` makes trimming prompt-cache friendly (see ``SlidingWindow``).
+    ``calibrate``: scale budget decisions by billed/counted usage (default: estimates only).
+    ``pruning`` (a ``ToolResultPruning``) trims or clears old tool results in the view only;
+    ``truncate_newest`` cuts the newest tool exchange head+tail to fit instead of dropping it.
 
     The budget, counter, strategy and tools are fixed at construction (read-only properties):
     cached totals depend on them, so changing one means building a new manager.
@@ -86,6 +88,9 @@ class MessageContextManager(ExtensionHub):
         summarizer: Any = None,
         provider: str | ProviderRules | None = None,
         interrupted_result: str = INTERRUPTED_RESULT,
+        calibrate: bool | None = None,
+        pruning: Any = None,
+        truncate_newest: bool = True,
     ) -> None:
         super().__init__()
         window, reserve_tokens = budget_options(
@@ -117,28 +122,23 @@ class MessageContextManager(ExtensionHub):
         self._system: tuple[Any, Message, int] | None = None
         self._warned = False
         self._usage_anchor: tuple[int, int] | None = None
+        self._calibration = Calibration(not self._counter.exact if calibrate is None else calibrate)
         self._added = 0
         #: Used by ``compact()`` when no summarizer is passed (None: the extractive one).
         self.summarizer = summarizer
         self._compaction: Any = None
         self._summary: tuple[Any, Message, int] | None = None
+        self._pruning = pruning
+        self._view = view_options(
+            pruning, truncate_newest, self._counter, window, self._budget_tokens
+        )
         if system_prompt is not None:
             self.set_system_prompt(system_prompt)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> MessageContextManager:
         """Build from a dict with snake_case or TS-style camelCase keys."""
-        if not isinstance(config, Mapping):
-            raise ConfigurationError(f"config must be a mapping, got {type(config).__name__}")
-        options: dict[str, Any] = {}
-        for key, value in config.items():
-            target = CONFIG_KEYS.get(key) if isinstance(key, str) else None
-            if target is None:
-                raise ConfigurationError(
-                    f"unknown config key {key!r}; known keys: {', '.join(sorted(CONFIG_KEYS))}"
-                )
-            options[target] = value
-        return cls(**options)
+        return cls(**options_from_config(config))
 
     # -- configuration (read-only: cached totals depend on it) ------------------------------
     max_tokens = ReadOnly[int]("_max_tokens", "The context window.")
@@ -147,6 +147,7 @@ class MessageContextManager(ExtensionHub):
     budget_tokens = ReadOnly[int]("_budget_tokens", "What the context may use.")
     counter = ReadOnly[TokenCounter]("_counter", "The token counter every message is counted by.")
     strategy = ReadOnly[Strategy]("_strategy", "The trimming strategy.")
+    pruning = ReadOnly[Any]("_pruning", "Tool-result pruning of the view (None: off).")
 
     @property
     def tools(self) -> list[Any] | None:
@@ -204,7 +205,8 @@ class MessageContextManager(ExtensionHub):
 
     def can_add(self, message: Any) -> bool:
         """True when adding ``message`` keeps everything held within the budget."""
-        return self.used_tokens + self.count_message(message) <= self._budget_tokens
+        cost = self._calibration.scale(self.count_message(message))
+        return self.used_tokens + cost <= self._budget_tokens
 
     def add(self, message: Any, *, priority: int = 0, pinned: bool = False) -> int:
         """Add one message (any accepted shape); returns the tokens it was counted at.
@@ -212,7 +214,7 @@ class MessageContextManager(ExtensionHub):
         With a store, the message is written before memory changes; if that fails, nothing
         changed and the store's typed error says why.
         """
-        _check_priority(priority)
+        check_priority(priority)
         with self._lock:
             index = self._added
             rec = normalize(message, index)
@@ -278,7 +280,8 @@ class MessageContextManager(ExtensionHub):
         self._added += 1
         if change is not None and self._listeners:
             self._emit(change)
-        floor = self._strategy.evict(ledger, self._room(held=True))
+        room = self._room(held=True)
+        floor = self._strategy.evict(self._view.evict_view(ledger, self._strategy, room), room)
         evicted = ledger.evict_before(floor) if floor > ledger.floor else []
         if released or evicted:
             gone = released + evicted
@@ -318,11 +321,12 @@ class MessageContextManager(ExtensionHub):
                 gc.enable()
 
     def record_usage(self, usage: Any) -> None:
-        """Anchor counts on the provider's reported prompt tokens (int or usage object)."""
+        """Anchor counts on reported prompt tokens (int or usage object); learn the calibration."""
         reported = read_usage(usage).prompt_tokens
         with self._lock:
             change = UsageRecorded(reported)
             self._write(change)
+            self._calibration.observe(reported, self.context_tokens)
             self._usage_anchor = (reported, self.token_count)
             if self._listeners:
                 self._emit(change)
@@ -337,9 +341,11 @@ class MessageContextManager(ExtensionHub):
             self._protocol.reset()
             self._repairer = None
             self._usage_anchor = None
+            self._calibration.reset()
             self._warned = False
             self._summary = None
             self._compaction = None
+            self._view.reset()
             if not keep_system_prompt:
                 self._system = None
             if self._listeners:
@@ -359,7 +365,7 @@ class MessageContextManager(ExtensionHub):
         """What sending the whole history costs now, anchored on provider usage if recorded."""
         if self._usage_anchor is not None:
             reported, at = self._usage_anchor
-            return reported + self.token_count - at
+            return reported + self._calibration.scale(self.token_count - at)
         return self.token_count + self._fixed
 
     @property
@@ -383,40 +389,36 @@ class MessageContextManager(ExtensionHub):
             system += self._summary[2]
         ledger = self._ledger
         pinned = ledger.pinned_total if held else ledger.pinned_complete_tokens()
-        return self._budget_tokens - self._fixed - system - pinned
+        return self._calibration.budget(self._budget_tokens) - self._fixed - system - pinned
 
-    def _plan(self) -> tuple[list[int], list[int], int]:
-        """Runs of groups to send and their trimmable tokens (see :func:`plan_context`)."""
-        room = self._room()
+    def _plan(self, emit: bool = False) -> ViewPlan:
+        """What to send (see :func:`plan_view`): pruning, the newest-exchange fallback, then
+        :func:`plan_context`. ``emit`` sends the pruning / truncation events of this request."""
+        room, budget = self._room(), self._calibration.budget(self._budget_tokens)
         try:
-            return plan_context(self._ledger, self._strategy, room, self._provider)
+            plan = plan_view(self._ledger, self._strategy, room, self._provider, self._view)
         except Shortfall as short:
-            fixed = self._budget_tokens - room
-            what = "the pinned messages" + (" and the latest user turn" if short.user else "")
-            what += " and the newest exchange" if short.exchange else ""
-            need = fixed + short.needed
-            raise ContextOverflowError(
-                f"{what} need {need} tokens but the budget is {self._budget_tokens} "
-                f"(short by {need - self._budget_tokens}); raise max_tokens, lower the "
-                "reserve, unpin messages or compact",
-                required=need,
-                budget=self._budget_tokens,
-            ) from None
+            raise short.overflow(budget - room, budget) from None
+        if emit and self._listeners:
+            for event in self._view.events(plan):
+                self._emit(event)
+        return plan
 
     def get_context(self) -> list[Any]:
         """The caller's messages to send now: system prompt first, then what fits, in order."""
         with self._lock:
-            starts, stops, _ = self._plan()
+            plan = self._plan(emit=True)
             out: list[Any] = [self._system[0]] if self._system else []
             if self._summary is not None:
                 out.append(self._summary[0])
-            out.extend(self._ledger.messages_in(starts, stops))
+            out.extend(plan.messages(self._ledger))
             return out
 
     def context_tokens(self) -> int:
         """Tokens of what ``get_context`` returns, reply priming and tool definitions included."""
         with self._lock:
-            return self._budget_tokens - self._room() + self._plan()[2]
+            budget = self._calibration.budget(self._budget_tokens)
+            return budget - self._room() + self._plan().tokens
 
     def stats(self) -> ContextStats:
         with self._lock:
@@ -425,14 +427,17 @@ class MessageContextManager(ExtensionHub):
             if self._system:
                 counts["system"] += 1
                 tokens["system"] += self._system[2]
+            report = None
             try:
-                starts, stops, trimmable = self._plan()
+                plan = self._plan()
                 context_count = (
                     (1 if self._system else 0)
                     + (1 if self._summary else 0)
-                    + ledger.message_count_in(starts, stops)
+                    + ledger.message_count_in(plan.starts, plan.stops)
                 )
-                context_tokens = self._budget_tokens - self._room() + trimmable
+                budget = self._calibration.budget(self._budget_tokens)
+                context_tokens = budget - self._room() + plan.tokens
+                report = plan.report
             except ContextOverflowError:
                 context_count, context_tokens = 0, 0
             used = self.used_tokens
@@ -451,6 +456,8 @@ class MessageContextManager(ExtensionHub):
                 strategy=self._strategy.name,
                 counter=self._counter.name,
                 calibrated=self._usage_anchor is not None,
+                calibration=self._calibration.factor,
+                pruning=report,
             )
 
     def _after_change(self) -> None:

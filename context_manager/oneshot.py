@@ -21,14 +21,11 @@ The answer is the manager's, by construction and by the property tests. Only wha
 cannot be rejected: a broken message or protocol error *beyond the cut* is not reported (the kept
 part is always checked; ``validate="all"`` restores the manager's whole-history check). On
 anything else (an overflow, an invalid message, ``repair``, ``priority``, ``retention_ratio``,
-whose cut depends on the offset of every group from the first, or a custom strategy) ``trim``
-takes the full path, a manager filled in bulk with the cyclic GC paused, so errors are exactly
-the manager's (the earliest offending index).
-
-The common OpenAI chat dicts take ``counting.fastlane`` (record and estimator count without
-``normalize``) and ``messages.replay`` (their protocol rules); other counts go through the
-per-counter content cache (``counting.message_cache``), so a re-trim of a reloaded history
-counts only the new message with a real tokenizer.
+whose cut depends on the offset of every group from the first, ``pruning``, or a custom
+strategy) ``trim`` takes the full path, a manager filled in bulk with the cyclic GC paused, so
+errors are exactly the manager's. The common OpenAI chat dicts take ``counting.fastlane``
+(record and estimator count without ``normalize``) and ``messages.replay`` (their protocol
+rules); other counts use the content cache (``counting.message_cache``).
 """
 
 from __future__ import annotations
@@ -78,6 +75,8 @@ def trim(
     provider: str | ProviderRules | None = None,
     count_cache: bool = True,
     validate: Literal["kept", "all"] = "kept",
+    pruning: Any = None,
+    truncate_newest: bool = True,
 ) -> list[Any]:
     """Return the messages of ``messages`` to send within ``max_tokens`` (input untouched).
 
@@ -103,6 +102,8 @@ def trim(
     ``validate="kept"`` (default) checks every message sent and the tool-call protocol among them
     but reads nothing beyond the cut; ``"all"`` checks the whole history first, as the manager
     does on add (and as the TypeScript reference does), at the cost of reading every message.
+
+    ``pruning``, ``truncate_newest``: as for the manager (pruning ratios are of ``max_tokens``).
     """
     if validate not in ("kept", "all"):
         raise ConfigurationError(f"validate must be 'kept' or 'all', got {validate!r}")
@@ -137,7 +138,7 @@ def trim(
     tool_defs = checked_tools(tools)
     if (
         validate == "kept"
-        and not repair
+        and (pruning is None and not repair)
         and type(resolved) is SlidingWindow
         and resolved.retention_ratio is None
         and (priorities is None or all(type(p) is int for p in priorities))
@@ -151,7 +152,9 @@ def trim(
         if paused:
             gc.disable()
         try:
-            return scan.select(window - reserve - fixed, resolved.max_messages, pinned, rules)
+            kept = scan.select(window - reserve - fixed, resolved.max_messages, pinned, rules)
+            if not (truncate_newest and messages and (not kept or kept[-1] is not messages[-1])):
+                return kept  # else the newest group was left out: the full path may cut it
         except (_Fallback, InvalidMessageError):
             pass  # the full path decides, and raises the manager's exact error
         finally:
@@ -165,6 +168,8 @@ def trim(
         repair=repair,
         tools=tools,
         provider=rules,
+        pruning=pruning,
+        truncate_newest=truncate_newest,
     )
     manager.close_interrupted = False  # a given list is checked as it is (repair=True fixes it)
     return _fill(manager, messages, priorities, pinned)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["ContextStats"]
 
@@ -25,6 +26,10 @@ class ContextStats:
     strategy: str
     counter: str
     calibrated: bool = False
+    #: Real tokens per counted token learned from usage (1.0: none learned, or not calibrating).
+    calibration: float = 1.0
+    #: What tool-result pruning did to the current view (a ``PruningReport``; None: off).
+    pruning: Any = None
 
     @property
     def usage_ratio(self) -> float:

@@ -152,13 +152,21 @@ def naive_fifo_held(messages: list[Any], pinned: set[int], budget: int) -> list[
         held = [gi for gi in range(len(groups)) if gi not in evicted]
         if sum(groups[g].tokens for g in held if not groups[g].pinned) > room and room >= tp:
             open_last = len(groups) - 1 if groups and groups[-1].pending else None
+            # The newest complete exchange ending in a tool result is never evicted (the view
+            # cuts it to fit instead; see docs/guide/pruning.md).
+            newest = len(groups) - (2 if open_last is not None else 1)
+            newest_exchange = (
+                newest
+                if newest >= 0 and naive_read(seen[groups[newest].indices[-1]]).result_ids
+                else None
+            )
             for gi in held:
                 if (
                     sum(groups[g].tokens for g in held if not groups[g].pinned and g not in evicted)
                     <= room
                 ):
                     break
-                if groups[gi].pinned or gi == open_last:
+                if groups[gi].pinned or gi in (open_last, newest_exchange):
                     continue
                 if gi == p:
                     kept_p = p

@@ -167,6 +167,10 @@ class Ledger:
         role = self.records[self.group_end(g) - 1].role
         return "user" if role == "tool" else role
 
+    def has_results(self, g: int) -> bool:
+        """Whether group ``g`` ends with a tool result (a complete tool exchange)."""
+        return bool(self.records[self.group_end(g) - 1].result_ids)
+
     def first_is_user_turn(self, g: int) -> bool:
         return self.records[self.group_start[g]].is_user_turn
 

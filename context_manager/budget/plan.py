@@ -6,6 +6,7 @@ and any other host compute a context the same way.
 
 from __future__ import annotations
 
+from ..errors import ContextOverflowError
 from ..providers import ProviderRules, restrict
 from ._ledger import Ledger
 from .strategies import Strategy
@@ -21,6 +22,19 @@ class Shortfall(Exception):
         self.needed = needed
         self.user = user
         self.exchange = exchange
+
+    def overflow(self, fixed: int, budget: int) -> ContextOverflowError:
+        """The typed error a host raises: ``fixed`` tokens are spent before trimmable groups."""
+        what = "the pinned messages" + (" and the latest user turn" if self.user else "")
+        what += " and the newest exchange" if self.exchange else ""
+        need = fixed + self.needed
+        return ContextOverflowError(
+            f"{what} need {need} tokens but the budget is {budget} "
+            f"(short by {need - budget}); raise max_tokens, lower the "
+            "reserve, unpin messages or compact",
+            required=need,
+            budget=budget,
+        )
 
 
 def _covers(starts: list[int], stops: list[int], g: int) -> bool:

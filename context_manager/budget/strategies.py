@@ -259,6 +259,11 @@ class FIFO(SlidingWindow):
             anchor = _turn_anchor(view, lo, hi, start, _step(room, self.retention_ratio))
             start = max(start, anchor)
         start = min(start, hi - 1 if view.open else hi)  # never evict a group awaiting results
+        last = hi - (2 if view.open else 1)
+        if lo <= last < start and view.has_results(last):
+            # The newest exchange alone is too big: keep it (the view cuts its results to fit)
+            # rather than lose the result the model is waiting for.
+            start = last
         return max(start, lo)
 
 

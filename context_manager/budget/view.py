@@ -80,6 +80,9 @@ class LedgerView(Protocol):
     def group_end(self, g: int) -> int:
         """Index one past the last message of group ``g``."""
 
+    def has_results(self, g: int) -> bool:
+        """Whether group ``g`` ends with a tool result (a complete tool exchange)."""
+
     def trimmable(self, lo: int, hi: int) -> int:
         """Trimmable tokens of groups ``[lo, hi)``."""
 

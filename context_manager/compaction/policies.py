@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, Protocol
 
-from ..errors import CompactionError, ConfigurationError
+from ..errors import CompactionError, ConfigurationError, NothingToCompactError
 from ..messages import Message
 from .convert import PiView, to_pi_entries
 from .pi_rules import (
@@ -108,7 +108,37 @@ class CompactionPlan:
             )
         if self.is_split_turn:
             summary += SPLIT_TURN_SEPARATOR + texts.pop(0)
-        return summary + format_file_operations(self.read_files, self.modified_files)
+        read, modified, left_out = cap_file_lists(
+            self.read_files, self.modified_files, self.summary_max_tokens
+        )
+        note = f"\n\n({left_out} more files not listed)" if left_out else ""
+        return summary + format_file_operations(read, modified) + note
+
+
+def cap_file_lists(
+    read: Sequence[str], modified: Sequence[str], budget_tokens: int
+) -> tuple[list[str], list[str], int]:
+    """Deduplicated lists within about a quarter of ``budget_tokens`` (4 chars a token).
+
+    Pi appends every file ever read after the summary; after ~1,000 reads that alone exceeds a
+    small window. Modified files go first (they matter more), most recent last in each list;
+    the count of those left out is returned so the summary can say so.
+    """
+    room = max(budget_tokens, 64)  # chars: a quarter of the tokens x 4 chars per token
+    out_mod: list[str] = []
+    out_read: list[str] = []
+    seen: set[str] = set()
+    total = dropped = 0
+    for path, out in [*((p, out_mod) for p in modified), *((p, out_read) for p in read)]:
+        if path in seen:
+            continue
+        seen.add(path)
+        if total + len(path) + 1 > room:
+            dropped += 1
+            continue
+        total += len(path) + 1
+        out.append(path)
+    return out_read, out_mod, dropped
 
 
 def _strip_file_blocks(summary: str) -> str:
@@ -205,7 +235,7 @@ class HistoryCut(NamedTuple):
 
 
 def _nothing_to_compact(why: str) -> CompactionError:
-    return CompactionError(f"nothing to compact: {why}")
+    return NothingToCompactError(f"nothing to compact: {why}")
 
 
 @dataclass(frozen=True, slots=True)

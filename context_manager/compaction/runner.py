@@ -14,7 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import CompactionError, CompactionInProgressError
+from ..errors import (
+    CompactionError,
+    CompactionInProgressError,
+    CompactionTooLargeError,
+    NothingToCompactError,
+)
 from ..events import Cleared, Compacted, Event
 from ..host import ManagerHost
 from ._flow import Flow, Parallel, run_async, run_sync
@@ -22,6 +27,7 @@ from .entry import REASONS, Clock, CompactionEntry, utc_timestamp
 from .extractive import ExtractiveSummarizer
 from .policies import CompactionPlan, CompactionPolicy, TokenBudgetCompaction
 from .prompts import summary_message_text
+from .pruning.fallback import PruningFallback, prune_instead
 from .summarizers import SummaryRequest, summary_flow
 
 
@@ -171,8 +177,10 @@ def _apply(
             "plan is stale and was not applied (run compact() again)"
         )
     plan = job.plan
+    summary = plan.combine(texts, job.previous_summary)
+    _check_fits(manager, summary, plan.first_kept_index)
     entry = CompactionEntry(
-        summary=plan.combine(texts, job.previous_summary),
+        summary=summary,
         first_kept_index=plan.first_kept_index,
         tokens_before=job.tokens_before,
         details={"read_files": list(plan.read_files), "modified_files": list(plan.modified_files)},
@@ -182,6 +190,26 @@ def _apply(
     manager.apply_compaction(summary_message(entry.summary), entry.first_kept_index, entry)
     state.emit(_event(job, "end", will_retry=will_retry, entry=entry))
     return entry
+
+
+def _check_fits(manager: ManagerHost, summary: str, first_kept_index: int) -> None:
+    """Refuse a summary that could never be sent: it, with what is always sent (system prompt,
+    pinned messages, priming, tools), would exceed the budget, so every later request would
+    overflow. Raises :class:`CompactionTooLargeError`; nothing is applied."""
+    items = manager.history()
+    kept = sum(it.tokens for it in items if not it.pinned)
+    old = manager.summary
+    fixed = int(manager.used_tokens) - kept - (manager.count_message(old) if old else 0)
+    need = fixed + manager.count_message(summary_message(summary))
+    budget = int(manager.budget_tokens)
+    if need > budget:
+        raise CompactionTooLargeError(
+            f"the compaction was not applied: its summary with the parts always sent needs "
+            f"{need} tokens but the budget is {budget} (lower the summary's max tokens, or the "
+            "file lists; unpin messages)",
+            required=need,
+            budget=budget,
+        )
 
 
 def _acquire(state: CompactionState) -> None:
@@ -201,12 +229,22 @@ def compaction_flow(
     reason: str = "manual",
     will_retry: bool = False,
     clock: Clock = utc_timestamp,
-) -> Flow[CompactionEntry]:
-    """Plan, summarize (the one step a driver performs), then apply; events on both ends."""
+    fallback: bool = True,
+) -> Flow[CompactionEntry | PruningFallback]:
+    """Plan, summarize (the one step a driver performs), then apply; events on both ends.
+
+    With ``fallback``, a history too short to summarize makes the manager's view clear old tool
+    results instead (:func:`~context_manager.compaction.pruning.fallback.prune_instead`).
+    """
     state = state_of(manager)
     _acquire(state)
     try:
-        job = _plan(manager, state, policy, focus, reason)
+        try:
+            job = _plan(manager, state, policy, focus, reason)
+        except NothingToCompactError as exc:
+            if not fallback:
+                raise
+            return prune_instead(manager, exc, reason)
         run = summarizer or manager.summarizer or ExtractiveSummarizer()
         state.emit(_event(job, "start", will_retry=will_retry))
         try:
@@ -222,19 +260,21 @@ def compaction_flow(
 
 def compact_manager(
     manager: ManagerHost, summarizer: Any = None, **options: Any
-) -> CompactionEntry:
+) -> CompactionEntry | PruningFallback:
     """Compact ``manager`` now (sync); async summarizers are run to completion here.
 
     ``summarizer`` defaults to ``manager.summarizer``, then to :class:`ExtractiveSummarizer`;
     ``policy`` defaults to :class:`TokenBudgetCompaction` sized for the manager's budget. Options
-    are :func:`compaction_flow`'s.
+    are :func:`compaction_flow`'s. Returns a :class:`PruningFallback` instead of an entry when
+    the history was too short to summarize and the view now clears old tool results; raises
+    :class:`CompactionTooLargeError` (nothing applied) when the summary could never fit.
     """
     return run_sync(compaction_flow(manager, summarizer, **options))
 
 
 async def acompact_manager(
     manager: ManagerHost, summarizer: Any = None, **options: Any
-) -> CompactionEntry:
+) -> CompactionEntry | PruningFallback:
     """Async :func:`compact_manager`: split-turn requests run concurrently; sync summarizers run
     in a worker thread. Cancelling it leaves no entry and the history untouched."""
     return await run_async(compaction_flow(manager, summarizer, **options))

@@ -208,7 +208,10 @@ class CompactionTriggers:
             current = manager.used_tokens  # the hook may have changed the history
         if not self.should_compact(current, window):
             return None
-        return (yield from compaction_flow(manager, summarizer, policy=policy, reason="threshold"))
+        entry = yield from compaction_flow(
+            manager, summarizer, policy=policy, reason="threshold", fallback=False
+        )
+        return entry if isinstance(entry, CompactionEntry) else None  # no fallback was asked
 
     def before_request(
         self, manager: ManagerHost, summarizer: Any = None, **options: Any
@@ -294,9 +297,10 @@ def send_with_recovery(manager: ManagerHost, send: Callable[[list[Any]], T], **o
     """``send(manager.get_context())``; on a context overflow compact once and resend once.
 
     An overflow is an exception or a returned reply that :func:`is_context_overflow` accepts.
-    A second overflow, or a compaction that finds nothing to summarize, raises
-    ``ContextOverflowError`` (chained to the provider's error). Options: ``summarizer``,
-    ``policy``, ``focus``, ``context_window``, ``triggers`` (run first).
+    A history too short to summarize makes the view clear every tool result but the newest
+    (see ``compact()``) before the resend. A second overflow, or a compaction that can help in
+    neither way, raises ``ContextOverflowError`` (chained to the provider's error). Options:
+    ``summarizer``, ``policy``, ``focus``, ``context_window``, ``triggers`` (run first).
     """
     return run_sync(recovery_flow(manager, send, **options))  # type: ignore[no-any-return]
 

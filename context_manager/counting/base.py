@@ -22,6 +22,8 @@ class TokenCounter(ABC):
     name: str = "counter"
     #: Tokens added once per prompt (the reply priming of OpenAI chat models).
     prompt_overhead: int = 0
+    #: True for a real tokenizer; the manager calibrates only estimates on usage by default.
+    exact: bool = False
 
     @abstractmethod
     def count_text(self, text: str) -> int:

@@ -25,6 +25,8 @@ def message_chars(message: Message) -> int:
         chars += utf16_len(result.text)
     if message.other:
         chars += utf16_len(message.other)
+    for item in message.media:  # what the part's JSON added to ``other`` (the TS reference rule)
+        chars += item.chars
     return chars
 
 
@@ -70,4 +72,6 @@ class CharEstimator(TokenCounter):
         tokens = self._tokens(message_chars(message)) + self.message_overhead
         if message.images:
             tokens += self.image_tokens * len(message.images)
+        if message.media:  # Gemini blobs have no JSON form: charged like an image, as before
+            tokens += self.image_tokens * sum(1 for item in message.media if not item.chars)
         return tokens

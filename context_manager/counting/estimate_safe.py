@@ -31,6 +31,7 @@ import string
 
 from ..messages import Message
 from .base import TokenCounter
+from .media import MediaRules
 
 #: Fitted weights (tokens per unit), rounded up. See the module docstring for what each counts.
 W_LETTER = 0.188
@@ -110,7 +111,8 @@ def estimate_tokens(text: str) -> int:
 class SafeEstimator(TokenCounter):
     """``estimate_tokens`` per text part plus fixed chat framing per message and per prompt.
 
-    ``image_tokens`` is charged per image (the registry sets each provider's rule).
+    ``media`` prices images, documents and audio by a provider's documented rule (the registry
+    passes Claude's and Gemini's); without it every image costs ``image_tokens``.
     """
 
     def __init__(
@@ -121,6 +123,7 @@ class SafeEstimator(TokenCounter):
         tool_call_overhead: int = 3,
         image_tokens: int = 1600,
         name: str = "estimate",
+        media: MediaRules | None = None,
     ) -> None:
         from ..errors import ConfigurationError
 
@@ -131,6 +134,7 @@ class SafeEstimator(TokenCounter):
         self.tool_call_overhead = tool_call_overhead
         self.image_tokens = image_tokens
         self.name = name
+        self.media = media or MediaRules("estimate", unknown_image=image_tokens)
 
     def count_text(self, text: str) -> int:
         return estimate_tokens(text)
@@ -151,4 +155,6 @@ class SafeEstimator(TokenCounter):
             tokens += estimate_tokens(message.thinking)
         if message.other:
             tokens += estimate_tokens(message.other)
-        return tokens + self.image_tokens * len(message.images)
+        if message.images or message.media:
+            tokens += self.media.cost(message.images, message.media)
+        return tokens

@@ -15,12 +15,15 @@ from ..errors import ConfigurationError
 from ..messages import Message
 from .base import TokenCounter
 from .cache import CacheInfo, TextCountCache
+from .media import MediaRules
 
 DEFAULT_CACHE_SIZE = 4096
 
 
 class FramedCounter(TokenCounter):
     """A text tokenizer plus per-message framing constants."""
+
+    exact = True
 
     def __init__(
         self,
@@ -39,6 +42,8 @@ class FramedCounter(TokenCounter):
         self.prompt_overhead = prompt_overhead
         self.tool_call_overhead = tool_call_overhead
         self.image_tokens = image_tokens
+        #: Images cost ``image_tokens`` whatever their size; documents and audio the defaults.
+        self.media = MediaRules("framed", unknown_image=image_tokens)
         self._count_cached = TextCountCache(self._encode_len, cache_size)
 
     @abstractmethod
@@ -65,4 +70,6 @@ class FramedCounter(TokenCounter):
             tokens += count(message.thinking)
         if message.other:
             tokens += count(message.other)
-        return tokens + self.image_tokens * len(message.images)
+        if message.images or message.media:
+            tokens += self.media.cost(message.images, message.media)
+        return tokens

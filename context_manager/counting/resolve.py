@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 
 from ..errors import ConfigurationError
 from ..models import ModelInfo, find_model, unknown_model_error
 from .base import TokenCounter
 from .estimate import CharEstimator
 from .estimate_safe import SafeEstimator
+from .media import media_rules_for
 
 #: Specs meaning Pi's chars/4 (``"estimate"`` is the safe estimator since 0.2).
 ESTIMATOR_NAMES = frozenset({"chars", "approximate", "chars/4"})
@@ -60,11 +62,13 @@ def safe_estimate_for(info: ModelInfo | None) -> SafeEstimator:
     """The safe estimate, with ``info``'s framing and per-image cost when a model is known."""
     if info is None:
         return SafeEstimator()
+    rules = media_rules_for(info.provider, info.name)
     return SafeEstimator(
         message_overhead=info.message_overhead,
         prompt_overhead=info.prompt_overhead,
         image_tokens=info.image_tokens,
         name=f"estimate:{info.name}",
+        media=replace(rules, unknown_image=info.image_tokens) if rules else None,
     )
 
 

@@ -29,13 +29,8 @@ from ..models import find_model
 from .base import TokenCounter
 from .cache import CacheInfo, TextCountCache
 from .chunked import chunked_len
-from .openai_formula import (
-    ImageCosts,
-    image_costs_for,
-    image_tokens,
-    tool_constants_for,
-    tool_definition_tokens,
-)
+from .media import openai_media
+from .openai_formula import ImageCosts, tool_constants_for, tool_definition_tokens
 from .tiktoken_loader import load_encoding
 
 CHAT_FORMATS = ("openai", "chatml")
@@ -70,6 +65,8 @@ def _encoding_for(model: str | None, encoding: str | None) -> str:
 class TiktokenCounter(TokenCounter):
     """OpenAI chat token counts with tiktoken; identical texts are encoded once (LRU)."""
 
+    exact = True
+
     def __init__(
         self,
         model: str | None = None,
@@ -92,7 +89,9 @@ class TiktokenCounter(TokenCounter):
         self.name = f"tiktoken:{self.encoding_name}"
         self.prompt_overhead = REPLY_PRIMING
         self.tool_constants = tool_constants_for(self.encoding_name)
-        self.image_costs = image_costs or image_costs_for(model)
+        #: Images (tiles or patches by model), PDFs and audio as OpenAI documents them.
+        self.media = openai_media(model, image_costs)
+        self.image_costs = self.media.tiles
         # gpt-3.5's ChatML puts a newline after the role and after each message.
         gpt35 = bool(model) and str(model).lower().startswith("gpt-3.5")
         self._chatml_frame = 4 if gpt35 else 3
@@ -128,7 +127,7 @@ class TiktokenCounter(TokenCounter):
             )
         if message.text:
             tokens += count(message.text)
-        if message.tool_calls or message.tool_results or message.images:
+        if message.tool_calls or message.tool_results or message.images or message.media:
             tokens += self._extras(message)
         if message.thinking:
             tokens += count(message.thinking)
@@ -143,8 +142,8 @@ class TiktokenCounter(TokenCounter):
             tokens += TOKENS_PER_TOOL_CALL + count(call.name) + count(call.arguments)
         for result in message.tool_results:
             tokens += TOKENS_PER_MESSAGE + self._role_tokens["tool"] + count(result.text)
-        for image in message.images:
-            tokens += image_tokens(image, self.image_costs)
+        if message.images or message.media:
+            tokens += self.media.cost(message.images, message.media)
         return tokens
 
     def count_tools(self, tools: Sequence[Any]) -> int:

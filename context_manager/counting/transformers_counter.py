@@ -22,6 +22,7 @@ estimate, and ``count_prompt`` stays exact.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -61,6 +62,32 @@ _PROBE_PREFIXES: dict[str, tuple[tuple[dict[str, Any], ...], ...]] = {
         ({"role": "user", "content": _PROBE},),
     ),
 }
+
+
+def template_dicts(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Messages as chat templates expect them (Hugging Face's convention).
+
+    An assistant turn that only calls tools has ``content: None`` in the OpenAI shape, which
+    templates that test or concatenate the content (Qwen3's ``'</think>' in content``, Llama
+    3.1's ``content | trim``) cannot render: it becomes ``""``, what such a turn shows the
+    model. Tool-call arguments become the JSON object they encode (templates render them with
+    ``tojson``); text that is not a JSON object stays a string.
+    """
+    out = []
+    for message in messages:
+        rendered = message.to_openai()
+        if rendered.get("content") is None:
+            rendered["content"] = ""
+        for call in rendered.get("tool_calls", ()):
+            function = call["function"]
+            try:
+                arguments = json.loads(function["arguments"])
+            except ValueError:
+                continue
+            if isinstance(arguments, dict):
+                function["arguments"] = arguments
+        out.append(rendered)
+    return out
 
 
 def hub_offline() -> bool:
@@ -219,7 +246,7 @@ class TransformersCounter(FramedCounter):
         """Exact per-message costs from prefix renderings (sum + overhead = template total)."""
         if not self.has_template:
             return [self.count_message(m) for m in messages]
-        dicts = [m.to_openai() for m in messages]
+        dicts = template_dicts(messages)
         costs: list[int] = []
         previous = self._preamble
         for k in range(1, len(dicts) + 1):
@@ -241,7 +268,7 @@ class TransformersCounter(FramedCounter):
             return super().count_prompt(items, tools)
         if not items:
             return self.prompt_overhead + (self.count_tools(tools) if tools else 0)
-        dicts = [m.to_openai() for m in items]
+        dicts = template_dicts(items)
         return self.template_length(dicts, add_generation_prompt=True, tools=tools)
 
     def count_tools(self, tools: Sequence[Any]) -> int:

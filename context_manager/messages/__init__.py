@@ -8,6 +8,15 @@ protocol (which messages travel together) and ``repair``.
 from __future__ import annotations
 
 from .normalize import normalize
-from .record import ROLES, Image, Message, ToolCall, ToolResult, to_json_text
+from .record import ROLES, Image, Media, Message, ToolCall, ToolResult, to_json_text
 
-__all__ = ["ROLES", "Image", "Message", "ToolCall", "ToolResult", "normalize", "to_json_text"]
+__all__ = [
+    "ROLES",
+    "Image",
+    "Media",
+    "Message",
+    "ToolCall",
+    "ToolResult",
+    "normalize",
+    "to_json_text",
+]

@@ -22,7 +22,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..errors import InvalidMessageError
-from .record import Image, Message, ToolCall, ToolResult
+from .record import Image, Media, Message, ToolCall, ToolResult
 from .sdk import family
 
 __all__ = ["KNOWN_TYPES", "check_json", "decode", "encode"]
@@ -150,6 +150,7 @@ def _record(data: Mapping[str, Any]) -> Message:
         thinking=data.get("thinking", ""),
         other=data.get("other", ""),
         item=bool(data.get("item", False)),
+        media=tuple(Media(*m) for m in data.get("media", ())),
     )
 
 

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidMessageError
-from .record import Image, Message, ToolCall, ToolResult, to_json_text
+from .media import image_of, media_of
+from .record import Image, Media, Message, ToolCall, ToolResult, to_json_text
 
 __all__ = ["from_content", "is_gemini_content"]
 
@@ -39,6 +40,7 @@ def from_content(message: Mapping[str, Any], index: int | None) -> Message:
     calls: list[ToolCall] = []
     results: list[ToolResult] = []
     images: list[Image] = []
+    media: list[Media] = []
     for part in parts:
         if not isinstance(part, Mapping):
             raise InvalidMessageError("Gemini parts must be objects", index=index)
@@ -55,8 +57,9 @@ def from_content(message: Mapping[str, Any], index: int | None) -> Message:
             results.append(
                 ToolResult(_call_id(response), to_json_text(response.get("response") or {}))
             )
-        if part.get("inline_data") or part.get("inlineData") or part.get("file_data"):
-            images.append(Image())
+        blob = part.get("inline_data") or part.get("inlineData") or part.get("file_data")
+        if blob:
+            _media(blob, images, media)
         signature = part.get("thought_signature") or part.get("thoughtSignature")
         if isinstance(signature, str):
             other.append(signature)
@@ -68,4 +71,18 @@ def from_content(message: Mapping[str, Any], index: int | None) -> Message:
         images=tuple(images),
         thinking="\n".join(thoughts),
         other="\n".join(other),
+        media=tuple(media),
     )
+
+
+def _media(blob: Any, images: list[Image], media: list[Media]) -> None:
+    """An ``inline_data`` / ``file_data`` blob: an image by its mime type, else a document
+    (PDF), audio or video; sizes, pages and durations are read from inline bytes."""
+    if not isinstance(blob, Mapping):
+        images.append(Image())
+        return
+    mime = blob.get("mime_type", blob.get("mimeType"))
+    if isinstance(mime, str) and mime.startswith("image/"):
+        images.append(image_of(blob))
+    else:
+        media.append(media_of(blob, "document", 0))

@@ -17,9 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._js import utf16_len
 from ..errors import InvalidMessageError
 from .gemini import from_content, is_gemini_content
-from .record import _ROLE_SET, ROLES, Image, Message, ToolCall, ToolResult, to_json_text
+from .media import image_of, media_of
+from .record import _ROLE_SET, ROLES, Image, Media, Message, ToolCall, ToolResult, to_json_text
 from .responses import ITEM_TYPES, from_item
 from .sdk import family, pydantic_ai_record, sdk_dict
 
@@ -40,31 +42,50 @@ _LANGCHAIN_TYPES = {
 }
 _TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 _IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
+# Parts billed by pages or duration (Anthropic document, OpenAI file / input_file / input_audio,
+# LangChain standard blocks); a text-source document stays text (its JSON is counted).
+_MEDIA_PART_TYPES = {
+    "document": "document",
+    "file": "document",
+    "input_file": "document",
+    "input_audio": "audio",
+    "audio": "audio",
+    "video": "video",
+}
 
 
 class _Parts:
-    __slots__ = ("images", "other", "results", "texts", "thinking", "tool_calls")
+    __slots__ = (
+        "images",
+        "media",
+        "other",
+        "result_media",
+        "results",
+        "texts",
+        "thinking",
+        "tool_calls",
+    )
 
     def __init__(self) -> None:
         self.texts: list[str] = []
         self.images: list[Image] = []
+        self.media: list[Media] = []
+        self.result_media: list[Media] = []  # from tool_result blocks (their own text groups)
         self.tool_calls: list[ToolCall] = []
         self.results: list[ToolResult] = []
         self.thinking: list[str] = []
         self.other: list[str] = []
 
 
-def _image(part: Mapping[str, Any]) -> Image:
-    inner = part.get("image_url")
-    src: Mapping[str, Any] = inner if isinstance(inner, Mapping) else part
-    width = src.get("width", part.get("width"))
-    height = src.get("height", part.get("height"))
-    detail = src.get("detail", part.get("detail"))
-    return Image(
-        detail if isinstance(detail, str) else None,
-        width if isinstance(width, int) else None,
-        height if isinstance(height, int) else None,
-    )
+def _joined_media(media: list[Media], others: int) -> list[Media]:
+    """Media taken out of a newline-joined text group of ``others`` other items.
+
+    Each part's ``chars`` is its JSON plus the newline joining it; when nothing else is in the
+    group, one newline fewer (so chars/4 charges exactly what the joined text used to hold).
+    """
+    if media and not others:
+        media[0] = media[0]._replace(chars=media[0].chars - 1)
+    return media
 
 
 def _result_text(content: Any, index: int | None, parts: _Parts) -> str:
@@ -77,6 +98,8 @@ def _result_text(content: Any, index: int | None, parts: _Parts) -> str:
         for part in content:
             _part(part, index, inner)
         parts.images.extend(inner.images)
+        others = len(inner.texts) + len(inner.other)
+        parts.result_media += _joined_media(inner.media, others) + inner.result_media
         return "\n".join(inner.texts + inner.other)
     raise InvalidMessageError(
         f"tool_result content must be a string or a list of blocks, got {type(content).__name__}",
@@ -110,7 +133,10 @@ def _part(part: Any, index: int | None, out: _Parts) -> None:
             raise InvalidMessageError("text part needs a string 'text'", index=index)
         out.texts.append(text)
     elif kind in _IMAGE_PART_TYPES:
-        out.images.append(_image(part))
+        out.images.append(image_of(part))
+    elif kind in _MEDIA_PART_TYPES and _is_media(part):
+        chars = utf16_len(to_json_text(part)) + 1
+        out.media.append(media_of(part, _MEDIA_PART_TYPES[kind], chars))
     elif kind == "tool_use":
         out.tool_calls.append(_tool_use(part, index))
     elif kind == "tool_result":
@@ -125,6 +151,11 @@ def _part(part: Any, index: int | None, out: _Parts) -> None:
         out.texts.append(str(part.get("refusal", "")))
     else:
         out.other.append(to_json_text(part))
+
+
+def _is_media(part: Mapping[str, Any]) -> bool:
+    source = part.get("source")
+    return not (isinstance(source, Mapping) and source.get("type") in ("text", "content"))
 
 
 def _openai_tool_call(raw: Any, index: int | None) -> ToolCall:
@@ -204,6 +235,7 @@ def _build(role: str, parts: _Parts, index: int | None, name: Any, call_id: Any)
         images=tuple(parts.images),
         thinking="\n".join(parts.thinking),
         other="\n".join(parts.other),
+        media=tuple(_joined_media(parts.media, len(parts.other)) + parts.result_media),
     )
 
 

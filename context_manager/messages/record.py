@@ -39,6 +39,23 @@ class Image(NamedTuple):
     height: int | None = None
 
 
+class Media(NamedTuple):
+    """A document, audio or video part, described by what providers bill: pages or seconds.
+
+    ``kind`` is ``"document"``, ``"audio"`` or ``"video"``; ``size`` the bytes of inline data
+    (0 for a URL or file id); ``pages`` / ``seconds`` are read from those bytes when possible.
+    ``chars`` is what the part added to the old ``other`` text (its compact JSON plus the
+    newline joining it), which Pi's chars/4 arithmetic still charges, as the TS reference does.
+    """
+
+    kind: str
+    mime: str | None = None
+    pages: int | None = None
+    seconds: float | None = None
+    size: int = 0
+    chars: int = 0
+
+
 @dataclass(slots=True)
 class Message:
     """The normalized record every module reads; also accepted as input in its own right.
@@ -64,6 +81,8 @@ class Message:
     #: True for an OpenAI Responses item (a call, an output, a reasoning item each arrive alone;
     #: consecutive call items and a reasoning item before calls form one group).
     item: bool = False
+    #: Documents, audio and video (counted by pages / seconds, not by their base64 length).
+    media: tuple[Media, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in _ROLE_SET:

@@ -60,6 +60,7 @@ def run_trim_case(case: Mapping[str, Any]) -> list[int] | dict[str, Any]:
             priorities=options.get("priorities"),
             pinned=options.get("pinned") or (),
             counter=estimator_from_options(options.get("estimator")),
+            truncate_newest=False,  # the TS reference predates the cut-to-fit rule
             validate="all",  # the reference rejects a broken message anywhere, even if dropped
         )
     except ContextOverflowError as exc:

@@ -21,6 +21,7 @@ RUNNER_MODULES = (
     "context_manager.parity.tokens",
     "context_manager.parity.reference",
     "context_manager.parity.pi_sessions",
+    "context_manager.parity.openclaw",
 )
 
 Runner = Callable[[Any], Any]

@@ -74,7 +74,11 @@ def test_trim_with_a_model_uses_its_tokenizer() -> None:
     assert trim(MESSAGES, budget) == MESSAGES
     by_model = trim(MESSAGES, budget, model="gpt-4o")  # ... not by gpt-4o's real count
     assert by_model == trim(MESSAGES, budget, counter="tiktoken:o200k_base")
-    assert by_model == MESSAGES[:2]
+    dropped = trim(MESSAGES, budget, model="gpt-4o", truncate_newest=False)
+    assert dropped == MESSAGES[:2]
+    # by default the newest tool exchange is cut to fit instead of dropped
+    assert by_model[:2] == MESSAGES[:2] and by_model[2] is MESSAGES[2]
+    assert "[Tool result trimmed" in by_model[3]["content"]
 
 
 def test_count_tokens_takes_a_counter() -> None:

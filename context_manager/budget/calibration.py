@@ -1,0 +1,78 @@
+"""Learning from billed usage how far our count is from the provider's, and acting on it.
+
+An estimate (chars/4, the safe estimate, a custom counter) can be off by 2x on some content. The
+provider reports what a request really cost; ``record_usage`` hands that figure here together
+with our count of the same context, and the ratio (real tokens per counted token) becomes a
+correction factor that the manager applies to every budget decision: what ``get_context`` sends
+(the budget is divided by the factor, in counted tokens), ``can_add`` and the near-limit warning
+(counted growth is multiplied by it). The figure shown is therefore also the figure acted on.
+
+The factor rises at once to a higher ratio (undercounting is what overflows a window) and falls
+slowly (an exponential moving average) so one cheap request does not open the budget wide.
+Decisions add :data:`MARGIN` on top, since the next context's mix differs a little from the
+last one's. Samples that cannot be trusted are ignored: a context under :data:`MIN_COUNTED`
+tokens (framing and hidden system text dominate it) or a ratio outside [:data:`LOW`,
+:data:`HIGH`] (a usage record that belongs to another context, a cached prefix reported
+oddly). The factor is rebuilt on reopen by replaying the usage records of the log, and
+forgotten on ``clear()``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from ..errors import ContextOverflowError
+
+__all__ = ["HIGH", "LOW", "MARGIN", "MIN_COUNTED", "WEIGHT", "Calibration"]
+
+#: Ratios (reported / counted) outside this range are ignored as outliers.
+LOW, HIGH = 0.5, 3.0
+#: Contexts smaller than this (counted tokens) teach nothing reliable.
+MIN_COUNTED = 500
+#: Weight of a new sample in the moving average.
+WEIGHT = 0.3
+#: Headroom added to the factor in budget decisions once a factor is learned.
+MARGIN = 0.01
+
+
+class Calibration:
+    """The correction factor of one manager (1.0 until a trusted sample arrives)."""
+
+    __slots__ = ("enabled", "factor", "samples")
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = bool(enabled)
+        self.factor = 1.0
+        self.samples = 0
+
+    def observe(self, reported: int, counted: Callable[[], int]) -> bool:
+        """Fold in one request: ``reported`` prompt tokens for a context we counted at
+        ``counted()`` (called only when enabled). Returns whether the sample was used."""
+        if not self.enabled:
+            return False
+        try:
+            ours = counted()
+        except ContextOverflowError:  # nothing fits: there is no sent context to compare
+            return False
+        if ours < MIN_COUNTED or not LOW <= reported / ours <= HIGH:
+            return False
+        ratio = reported / ours
+        if not self.samples or ratio > self.factor:  # rise at once: undercounting overflows
+            self.factor = ratio
+        else:  # fall slowly: one cheap request should not open the budget wide
+            self.factor += WEIGHT * (ratio - self.factor)
+        self.samples += 1
+        return True
+
+    def reset(self) -> None:
+        self.factor = 1.0
+        self.samples = 0
+
+    def budget(self, budget: int) -> int:
+        """``budget`` real tokens expressed in counted tokens."""
+        return budget if not self.samples else math.floor(budget / (self.factor * (1 + MARGIN)))
+
+    def scale(self, counted: int) -> int:
+        """``counted`` tokens expressed in real tokens (rounded up)."""
+        return counted if not self.samples else math.ceil(counted * self.factor * (1 + MARGIN))

@@ -1,0 +1,291 @@
+"""The manager's side of view pruning: a protocol, a ledger view with pruned sums, and a fallback.
+
+The manager must not import ``compaction/`` (layers point down), so it talks to a pruning engine
+through :class:`ViewPruner` only; ``ToolResultPruning.bind()`` (in ``compaction/pruning``) returns
+one. The engine answers with a :class:`PrunePlan`: replacement objects by stable message position
+(``seq``) and prefix sums of the *pruned* trimmable tokens, so the unchanged strategies bisect on
+what will actually be sent.
+
+:func:`fit_newest_group` is the default safety net with or without pruning: when the newest
+complete tool exchange cannot fit, its results are cut head+tail to fit instead of vanishing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .._js import utf16_len
+from ..counting import TokenCounter
+from ..errors import ConfigurationError
+from ..events import Event, ToolResultsPruned, ToolResultTruncated
+from ..messages import Message, normalize
+from ..messages.truncate import head_tail, rewrite_results
+from ..providers import ProviderRules
+from ._ledger import Ledger, Level
+from .plan import plan_context
+from .strategies import Strategy
+
+
+@dataclass(slots=True)
+class PrunePlan:
+    """What a pruning engine decided for one request (``report`` is engine-defined)."""
+
+    replacements: dict[int, Any]
+    cum: list[int]
+    saved_tokens: int
+    report: Any = None
+
+
+class ViewPruner(Protocol):
+    """An engine bound to one manager; state lets it stay prefix-stable and incremental."""
+
+    def plan(self, ledger: Ledger, counter: TokenCounter, window: int, fixed: int) -> PrunePlan:
+        """Replacements and pruned prefix sums for the current ledger."""
+        ...
+
+    def reset(self) -> None:
+        """Forget everything (the history was cleared)."""
+        ...
+
+
+class PrunedLedger(Ledger):
+    """The ledger as the strategy should see it after pruning: ``cum`` holds pruned tokens.
+
+    A read-only stand-in: it never runs ``Ledger.__init__`` and forwards every attribute it does
+    not hold to the real ledger, so the inherited reading methods (``trimmable``,
+    ``start_fitting``, ``with_pins``, ...) run on the pruned sums. ``levels`` (the priority
+    strategy's per-priority sums) are rebuilt from the pruned sums on first use: O(groups), paid
+    only by the priority strategy on a request where pruning saved something. Never write to it.
+    """
+
+    def __init__(self, ledger: Ledger, cum: list[int]) -> None:
+        self.__dict__["_ledger"] = ledger
+        self.__dict__["cum"] = cum
+
+    def __getattr__(self, name: str) -> Any:
+        real: Ledger = self.__dict__["_ledger"]
+        if name != "levels":
+            return getattr(real, name)
+        cum = self.cum
+        out: dict[int, Level] = {}
+        for priority, level in real.levels.items():
+            new = out[priority] = Level()
+            new.groups = level.groups
+            sums = new.cum
+            for g in level.groups:
+                sums.append(sums[-1] + cum[g + 1] - cum[g])
+        self.__dict__["levels"] = out  # built once per request, on first use
+        return out
+
+
+def pruned_view(ledger: Ledger, cum: list[int]) -> Ledger:
+    """``ledger`` itself when ``cum`` is its own sums, else a :class:`PrunedLedger`."""
+    return ledger if cum is ledger.cum else PrunedLedger(ledger, cum)
+
+
+def with_group_tokens(ledger: Ledger, g: int, tokens: int) -> Ledger:
+    """A view in which group ``g`` counts ``tokens`` (the newest exchange cut to fit).
+
+    Copies the sums once (O(groups)); only used on the rare request where the newest exchange
+    alone does not fit.
+    """
+    base = ledger.__dict__["_ledger"] if isinstance(ledger, PrunedLedger) else ledger
+    cum = list(ledger.cum)
+    delta = tokens - (cum[g + 1] - cum[g])
+    for k in range(g + 1, len(cum)):
+        cum[k] += delta
+    return PrunedLedger(base, cum)
+
+
+def materialize(
+    ledger: Ledger, starts: list[int], stops: list[int], replacements: dict[int, Any]
+) -> list[Any]:
+    """``ledger.messages_in`` with pruned copies swapped in (work proportional to the output)."""
+    if not replacements:
+        return ledger.messages_in(starts, stops)
+    originals, seq, swap = ledger.originals, ledger.seq, replacements.get
+    out: list[Any] = []
+    for a, b in zip(starts, stops, strict=True):
+        lo, hi = ledger.group_start[a], ledger.group_end(b - 1)
+        out += map(swap, seq[lo:hi], originals[lo:hi])  # dict.get(seq, original), in C
+    return out
+
+
+@dataclass(slots=True)
+class Truncation:
+    """The newest exchange, cut to fit: new objects and what it cost."""
+
+    messages: list[Any]
+    tokens: int
+    original_tokens: int
+    results_truncated: int
+    chars_cut: int = 0
+    call_ids: list[str] = field(default_factory=list)
+
+
+def fit_newest_group(
+    originals: Sequence[Any],
+    records: Sequence[Message],
+    room: int,
+    counter: TokenCounter,
+) -> Truncation | None:
+    """Cut the tool results of one group head+tail so the group fits ``room`` tokens.
+
+    Binary search on the per-result character cap (each step counts only this group). None when
+    the group has no result we can rewrite or cannot fit even with empty results.
+    """
+    lengths = [
+        max((utf16_len(r.text) for r in rec.tool_results), default=utf16_len(rec.text))
+        if rec.result_ids
+        else 0
+        for rec in records
+    ]
+    longest = max(lengths, default=0)
+    if longest == 0 or room <= 0:
+        return None
+    original_tokens = sum(counter.count_message(r) for r in records)
+
+    def build(cap: int) -> tuple[list[Any], int, int] | None:
+        head = cap - cap // 2
+
+        def rule(text: str, _images: int) -> str | None:
+            return head_tail(text, head, cap // 2) if utf16_len(text) > cap else None
+
+        out, tokens, changed = [], 0, 0
+        for original, rec in zip(originals, records, strict=True):
+            new = rewrite_results(original, rule, "clear") if rec.result_ids else None
+            if new is not None:
+                changed += 1
+                out.append(new)
+                tokens += counter.count_message(normalize(new))
+            else:
+                out.append(original)
+                tokens += counter.count_message(rec)
+        return (out, tokens, changed) if changed else None
+
+    lo, hi, best = 0, longest - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        got = build(mid)
+        if got is not None and got[1] <= room:
+            best, lo = (mid, got), mid + 1
+        else:
+            hi = mid - 1
+    if best is None:
+        return None
+    cap, (msgs, tokens, changed) = best
+    ids = [i for rec in records for i in rec.result_ids]
+    cut = sum(max(n - cap, 0) for n in lengths)
+    return Truncation(msgs, tokens, original_tokens, changed, cut, ids)
+
+
+@dataclass(slots=True)
+class ViewPlan:
+    """One request's context: group runs, their trimmable tokens as sent, and the copies to
+    send instead of some originals (pruned results, the newest exchange cut to fit)."""
+
+    starts: list[int]
+    stops: list[int]
+    tokens: int
+    replacements: dict[int, Any]
+    report: Any = None
+    truncation: Truncation | None = None
+
+    def messages(self, ledger: Ledger) -> list[Any]:
+        return materialize(ledger, self.starts, self.stops, self.replacements)
+
+
+@dataclass(slots=True)
+class ViewOptions:
+    """A host's fixed view settings: its counter, pruning engine, window and fallback switch."""
+
+    counter: TokenCounter
+    pruner: ViewPruner | None = None
+    window: int = 0
+    budget: int = 0
+    truncate_newest: bool = True
+
+    reported: tuple[int, ...] = ()
+
+    def reset(self) -> None:
+        """The history was cleared: the pruning engine starts over."""
+        if self.pruner is not None:
+            self.pruner.reset()
+        self.reported = ()
+
+    def evict_view(self, ledger: Ledger, strategy: Strategy, room: int) -> Ledger:
+        """The ledger a destructive strategy evicts on: pruned sums, so FIFO drops only what
+        does not fit once old results are pruned (``room`` counts everything held)."""
+        if self.pruner is None or type(strategy).evict is Strategy.evict:
+            return ledger
+        fixed = self.budget - room - ledger.pinned_total
+        plan = self.pruner.plan(ledger, self.counter, self.window, fixed)
+        return pruned_view(ledger, plan.cum) if plan.saved_tokens else ledger
+
+    def events(self, plan: ViewPlan) -> list[Event]:
+        """What changed in the view since the last events, as typed events."""
+        out: list[Event] = []
+        report, cut = plan.report, plan.truncation
+        if report is not None:
+            counts = (report.results_trimmed, report.results_cleared, report.thinking_cleared)
+            if counts != self.reported and any(counts):
+                out.append(ToolResultsPruned(report))
+            self.reported = counts
+        if cut is not None:
+            ids = tuple(cut.call_ids)
+            out.append(
+                ToolResultTruncated(ids, cut.results_truncated, cut.tokens, cut.original_tokens)
+            )
+        return out
+
+
+def view_options(
+    pruning: Any, truncate_newest: bool, counter: TokenCounter, window: int, budget: int
+) -> ViewOptions:
+    """Check ``pruning`` (anything with ``bind()``, i.e. a ``ToolResultPruning``) and bind it."""
+    if pruning is not None and not callable(getattr(pruning, "bind", None)):
+        raise ConfigurationError(f"pruning must be a ToolResultPruning, got {pruning!r:.60}")
+    if not isinstance(truncate_newest, bool):
+        raise ConfigurationError(f"truncate_newest must be a bool, got {truncate_newest!r:.60}")
+    pruner = pruning.bind() if pruning is not None else None
+    return ViewOptions(counter, pruner, window, budget, truncate_newest)
+
+
+def plan_view(
+    ledger: Ledger,
+    strategy: Strategy,
+    room: int,
+    provider: ProviderRules | None,
+    options: ViewOptions,
+) -> ViewPlan:
+    """Pruning, then the newest-exchange fallback, then :func:`plan_context` on what is left.
+
+    The strategy decides on the pruned sums (a :class:`PrunedLedger`), so it keeps what will
+    actually fit once old results are trimmed. Raises :class:`Shortfall` like ``plan_context``.
+    Pruning ratios are of ``options.window``; usage counts every held message (pinned ones
+    included) plus what is sent besides them (system prompt, summary, priming, tools), which is
+    ``options.budget`` minus ``room`` minus the pinned tokens.
+    """
+    counter, pruner = options.counter, options.pruner
+    view, repl, report = ledger, {}, None
+    if pruner is not None:
+        fixed = options.budget - room - ledger.pinned_complete_tokens()
+        plan = pruner.plan(ledger, counter, options.window, fixed)
+        report = plan.report
+        if plan.saved_tokens:
+            view, repl = pruned_view(ledger, plan.cum), plan.replacements
+    fit = None
+    g = ledger.complete - 1
+    if options.truncate_newest and g >= ledger.floor and not ledger.group_pinned[g]:
+        p = ledger.protected_group()
+        left = room - (view.trimmable(p, p + 1) if 0 <= p != g else 0)
+        if view.trimmable(g, g + 1) > left and ledger.has_results(g):
+            a, b = ledger.group_start[g], ledger.group_end(g)
+            fit = fit_newest_group(ledger.originals[a:b], ledger.records[a:b], left, counter)
+            if fit is not None:
+                view = with_group_tokens(view, g, fit.tokens)
+                repl = {**repl, **dict(zip(ledger.seq[a:b], fit.messages, strict=True))}
+    starts, stops, tokens = plan_context(view, strategy, room, provider)
+    return ViewPlan(starts, stops, tokens, repl, report, fit)

@@ -1,0 +1,391 @@
+"""The stateful pruning engine behind ``ToolResultPruning.bind()``.
+
+Incremental by construction: new messages are scanned once (by stable ``seq``), every decision
+moves a monotone pointer (results become old, get trimmed, get cleared, in order, never back), a
+pruned copy is built and counted once and cached, and the pruned prefix sums are patched from
+the first changed group only. So a request costs O(log n) plus what changed since the last one,
+not a recount of the history, and a pruned result is byte-identical on every later request
+(provider prompt caches keep hitting).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..._js import utf16_len
+from ...budget.pruned import PrunePlan
+from ...messages import normalize
+from ...messages.truncate import clear_call_inputs, head_tail, rewrite_results, strip_thinking
+from .report import PruningReport
+
+if TYPE_CHECKING:
+    from ...budget._ledger import Ledger
+    from ...counting import TokenCounter
+    from .config import ToolResultPruning
+
+_INTACT, _SOFT, _CLEARED = 0, 1, 2
+
+
+@dataclass(slots=True)
+class _Result:
+    seq: int
+    call_id: str
+    name: str
+    chars: int
+    images: int
+    eligible: bool
+    state: int = _INTACT
+
+
+class PruningEngine:
+    """Per-conversation pruning state; ``plan()`` is called once per request."""
+
+    def __init__(self, config: ToolResultPruning) -> None:
+        self.config = config
+        self.reset()
+
+    def reset(self) -> None:
+        self._ledger_id = 0
+        self._next_seq = 0
+        self._results: list[_Result] = []
+        self._result_seqs: list[int] = []
+        self._assistants: list[int] = []
+        self._thinking: list[int] = []
+        self._call_name: dict[str, str] = {}
+        self._call_owner: dict[str, int] = {}
+        self._first_user: int | None = None
+        self._aged = 0
+        self._soft_upto = 0
+        self._clear_upto = 0
+        self._thinking_upto = 0
+        self._thinking_done: set[int] = set()
+        self._counts = [0, 0, 0, 0]  # trimmed, cleared, images cleared, images kept
+        self._floor_seq = 0
+        self._aged_chars = 0  # chars of old, eligible, not-cleared results (post soft trim)
+        self._repl: dict[int, Any] = {}
+        self._saved: dict[int, int] = {}  # seq -> tokens saved
+        self._saved_total = 0
+        self._delta: dict[int, int] = {}  # seq -> saving not yet folded into _group_saved
+        self._by_msg: dict[int, list[_Result]] = {}
+        self._inputs_cleared: dict[int, set[str]] = {}
+        self._skipped = 0
+        self._n_inputs = 0
+        self._cum: list[int] = [0]
+        self._group_saved: dict[int, int] = {}
+        self._known_groups = 0
+        self.last_report = PruningReport()
+
+    # -- scanning --------------------------------------------------------------------------
+    def _scan(self, ledger: Ledger) -> None:
+        seqs, records = ledger.seq, ledger.records
+        cfg = self.config
+        for i in range(bisect_left(seqs, self._next_seq), len(seqs)):
+            rec, seq = records[i], seqs[i]
+            if rec.role == "assistant":
+                self._assistants.append(seq)
+                if rec.thinking:
+                    self._thinking.append(seq)
+                for call in rec.tool_calls:
+                    self._call_name[call.id] = call.name
+                    self._call_owner[call.id] = seq
+            elif rec.is_user_turn and self._first_user is None:
+                self._first_user = seq
+            if not rec.result_ids:
+                continue
+            protected = cfg.protect_before_first_user and self._first_user is None
+            texts = (
+                [(rec.tool_call_id, rec.text)]
+                if rec.tool_call_id is not None
+                else [(r.call_id, r.text) for r in rec.tool_results]
+            )
+            for k, (call_id, text) in enumerate(texts):
+                images = len(rec.images) if k == 0 else 0
+                name = self._call_name.get(call_id, rec.name or "")
+                result = _Result(
+                    seq,
+                    call_id,
+                    name,
+                    utf16_len(text) + images * cfg.image_chars,
+                    images,
+                    not protected and cfg.prunable(name),
+                )
+                self._results.append(result)
+                self._result_seqs.append(seq)
+                self._by_msg.setdefault(seq, []).append(result)
+        if seqs:
+            self._next_seq = seqs[-1] + 1
+
+    def _age(self) -> None:
+        """Move the 'old' pointer: results outside the protected tail."""
+        cfg = self.config
+        if cfg.keep_unit == "tool_uses":
+            aged = max(len(self._results) - cfg.keep_last, 0)
+        else:
+            if cfg.keep_last == 0:
+                aged = len(self._results)
+            elif len(self._assistants) < cfg.keep_last:
+                aged = 0  # fewer assistant turns than protected: nothing is old yet
+            else:
+                cutoff = self._assistants[-cfg.keep_last]
+                aged = bisect_left(self._result_seqs, cutoff)
+        for r in self._results[self._aged : aged]:
+            if r.eligible:
+                self._aged_chars += r.chars
+        self._aged = max(self._aged, aged)
+
+    # -- rewriting -------------------------------------------------------------------------
+    def _rebuild(self, seq: int, ledger: Ledger, counter: TokenCounter, dirty: set[int]) -> None:
+        cfg = self.config
+        i = bisect_left(ledger.seq, seq)
+        if i >= len(ledger.seq) or ledger.seq[i] != seq:
+            return  # no longer held (compacted away)
+        original = ledger.originals[i]
+        new: Any = original
+        results = self._by_msg.get(seq)
+        if results:
+            cleared = frozenset(r.call_id for r in results if r.state == _CLEARED)
+            soft = frozenset(r.call_id for r in results if r.state == _SOFT)
+            if cleared:
+                placeholder = cfg.placeholder
+                new = rewrite_results(new, lambda _t, _n: placeholder, "clear", cleared) or new
+            if soft:
+
+                def trim(text: str, images: int) -> str | None:
+                    if utf16_len(text) > (cfg.max_chars or 0):
+                        return head_tail(text, cfg.head_chars, cfg.tail_chars, cfg.marker)
+                    return text if images and cfg.images == "clear" else None
+
+                new = rewrite_results(new, trim, cfg.images, soft) or new
+        else:
+            if seq in self._thinking_done:
+                new = strip_thinking(new) or new
+            ids = self._inputs_cleared.get(seq)
+            if ids:
+                new = clear_call_inputs(new, frozenset(ids)) or new
+        if new is original:
+            if results:
+                self._skipped += 1
+            return
+        tokens = counter.count_message(normalize(new))
+        saved = ledger.tokens[i] - tokens
+        self._delta[seq] = self._delta.get(seq, 0) + saved - self._saved.get(seq, 0)
+        self._saved_total += saved - self._saved.get(seq, 0)
+        self._saved[seq] = saved
+        self._repl[seq] = new
+        dirty.add(seq)
+
+    # -- prefix sums -----------------------------------------------------------------------
+    def _patch_cum(self, ledger: Ledger, changed: set[int]) -> list[int]:
+        cum = ledger.cum
+        groups = len(ledger.group_start)
+        if id(ledger) != self._ledger_id or groups < self._known_groups:
+            self._ledger_id = id(ledger)
+            self._group_saved = {}
+            for seq, saved in self._saved.items():
+                g = ledger.group_of_seq(seq)
+                if g < groups:
+                    self._group_saved[g] = self._group_saved.get(g, 0) + saved
+            start = 0
+            self._cum = [0]
+        else:
+            start = max(self._known_groups - 1, 0)  # the last group may have grown
+            for seq, delta in self._delta.items():
+                g = ledger.group_of_seq(seq)
+                start = min(start, g)
+                self._group_saved[g] = self._group_saved.get(g, 0) + delta
+        self._delta = {}
+        if not self._saved:
+            self._known_groups = groups
+            self._cum = cum
+            return cum
+        pcum = self._cum if self._cum is not cum else list(cum)
+        del pcum[start + 1 :]
+        pinned = ledger.group_pinned
+        gs = self._group_saved
+        for g in range(start, groups):
+            step = cum[g + 1] - cum[g]
+            pcum.append(pcum[g] + step - (0 if pinned[g] else gs.get(g, 0)))
+        self._cum = pcum
+        self._known_groups = groups
+        return pcum
+
+    # -- the request -----------------------------------------------------------------------
+    def plan(self, ledger: Ledger, counter: TokenCounter, window: int, fixed: int) -> PrunePlan:
+        cfg = self.config
+        self._scan(ledger)
+        self._forget_evicted(ledger)
+        self._age()
+        dirty: set[int] = set()
+        held = ledger.total + fixed - self._saved_total
+        new_trimmed = new_cleared = 0
+        at_least_skip = False
+        gate = cfg.soft_ratio is None or held >= cfg.soft_ratio * window
+        if cfg.trigger_tokens is not None and cfg.soft_ratio is None:
+            gate = held >= cfg.trigger_tokens or self._clear_upto > 0
+        if cfg.clear_thinking_keep is not None:
+            upto = max(len(self._thinking) - cfg.clear_thinking_keep, 0)
+            for seq in self._thinking[self._thinking_upto : upto]:
+                self._thinking_done.add(seq)
+                self._rebuild(seq, ledger, counter, dirty)
+            self._thinking_upto = max(self._thinking_upto, upto)
+        if cfg.max_chars is not None and gate and self._soft_upto < self._aged:
+            touched: set[int] = set()
+            for r in self._results[self._soft_upto : self._aged]:
+                if (
+                    r.eligible
+                    and r.state == _INTACT
+                    and (
+                        r.chars - r.images * cfg.image_chars > cfg.max_chars
+                        or (r.images and cfg.images == "clear")
+                    )
+                ):
+                    r.state = _SOFT
+                    self._count(_SOFT, 1, r)
+                    touched.add(r.seq)
+            self._soft_upto = self._aged
+            before = self._saved_total
+            for seq in sorted(touched):
+                for r in self._by_msg[seq]:
+                    if r.state == _SOFT:
+                        old = r.chars
+                        r.chars = self._soft_chars(r)
+                        self._aged_chars += r.chars - old
+                        new_trimmed += 1
+                self._rebuild(seq, ledger, counter, dirty)
+            held -= self._saved_total - before
+        if cfg.hard_clear and gate and self._clear_upto < self._aged:
+            by_ratio = (
+                cfg.hard_ratio is not None
+                and held >= cfg.hard_ratio * window
+                and self._aged_chars >= cfg.min_prunable_chars
+            )
+            by_tokens = cfg.trigger_tokens is not None and held >= cfg.trigger_tokens
+            if by_ratio or by_tokens:
+                new_cleared, at_least_skip = self._clear(ledger, counter, window, held, dirty)
+        if dirty or id(ledger) != self._ledger_id or len(ledger.group_start) != self._known_groups:
+            cum = self._patch_cum(ledger, dirty)
+        else:
+            cum = self._cum if self._saved else ledger.cum
+        report = self._report(new_trimmed, new_cleared, at_least_skip)
+        self.last_report = report
+        return PrunePlan(self._repl, cum, self._saved_total, report)
+
+    def _forget_evicted(self, ledger: Ledger) -> None:
+        """Drop savings of messages evicted (FIFO, compaction) so usage is not under-counted."""
+        floor = ledger.floor
+        if floor >= len(ledger.group_start):
+            first = ledger.next_seq
+        else:
+            first = ledger.seq[ledger.group_start[floor]]
+        if first <= self._floor_seq:
+            return
+        self._floor_seq = first
+        held = set(
+            ledger.seq[: ledger.group_start[floor]]
+            if floor < len(ledger.group_start)
+            else ledger.seq
+        )
+        for seq in [s for s in self._saved if s < first and s not in held]:
+            self._saved_total -= self._saved.pop(seq)
+            self._repl.pop(seq, None)
+        self._ledger_id = 0  # group numbering may have changed: rebuild the sums once
+
+    def _soft_chars(self, r: _Result) -> int:
+        cfg = self.config
+        text_chars = r.chars - r.images * cfg.image_chars
+        if cfg.max_chars is not None and text_chars > cfg.max_chars:
+            marker = cfg.marker.format(
+                head=cfg.head_chars, tail=cfg.tail_chars, total=text_chars, cut=0
+            )
+            text_chars = cfg.head_chars + cfg.tail_chars + 5 + utf16_len(marker)
+        return text_chars + (r.images * cfg.image_chars if cfg.images == "keep" else 0)
+
+    def _clear(
+        self, ledger: Ledger, counter: TokenCounter, window: int, held: int, dirty: set[int]
+    ) -> tuple[int, bool]:
+        """Clear old results oldest-first; all or nothing against ``clear_at_least``."""
+        cfg = self.config
+        undo = cfg.clear_at_least > 0
+        snapshot = (
+            (
+                self._saved_total,
+                dict(self._saved),
+                dict(self._repl),
+                self._aged_chars,
+                dict(self._delta),
+            )
+            if undo
+            else (self._saved_total, {}, {}, 0, {})
+        )
+        states: list[int] = []
+        changed: list[_Result] = []
+        owners: set[int] = set()
+        pos = self._clear_upto
+        while pos < self._aged:
+            below = cfg.hard_ratio is not None and held < cfg.hard_ratio * window
+            if cfg.clear_until == "below_ratio" and below:
+                break
+            r = self._results[pos]
+            pos += 1
+            if not r.eligible or r.state == _CLEARED:
+                continue
+            r_prev = r.state
+            states.append(r_prev)
+            r.state = _CLEARED
+            changed.append(r)
+            self._aged_chars -= r.chars
+            before = self._saved_total
+            self._rebuild(r.seq, ledger, counter, dirty)
+            if cfg.clear_tool_inputs and r.call_id in self._call_owner:
+                owner = self._call_owner[r.call_id]
+                self._inputs_cleared.setdefault(owner, set()).add(r.call_id)
+                self._n_inputs += 1
+                owners.add(owner)
+            held -= self._saved_total - before
+            self._count(r_prev, -1, r)
+            self._count(_CLEARED, 1, r)
+        freed = self._saved_total - snapshot[0]
+        if undo and changed and freed < cfg.clear_at_least:
+            for r, prev in zip(changed, states, strict=True):
+                self._count(_CLEARED, -1, r)
+                self._count(prev, 1, r)
+                r.state = prev
+            self._saved_total, self._saved, self._repl, self._aged_chars, self._delta = snapshot
+            for owner in owners:
+                ids = self._inputs_cleared.get(owner, set())
+                self._n_inputs -= len(ids.intersection(r.call_id for r in changed))
+                ids.difference_update(r.call_id for r in changed)
+            dirty.update(r.seq for r in changed)
+            return 0, True
+        self._clear_upto = pos
+        for owner in sorted(owners):
+            self._rebuild(owner, ledger, counter, dirty)
+        return len(changed), False
+
+    def _count(self, state: int, sign: int, r: _Result) -> None:
+        counts = self._counts
+        if state == _SOFT:
+            counts[0] += sign
+        elif state == _CLEARED:
+            counts[1] += sign
+        if state != _INTACT and r.images:
+            keep = self.config.images == "keep" and state == _SOFT
+            counts[3 if keep else 2] += sign * r.images
+
+    def _report(self, new_trimmed: int, new_cleared: int, skipped: bool) -> PruningReport:
+        trimmed, cleared, img_cleared, img_kept = self._counts
+        return PruningReport(
+            results_trimmed=trimmed,
+            results_cleared=cleared,
+            inputs_cleared=self._n_inputs,
+            thinking_cleared=len(self._thinking_done),
+            images_cleared=img_cleared,
+            images_kept=img_kept,
+            tokens_freed=self._saved_total,
+            new_trimmed=new_trimmed,
+            new_cleared=new_cleared,
+            skipped_unsupported=self._skipped,
+            clear_skipped_below_at_least=skipped,
+        )

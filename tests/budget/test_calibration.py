@@ -1,0 +1,160 @@
+"""Calibration from usage acts on budget decisions: what is sent, can_add, the near-limit warning.
+
+The provider is played by the real tokenizer: each "response" reports the prompt tokens OpenAI
+bills for the context we sent, computed with tiktoken's o200k_base and the cookbook formula
+(``count_tokens(..., model="gpt-4o")``, checked elsewhere against OpenAI's published figures).
+The manager counts with a counter that undercounts that by 2x.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from context_manager import MessageContextManager
+from context_manager.budget.calibration import HIGH, LOW, MIN_COUNTED, Calibration
+from context_manager.counting import TokenCounter, count_tokens, get_counter
+from context_manager.messages import Message
+
+pytest.importorskip("tiktoken")
+
+REAL = get_counter(model="gpt-4o")
+WORDS = [
+    *("alpha", "beta", "gamma", "delta", "数据", "库", "2024-05-01", "{'k':", "[1,", "2]}"),
+    *("error:", "timeout", "at", "0x7f3a"),
+]
+
+
+class HalfCounter(TokenCounter):
+    """Half of what the provider bills (an estimate that undercounts 2x)."""
+
+    name = "half"
+    prompt_overhead = 1
+
+    def count_text(self, text: str) -> int:
+        return math.ceil(REAL.count_text(text) / 2)
+
+    def count_message(self, message: Message) -> int:
+        return math.ceil(REAL.count_message(message) / 2)
+
+
+def billed(context: list[Any]) -> int:
+    return count_tokens(context, model="gpt-4o")
+
+
+def text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def converse(manager: MessageContextManager, turns: int, seed: int = 0) -> list[int]:
+    """Run a chat; returns the billed size of every request sent."""
+    rng = random.Random(seed)
+    sent = []
+    for _ in range(turns):
+        manager.add({"role": "user", "content": text(rng, rng.randint(20, 200))})
+        tokens = billed(manager.get_context())
+        sent.append(tokens)
+        manager.record_usage({"prompt_tokens": tokens, "completion_tokens": 50})
+        manager.add({"role": "assistant", "content": text(rng, rng.randint(20, 120))})
+    return sent
+
+
+def over(sent: list[int], budget: int) -> int:
+    return sum(tokens > budget for tokens in sent)
+
+
+def test_undercounting_counter_is_corrected_by_usage() -> None:
+    def manager(calibrate: bool | None) -> MessageContextManager:
+        return MessageContextManager(
+            8000, reserve_tokens=0, counter=HalfCounter(), calibrate=calibrate
+        )
+
+    plain, calibrated = manager(False), manager(None)  # None: on, the counter is an estimate
+    before = converse(plain, 60)
+    after = converse(calibrated, 60)
+    assert over(before, 8000) >= 35  # uncorrected: every request overflows once the chat is long
+    assert max(before) > 1.8 * 8000
+    assert over(after, 8000) == 0  # corrected from the first usage report on
+    assert max(after) > 7800  # and the window is still used
+    assert 1.8 < calibrated.stats().calibration < 2.05
+    assert plain.stats().calibration == 1.0
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), budget=st.integers(3_000, 20_000))
+def test_property_calibrated_contexts_fit_the_real_budget(seed: int, budget: int) -> None:
+    manager = MessageContextManager(budget, reserve_tokens=0, counter=HalfCounter())
+    sent = converse(manager, 40, seed)
+    assert max(sent) <= budget
+
+
+def test_can_add_and_near_limit_use_the_factor() -> None:
+    warned: list[int] = []
+    manager = MessageContextManager(
+        10_000, reserve_tokens=0, counter=HalfCounter(), on_near_limit=lambda s: warned.append(1)
+    )
+    rng = random.Random(1)
+    manager.add({"role": "user", "content": text(rng, 600)})
+    manager.record_usage(billed(manager.get_context()))
+    assert manager.stats().calibration > 1.8
+    room = manager.budget_tokens - manager.used_tokens
+    words = 10
+    while REAL.count_message(Message("user", text(random.Random(2), words))) <= room + 50:
+        words += 10
+    big = {"role": "user", "content": text(random.Random(2), words)}
+    ours, real = manager.count_message(big), REAL.count_message(Message("user", big["content"]))
+    assert ours < room < real  # by our count it fits; by the real count it does not
+    assert not manager.can_add(big)
+    while not warned:
+        manager.add({"role": "assistant", "content": text(rng, 40)})
+    reported, at = manager._usage_anchor or (0, 0)
+    assert reported + manager.token_count - at < 0.9 * 10_000  # uncorrected: no warning yet
+
+
+def test_exact_counters_and_pi_parity_keep_the_plain_anchor() -> None:
+    exact = MessageContextManager(8000, model="gpt-4o")
+    assert not exact._calibration.enabled  # tiktoken is exact: nothing to correct
+    pi = MessageContextManager(8000, counter="chars", calibrate=False)
+    rng = random.Random(3)
+    pi.add({"role": "user", "content": text(rng, 900)})
+    pi.record_usage(5000)
+    pi.add({"role": "user", "content": "x" * 40})
+    assert pi.used_tokens == 5000 + 10 + 3  # Pi: reported + counted growth, unscaled
+    assert pi.stats().calibration == 1.0
+
+
+def test_outliers_and_tiny_contexts_are_ignored() -> None:
+    calibration = Calibration(True)
+    assert not calibration.observe(10_000, lambda: MIN_COUNTED - 1)
+    assert not calibration.observe(int(1000 * (HIGH + 0.1)), lambda: 1000)
+    assert not calibration.observe(int(1000 * (LOW - 0.1)), lambda: 1000)
+    assert calibration.factor == 1.0
+    assert calibration.observe(2000, lambda: 1000) and calibration.factor == 2.0
+    assert calibration.observe(1000, lambda: 1000)  # smoothed, not replaced
+    assert 1.6 < calibration.factor < 2.0
+    assert not Calibration(False).observe(2000, lambda: 1000)
+
+
+def test_factor_survives_reopen_and_resets_on_clear(tmp_path: Path) -> None:
+    path = tmp_path / "context.jsonl"
+    manager = MessageContextManager.open(
+        path, max_tokens=8000, reserve_tokens=0, counter=HalfCounter()
+    )
+    converse(manager, 10)
+    factor = manager.stats().calibration
+    assert factor > 1.5
+    reopened = MessageContextManager.open(
+        path, max_tokens=8000, reserve_tokens=0, counter=HalfCounter()
+    )
+    assert reopened.stats().calibration == pytest.approx(factor)
+    assert reopened.get_context() == manager.get_context()
+    reopened.clear()
+    assert reopened.stats().calibration == 1.0
+    configured = MessageContextManager.from_config({"calibrate": False, "counter": "estimate"})
+    assert not configured._calibration.enabled
