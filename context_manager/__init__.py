@@ -25,6 +25,7 @@ _EXPORTS = {
     "normalize": ".messages",
     "repair": ".messages.groups",
     "trim": ".oneshot",
+    "ToolResultPruning": ".compaction.pruning",
     "count_tokens": ".counting",
     "get_counter": ".counting",
     "TokenCounter": ".counting",
@@ -86,6 +87,7 @@ __all__ = [
     "Strategy",
     "TokenCounter",
     "TokenizerUnavailableError",
+    "ToolResultPruning",
     "count_tokens",
     "get_counter",
     "get_model",
@@ -118,6 +120,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from .budget.strategies import FIFO, Priority, SlidingWindow, Strategy
+    from .compaction.pruning import ToolResultPruning
     from .counting import CharEstimator, TokenCounter, count_tokens, get_counter
     from .errors import (
         ConfigurationError,

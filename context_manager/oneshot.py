@@ -23,24 +23,28 @@ part is always checked; ``validate="all"`` restores the manager's whole-history 
 anything else (an overflow, an invalid message, ``repair``, ``priority``, ``retention_ratio``,
 whose cut depends on the offset of every group from the first, ``pruning``, or a custom
 strategy) ``trim`` takes the full path, a manager filled in bulk with the cyclic GC paused, so
-errors are exactly the manager's. Counts use the content cache (``counting.message_cache``).
+errors are exactly the manager's. The common OpenAI chat dicts take ``counting.fastlane``
+(record and estimator count without ``normalize``) and ``messages.replay`` (their protocol
+rules); other counts use the content cache (``counting.message_cache``).
 """
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from operator import index as as_index
 from typing import Any, Literal
 
 from ._config import budget_options, checked_tools
+from .budget.pins import pin_indices
 from .budget.strategies import SlidingWindow, Strategy, get_strategy
 from .counting import TokenCounter, get_counter
+from .counting.fastlane import lane_for, read_fast
 from .counting.message_cache import MessageCountCache, message_cache_for, plain_key, record_key
 from .errors import ConfigurationError, InvalidMessageError
 from .manager import MessageContextManager
 from .messages import Message, normalize
 from .messages.groups import ToolProtocol
+from .messages.replay import is_glue, replay_chat
 from .providers import ProviderRules, get_provider, restrict
 
 _SYSTEM_ROLES = ("system", "developer")
@@ -200,43 +204,17 @@ def _fill(
     return manager.get_context()
 
 
-def _pin_indices(pinned: Collection[int], lo: int, n: int) -> list[int]:
-    """Input indices in ``[lo, n)`` that ``i in set(pinned)`` would match, as the manager tests."""
-    out = []
-    for p in set[Any](pinned):
-        try:
-            i = as_index(p)
-        except TypeError:
-            if not (isinstance(p, float) and p.is_integer()):
-                continue  # nothing else equals an index
-            i = int(p)
-        if lo <= i < n:
-            out.append(i)
-    return out
-
-
-def _glue(rec: Message) -> bool:
-    """A reasoning-only Responses item: the calls that follow it join its group."""
-    return (
-        rec.item
-        and rec.role == "assistant"
-        and bool(rec.thinking)
-        and not rec.text
-        and not rec.tool_calls
-        and not rec.result_ids
-    )
-
-
 class _Scan:
     """One backwards scan: records and counts are read lazily, by index."""
 
-    __slots__ = ("cache", "count", "lo", "messages", "recs", "toks")
+    __slots__ = ("cache", "count", "lane", "lo", "messages", "recs", "toks")
 
     def __init__(
         self, messages: Sequence[Any], counter: TokenCounter, cache: MessageCountCache | None
     ) -> None:
         self.messages = messages
         self.count = counter.count_message
+        self.lane = lane_for(counter)
         self.cache = cache
         self.recs: dict[int, Message] = {}
         self.toks: dict[int, int] = {}
@@ -250,16 +228,21 @@ class _Scan:
 
     def _read(self, i: int) -> Message:
         message = self.messages[i]
+        lane = self.lane
+        got = lane(message) if lane is not None else None
+        if got is not None:
+            self.recs[i], self.toks[i] = got  # a common shape, counted faster than a lookup
+            return got[0]
         cache = self.cache
         if cache is None:
-            rec = normalize(message, i)
+            rec = read_fast(message) or normalize(message, i)
             tokens = self.count(rec)
         else:
             key = plain_key(message)
             if key is not None:
                 hit = cache.get(key)
                 if hit is None:
-                    rec = normalize(message, i)
+                    rec = read_fast(message) or normalize(message, i)
                     tokens = self.count(rec)
                     cache.put(key, (rec, tokens))
                 else:
@@ -287,7 +270,7 @@ class _Scan:
         prev = self.rec(i - 1)
         if rec.item and prev.tool_calls and not prev.result_ids:
             return True  # a parallel call item while the group has only issued calls
-        return _glue(prev)
+        return is_glue(prev)
 
     def group(self, i: int, n: int) -> Span:
         """The group holding message ``i``."""
@@ -313,6 +296,9 @@ class _Scan:
 
         Raises :class:`_Fallback` when the protocol groups differ from the scan's; returns True
         when calls still await results at the end of the last span (an open group)."""
+        quick = replay_chat(self.recs, spans)  # the chat shapes' rules, when they suffice
+        if quick is not None:
+            return quick
         recs, read = self.recs, self._read
         protocol = ToolProtocol()
         last = -1
@@ -370,7 +356,7 @@ class _Scan:
                 hi = tail[0]
         # Pinned groups: always sent (when complete), cost budget, never part of the window.
         pinned: dict[int, int] = {}
-        for p in _pin_indices(pins, lo, n):
+        for p in pin_indices(pins, lo, n):
             start, end = self.group(p, n)
             if start < hi:
                 pinned[start] = end
@@ -439,7 +425,14 @@ class _Scan:
         while i >= stop:
             rec = recs.get(i) or read(i)
             if i > stop and (
-                rec.tool_call_id is not None or rec.tool_results or (rec.tool_calls and joins(i))
+                rec.tool_call_id is not None
+                or rec.tool_results
+                # a chat call joins only after an item (skip joins() unless one is involved)
+                or (
+                    rec.tool_calls
+                    and (rec.item or (recs.get(i - 1) or read(i - 1)).item)
+                    and joins(i)
+                )
             ):
                 cost += toks[i]
                 i -= 1  # a result or a call item: its group starts further back
