@@ -7,11 +7,14 @@
 // `context_manager.trim()` must return the same kept indices (context_manager/parity/reference.py).
 // The reference is TypeScript: it is loaded with the pinned `tsx` (no build step, nothing written).
 //
-// Suites: reference.trim.sliding_window, reference.trim.priority and reference.trim.invalid
-// (histories that break the tool-call protocol or the message shapes, bad options). A case is
+// Suites: reference.trim.sliding_window, reference.trim.priority, reference.trim.invalid
+// (histories that break the tool-call protocol or the message shapes, bad options) and
+// reference.trim.providers (the same random conversations trimmed with `provider` set: the newest
+// exchange protected, the provider's rules kept; see reference/providers.ts). A case is
 //   input:    { messages, options: { maxTokens, strategy, reserveTokens, maxMessages, priorities,
 //                                    pinned, estimator: { charsPerToken, messageOverhead,
-//                                                         promptOverhead, imageTokens } } }
+//                                                         promptOverhead, imageTokens },
+//                                    provider (providers suite only) } }
 //   expected: kept message indices in order, or { error: "overflow", required, budget }, or
 //             { error: "invalid_message", index } / { error: "configuration" } (reference throws).
 import { dirname, join } from "node:path";
@@ -21,7 +24,9 @@ import { makeRng } from "../lib/rng.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const REFERENCE = pathToFileURL(join(here, "..", "reference", "trim.ts")).href;
-const SEEDS = { sliding_window: 20261121, priority: 20261122, invalid: 20261123 };
+const SEEDS = { sliding_window: 20261121, priority: 20261122, invalid: 20261123, providers: 20261124 };
+const PROVIDER_NAMES = ["openai", "openai-responses", "anthropic", "bedrock", "gemini"];
+const PROVIDER_CASES = 60; // per provider and strategy
 const RANDOM_CASES = 1100;
 const BROKEN_CASES = 400;
 
@@ -487,6 +492,69 @@ function expectedOf(ref, input) {
   }
 }
 
+// ---------------------------------------------------------------- provider rules
+/**
+ * A random case with `provider` set. The budget is picked without the provider (pickBudget), so
+ * it often lands on a boundary of the plain strategy, where the newest-exchange protection and
+ * the provider's rules change the answer.
+ */
+function providerCase(rng, ref, provider, strategy, n) {
+  const c = randomCase(rng, ref, strategy, n);
+  c.id = `${provider}-${c.id}`;
+  c.input.options.provider = provider;
+  return c;
+}
+
+/** Small histories where each rule decides the answer (7 tokens a message, priming 3). */
+function providerEdgeCases(ref) {
+  const sys = { role: "system", content: "You are terse." }; // 7 tokens
+  const u = (t) => ({ role: "user", content: t.padEnd(14, ".") }); // 7 tokens
+  const a = (t) => ({ role: "assistant", content: t.padEnd(14, ".") }); // 7 tokens
+  const callA = { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "run", input: {} }] };
+  const resultA = { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "ok" }] };
+  const callO = { role: "assistant", content: null, tool_calls: [call("c1", "run")] };
+  const resultO = answers("c1", "ok");
+  const opts = (provider, maxTokens, extra = {}) => ({
+    maxTokens,
+    strategy: "sliding_window",
+    reserveTokens: 0,
+    maxMessages: null,
+    pinned: [],
+    estimator: DEFAULT_ESTIMATOR,
+    provider,
+    ...extra,
+  });
+  const agentLoop = [sys, u("question"), a("on it"), callA, resultA];
+  const openaiLoop = [sys, u("question"), a("on it"), callO, resultO];
+  // Everything the history costs (priming, system prompt, every group).
+  const total = (messages) => {
+    const conv = ref.readConversation(messages, {});
+    return conv.estimator.promptOverhead + conv.systemTokens + conv.groups.reduce((sum, g) => sum + g.tokens, 0);
+  };
+  const chat = [sys, u("one"), a("two"), u("three"), a("four"), u("five")];
+  const cases = [];
+  for (const provider of [...PROVIDER_NAMES, null]) {
+    const tag = provider ?? "none";
+    cases.push(
+      [`${tag}-assistant-first-after-cut`, [sys, u("one"), a("two"), a("three"), u("four"), a("five")], opts(provider, 3 + 7 + 7 * 3)],
+      [`${tag}-gap-brings-users-together`, chat, opts(provider, 3 + 7 + 7 * 3, { strategy: "priority", priorities: [0, 3, 0, 3, 0, 0] })],
+      [`${tag}-newest-exchange-beyond-max-messages`, agentLoop, opts(provider, 1000, { maxMessages: 1 })],
+      [`${tag}-newest-exchange-overflow`, agentLoop, opts(provider, 3 + 7 + 7 + 6)],
+      [`${tag}-priority-keeps-anthropic-exchange`, agentLoop, opts(provider, total(agentLoop) - 1, { strategy: "priority", priorities: [0, 0, 3, 0, 0] })],
+      [`${tag}-priority-keeps-openai-exchange`, openaiLoop, opts(provider, total(openaiLoop) - 1, { strategy: "priority", priorities: [0, 0, 3, 0, 0] })],
+      [`${tag}-pinned-assistant-first`, [sys, a("pinned note"), u("one"), a("two"), u("three")], opts(provider, 3 + 7 + 7 + 7, { pinned: [1] })],
+    );
+  }
+  cases.push(
+    ["unknown-provider", [sys, u("one")], opts("azure", 100)],
+    ["provider-not-a-string", [sys, u("one")], opts(7, 100)],
+  );
+  return cases.map(([name, messages, options]) => ({
+    id: `edge-${name}`,
+    input: { messages, options: { ...options, priorities: options.priorities ?? messages.map(() => 0) } },
+  }));
+}
+
 // ---------------------------------------------------------------- suites
 export async function generate(_outDir, writeSuite) {
   const ref = await tsImport(REFERENCE, import.meta.url);
@@ -510,6 +578,27 @@ export async function generate(_outDir, writeSuite) {
       cases,
     });
   }
+
+  const providerRng = makeRng(SEEDS.providers);
+  const providerCases = providerEdgeCases(ref);
+  for (const provider of PROVIDER_NAMES) {
+    for (const strategy of ["sliding_window", "priority"]) {
+      for (let n = 0; n < PROVIDER_CASES; n += 1) providerCases.push(providerCase(providerRng, ref, provider, strategy, n));
+    }
+  }
+  for (const c of providerCases) c.expected = expectedOf(ref, c.input);
+  writeSuite({
+    suite: "reference.trim.providers",
+    package: packageName,
+    function: "trim",
+    description:
+      "Random conversations trimmed with options.provider set (openai, openai-responses, anthropic, bedrock, " +
+      "gemini): the newest exchange protected and the provider's rules kept by dropping groups. Kept indices, " +
+      "{error:'overflow', required, budget} or {error:'configuration'}. Source: compat_fixtures/reference/trim.ts " +
+      "and reference/providers.ts.",
+    seed: SEEDS.providers,
+    cases: providerCases,
+  });
 
   const rng = makeRng(SEEDS.invalid);
   const cases = invalidCases();

@@ -36,14 +36,20 @@
 //       kept and the run after it shrinks to fit the room (and message cap) that remain.
 //     - "priority": drop the lowest priority first, oldest first among equals, until the rest
 //       fits. A group's priority is the highest of its members'.
-//  8. Output. System prompt first, then every kept message in its original order.
+//  8. Provider. With `provider` set, the newest complete group is protected like the latest
+//     user group (it joins the overflow check; if the strategy leaves it out, the strategy runs
+//     again with its tokens set aside and it is added), and the provider's rules then drop groups
+//     whose position the API would reject (see providers.ts).
+//  9. Output. System prompt first, then every kept message in its original order.
 
 import { countMessage, makeEstimator, type Estimator, type EstimatorOptions } from "./estimate.ts";
 import { ConfigurationError, InvalidMessageError } from "./errors.ts";
-import { normalize, resultIds } from "./messages.ts";
+import { normalize, resultIds, type MessageRecord } from "./messages.ts";
+import { applyProviderRules, providerRules, type ProviderName } from "./providers.ts";
 
 export { ConfigurationError, InvalidMessageError } from "./errors.ts";
 export type { EstimatorOptions } from "./estimate.ts";
+export { PROVIDERS, type ProviderName } from "./providers.ts";
 
 export const REFERENCE_PACKAGE = "context-manager-reference";
 export const REFERENCE_VERSION = "0.1.0";
@@ -65,6 +71,8 @@ export interface TrimOptions {
   pinned?: number[];
   /** The chars/4 estimator's settings (defaults: 4 chars per token, 3, 3, 85). */
   estimator?: EstimatorOptions;
+  /** The API the context is for (providers.ts); null/undefined: no provider rules. */
+  provider?: ProviderName | null;
 }
 
 /** The pinned part plus the latest user group need `required` tokens; the budget is smaller. */
@@ -90,6 +98,12 @@ export interface Group {
   pending: string[];
   /** True when it holds the last user message of the conversation. */
   hasLatestUser: boolean;
+  /** Role of its first message as a provider sees it ("tool" reads as "user"). */
+  firstRole: string;
+  /** Role of its last message, read the same way. */
+  lastRole: string;
+  /** Its first message is a user turn (see rule 5). */
+  opensWithUserTurn: boolean;
 }
 
 /** What `trim` knows once the messages are read: the input to every strategy. */
@@ -129,6 +143,17 @@ function checkOptions(messages: unknown[], options: TrimOptions): void {
   if (options.priorities !== undefined && options.priorities.length !== messages.length) {
     throw new ConfigurationError("priorities must have one entry per message");
   }
+  providerRules(options.provider); // throws on an unknown name
+}
+
+/** The role a provider sees: tool results travel in user turns outside OpenAI chat. */
+function turnRole(record: MessageRecord): string {
+  return record.role === "tool" ? "user" : record.role;
+}
+
+/** A user message the person wrote: with text of its own, or carrying no tool results. */
+function isUserTurn(record: MessageRecord): boolean {
+  return record.role === "user" && (record.text !== "" || record.toolResults.length === 0);
 }
 
 /**
@@ -187,20 +212,30 @@ export function readConversation(messages: unknown[], options: TrimOptions): Con
       group = open;
       group.priority = Math.max(group.priority, priorities[i]);
     } else {
-      group = { indices: [], tokens: 0, pinned: false, priority: priorities[i], pending: [], hasLatestUser: false };
+      group = {
+        indices: [],
+        tokens: 0,
+        pinned: false,
+        priority: priorities[i],
+        pending: [],
+        hasLatestUser: false,
+        firstRole: turnRole(record),
+        lastRole: turnRole(record),
+        opensWithUserTurn: isUserTurn(record),
+      };
       groups.push(group);
     }
     group.indices.push(i);
     group.tokens += countMessage(record, estimator);
     group.pinned = group.pinned || pinned.has(i);
+    group.lastRole = turnRole(record);
     group.pending = group.pending.filter((id) => !answers.includes(id));
     for (const id of answers) answered.add(id);
     for (const call of record.toolCalls) {
       issued.add(call.id);
       group.pending.push(call.id);
     }
-    const userTurn = record.role === "user" && (record.text !== "" || record.toolResults.length === 0);
-    if (userTurn) latestUser = groups.length - 1;
+    if (isUserTurn(record)) latestUser = groups.length - 1;
   }
   if (latestUser >= 0) groups[latestUser].hasLatestUser = true;
   return { systemIndex, systemTokens, groups, estimator };
@@ -270,22 +305,44 @@ export function trim(messages: unknown[], options: TrimOptions): TrimResult {
   let latest: number | null = null;
   for (let g = 0; g < groups.length; g++) if (groups[g].hasLatestUser && !groups[g].pinned) latest = g;
 
-  // What must be sent: reply priming, system prompt, pinned groups, the latest user group.
+  // With a provider, the newest complete group is protected too (rule 8), unless it is the
+  // latest user group already or pinned.
+  const rules = providerRules(options.provider);
+  const last = groups.length - 1;
+  const newest = rules !== null && last >= 0 && last !== latest && !groups[last].pinned ? last : null;
+
+  // What must be sent: reply priming, system prompt, pinned groups, the latest user group (and
+  // the newest exchange).
   let fixed = conversation.estimator.promptOverhead + conversation.systemTokens;
   for (const group of groups) if (group.pinned) fixed += group.tokens;
   const latestTokens = latest === null ? 0 : groups[latest].tokens;
-  if (fixed + latestTokens > budget) return { error: "overflow", required: fixed + latestTokens, budget };
+  const newestTokens = newest === null ? 0 : groups[newest].tokens;
+  const required = fixed + latestTokens + newestTokens;
+  if (required > budget) return { error: "overflow", required, budget };
 
-  const room = budget - fixed; // for every unpinned group, the latest user group included
+  const room = budget - fixed; // for every unpinned group, the protected ones included
   const strategy = options.strategy ?? "sliding_window";
-  const chosen =
+  const choose = (tokens: number) =>
     strategy === "priority"
-      ? priorityStrategy(groups, room, latest)
-      : slidingWindow(groups, room, options.maxMessages ?? null, latest);
+      ? priorityStrategy(groups, tokens, latest)
+      : slidingWindow(groups, tokens, options.maxMessages ?? null, latest);
+  let chosen = choose(room);
+  if (newest !== null && !chosen.has(newest)) {
+    chosen = choose(room - newestTokens); // what fits beside the newest exchange
+    chosen.add(newest);
+  }
+
+  let sent: number[] = [];
+  for (let g = 0; g < groups.length; g++) if (groups[g].pinned || chosen.has(g)) sent.push(g);
+  if (rules !== null) {
+    const mustSend = new Set<number>();
+    for (let g = 0; g < groups.length; g++) if (groups[g].pinned) mustSend.add(g);
+    if (latest !== null) mustSend.add(latest);
+    if (newest !== null) mustSend.add(newest);
+    sent = applyProviderRules(rules, sent, groups, mustSend);
+  }
 
   const kept: number[] = conversation.systemIndex === null ? [] : [conversation.systemIndex];
-  for (let g = 0; g < groups.length; g++) {
-    if (groups[g].pinned || chosen.has(g)) kept.push(...groups[g].indices);
-  }
+  for (const g of sent) kept.push(...groups[g].indices);
   return kept;
 }

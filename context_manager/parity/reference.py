@@ -7,6 +7,7 @@ identity) or fail with the same :class:`ContextOverflowError`, which is translat
 reference's ``{"error": "overflow", "required", "budget"}``. Where the reference throws (a broken
 tool-call protocol, a malformed message, a bad option) the fixture holds
 ``{"error": "invalid_message", "index"}`` or ``{"error": "configuration"}``, and so do we.
+Cases of ``reference.trim.providers`` carry ``options.provider``, passed through as ``provider=``.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def run_trim_case(case: Mapping[str, Any]) -> list[int] | dict[str, Any]:
             priorities=options.get("priorities"),
             pinned=options.get("pinned") or (),
             counter=estimator_from_options(options.get("estimator")),
+            provider=options.get("provider"),
             truncate_newest=False,  # the TS reference predates the cut-to-fit rule
             validate="all",  # the reference rejects a broken message anywhere, even if dropped
         )
@@ -88,4 +90,5 @@ FIXTURE_SUITES: dict[str, Callable[[Any], Any]] = {
     "reference.trim.sliding_window": run_trim_case,
     "reference.trim.priority": run_trim_case,
     "reference.trim.invalid": run_trim_case,
+    "reference.trim.providers": run_trim_case,
 }

@@ -169,3 +169,42 @@ def test_reference_type_checks_strictly() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+PROVIDER_NAMES = ["anthropic", "bedrock", "gemini", "openai", "openai-responses"]
+
+
+def test_provider_suite_covers_every_provider_and_outcome() -> None:
+    """Each provider meets both strategies on random conversations, and the provider changes
+    the answer often (the rules and the newest-exchange protection are exercised, not idle)."""
+    cases = _cases("reference.trim.providers")
+    random = [c for c in cases if not c["id"].startswith("edge-")]
+    seen = {(c["input"]["options"]["provider"], c["input"]["options"]["strategy"]) for c in random}
+    assert seen == {(p, s) for p in PROVIDER_NAMES for s in ("sliding_window", "priority")}
+    assert len(random) >= 500
+    changed = {p: 0 for p in PROVIDER_NAMES}
+    overflow = 0
+    for case in random:
+        options = dict(case["input"]["options"])
+        provider = options.pop("provider")
+        plain = run_trim_case({"messages": case["input"]["messages"], "options": options})
+        if json.loads(json.dumps(plain)) != case["expected"]:
+            changed[provider] += 1
+        overflow += isinstance(case["expected"], dict)
+    assert min(changed.values()) >= 10, changed
+    assert overflow >= 50
+
+
+def test_provider_edge_cases_state_each_rule() -> None:
+    expected = {c["id"]: c["expected"] for c in _cases("reference.trim.providers")}
+    # [sys, u, a, a, u, a]: the cut leaves an assistant turn first; Anthropic-like APIs drop it.
+    assert expected["edge-none-assistant-first-after-cut"] == [0, 3, 4, 5]
+    assert expected["edge-openai-assistant-first-after-cut"] == [0, 3, 4, 5]
+    for provider in ("anthropic", "bedrock", "gemini"):
+        assert expected[f"edge-{provider}-assistant-first-after-cut"] == [0, 4, 5]
+        assert expected[f"edge-{provider}-gap-brings-users-together"] == [0, 5]
+    for provider in PROVIDER_NAMES:  # the tool exchange the model just received stays
+        assert expected[f"edge-{provider}-newest-exchange-beyond-max-messages"] == [0, 1, 3, 4]
+        assert expected[f"edge-{provider}-priority-keeps-openai-exchange"] == [0, 1, 3, 4]
+    assert expected["edge-none-newest-exchange-beyond-max-messages"] == [0, 1]
+    assert expected["edge-unknown-provider"] == {"error": "configuration"}
