@@ -31,6 +31,7 @@ import string
 
 from ..messages import Message
 from .base import TokenCounter
+from .framed import framed_tokens
 from .media import MediaRules
 
 #: Fitted weights (tokens per unit), rounded up. See the module docstring for what each counts.
@@ -140,21 +141,6 @@ class SafeEstimator(TokenCounter):
         return estimate_tokens(text)
 
     def count_message(self, message: Message) -> int:
-        tokens = self.message_overhead + estimate_tokens(message.text)
-        if message.name:
-            tokens += estimate_tokens(message.name)
-        for call in message.tool_calls:
-            tokens += (
-                self.tool_call_overhead
-                + estimate_tokens(call.name)
-                + estimate_tokens(call.arguments)
-            )
-        for result in message.tool_results:
-            tokens += self.message_overhead + estimate_tokens(result.text)
-        if message.thinking:
-            tokens += estimate_tokens(message.thinking)
-        if message.other:
-            tokens += estimate_tokens(message.other)
-        if message.images or message.media:
-            tokens += self.media.cost(message.images, message.media)
-        return tokens
+        return framed_tokens(
+            message, estimate_tokens, self.message_overhead, self.tool_call_overhead, self.media
+        )

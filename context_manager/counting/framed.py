@@ -10,6 +10,7 @@ text, unmodelled parts, and ``image_tokens`` per image.
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Callable
 
 from ..errors import ConfigurationError
 from ..messages import Message
@@ -58,18 +59,31 @@ class FramedCounter(TokenCounter):
         return self._count_cached.info()
 
     def count_message(self, message: Message) -> int:
-        count = self.count_text
-        tokens = self.message_overhead + count(message.text)
-        if message.name:
-            tokens += count(message.name)
-        for call in message.tool_calls:
-            tokens += self.tool_call_overhead + count(call.name) + count(call.arguments)
-        for result in message.tool_results:
-            tokens += self.message_overhead + count(result.text)
-        if message.thinking:
-            tokens += count(message.thinking)
-        if message.other:
-            tokens += count(message.other)
-        if message.images or message.media:
-            tokens += self.media.cost(message.images, message.media)
-        return tokens
+        return framed_tokens(
+            message, self.count_text, self.message_overhead, self.tool_call_overhead, self.media
+        )
+
+
+def framed_tokens(
+    message: Message,
+    count: Callable[[str], int],
+    message_overhead: int,
+    tool_call_overhead: int,
+    media: MediaRules,
+) -> int:
+    """A message as its framing plus ``count`` of every text it carries (see the module doc);
+    shared by the tokenizer counters and the safe estimate, which differ only in ``count``."""
+    tokens = message_overhead + count(message.text)
+    if message.name:
+        tokens += count(message.name)
+    for call in message.tool_calls:
+        tokens += tool_call_overhead + count(call.name) + count(call.arguments)
+    for result in message.tool_results:
+        tokens += message_overhead + count(result.text)
+    if message.thinking:
+        tokens += count(message.thinking)
+    if message.other:
+        tokens += count(message.other)
+    if message.images or message.media:
+        tokens += media.cost(message.images, message.media)
+    return tokens
