@@ -9,48 +9,13 @@ import pytest
 
 pytest.importorskip("langchain.agents.middleware")
 from langchain.agents import create_agent
-from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.tools import tool
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from context_manager import normalize
 from context_manager.integrations.langchain_agents import ContextManagerMiddleware
 from context_manager.providers import validate
 
-
-class ScriptedChat(BaseChatModel):
-    """Two parallel tool calls after a human message; an answer after tool results."""
-
-    seen: list[list[Any]] = []  # noqa: RUF012 - a pydantic field, set per instance
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChat:
-        return self
-
-    def _generate(
-        self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kwargs: Any
-    ) -> ChatResult:
-        self.seen.append(list(messages))
-        step = len(self.seen)
-        if isinstance(messages[-1], ToolMessage):
-            reply = AIMessage("Done. " + "details " * 30)
-        else:
-            calls = [
-                {"name": "read_file", "args": {"path": f"f{step}_{k}.py"}, "id": f"c{step}_{k}"}
-                for k in range(2)
-            ]
-            reply = AIMessage("", tool_calls=calls)
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-
-@tool
-def read_file(path: str) -> str:
-    """Read a file."""
-    return f"contents of {path}\n" + "x = 1\n" * 50
+from .scripted import ScriptedChat, read_file
 
 
 def run(turns: int, *, use_async: bool) -> tuple[ContextManagerMiddleware, ScriptedChat, Any]:
