@@ -69,7 +69,9 @@ def window_for(max_tokens: Any, model: Any) -> int:
     if max_tokens is None:
         return limit or DEFAULT_MAX_TOKENS
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
-        raise ConfigurationError(f"max_tokens must be a positive int, got {max_tokens!r}")
+        raise ConfigurationError(f"max_tokens must be a positive int, got {max_tokens!r:.60}")
+    if max_tokens > 2**53:  # budgets are float-exact (and JSON/JS-safe) below this
+        raise ConfigurationError(f"max_tokens must be at most 2**53, got {max_tokens!r:.60}")
     if limit is not None and max_tokens > limit:
         raise ConfigurationError(
             f"max_tokens={max_tokens} exceeds {model}'s context window of {limit} tokens; "

@@ -246,3 +246,9 @@ def test_escapes_are_reported_by_name() -> None:
     """The harness itself: an untyped error would fail the test (not be swallowed)."""
     with pytest.raises(TypeError):
         only_typed(lambda: (_ for _ in ()).throw(TypeError("raw")))
+
+
+def test_an_absurd_window_is_a_configuration_error() -> None:
+    with pytest.raises(ContextManagerError, match="at most 2"):
+        MessageContextManager(10**400)
+    assert MessageContextManager(2**53).max_tokens == 2**53
