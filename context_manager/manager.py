@@ -44,7 +44,7 @@ from .events import (
 from .host import HistoryItem
 from .messages import Message, normalize
 from .messages.groups import INTERRUPTED_RESULT, Repairer, ToolProtocol, missing_results
-from .providers import ProviderRules, get_provider
+from .providers import ProviderRules, fuse_turns, get_provider
 from .stats import ContextStats
 
 T = TypeVar("T")
@@ -412,7 +412,7 @@ class MessageContextManager(ExtensionHub):
             if self._summary is not None:
                 out.append(self._summary[0])
             out.extend(plan.messages(self._ledger))
-            return out
+            return fuse_turns(out) if self._provider and self._provider.strict else out
 
     def context_tokens(self) -> int:
         """Tokens of what ``get_context`` returns, reply priming and tool definitions included."""

@@ -45,7 +45,7 @@ from .manager import MessageContextManager
 from .messages import Message, normalize
 from .messages.groups import ToolProtocol
 from .messages.replay import is_glue, replay_chat
-from .providers import ProviderRules, get_provider, restrict
+from .providers import ProviderRules, fuse_turns, get_provider, restrict
 
 _SYSTEM_ROLES = ("system", "developer")
 #: Dict roles that never normalize to a user turn (aliases included): skipped unread.
@@ -153,8 +153,9 @@ def trim(
             gc.disable()
         try:
             kept = scan.select(window - reserve - fixed, resolved.max_messages, pinned, rules)
-            if not (truncate_newest and messages and (not kept or kept[-1] is not messages[-1])):
-                return kept  # else the newest group was left out: the full path may cut it
+            left_out = truncate_newest and messages and (not kept or kept[-1] is not messages[-1])
+            if not left_out:  # else the newest group was left out: the full path may cut it
+                return fuse_turns(kept) if rules and rules.strict else kept
         except (_Fallback, InvalidMessageError):
             pass  # the full path decides, and raises the manager's exact error
         finally:

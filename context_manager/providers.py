@@ -15,6 +15,9 @@ Sources (each rule names its own):
   very next user turn, results before any text; a final assistant turn is a prefill. With
   extended thinking an assistant turn starts with its thinking block.
 - Amazon Bedrock Converse: the first message is a user message and roles strictly alternate.
+  Where two plain same-role turns meet (an interrupted call's synthetic result and the user's
+  next words, or two user turns the caller sent), :func:`fuse_turns` joins them into one turn,
+  as Anthropic's own API does server-side, so the output alternates.
 - Gemini, "Function calling": contents start with a user turn; a function call follows a user
   turn or a function response.
 
@@ -32,7 +35,7 @@ from typing import Any, Literal, Protocol
 from .errors import ConfigurationError, InvalidMessageError
 from .messages import Message, normalize
 
-__all__ = ["PROVIDERS", "Problem", "ProviderRules", "get_provider", "validate"]
+__all__ = ["PROVIDERS", "Problem", "ProviderRules", "fuse_turns", "get_provider", "validate"]
 
 ProviderName = Literal["openai", "openai-responses", "anthropic", "bedrock", "gemini"]
 
@@ -174,6 +177,61 @@ _THINKING = ("thinking", "redacted_thinking")
 def _content(message: Any) -> list[Any]:
     content = message.get("content") if isinstance(message, dict) else None
     return content if isinstance(content, list) else []
+
+
+# -- strict alternation: joining same-role neighbours -------------------------------------
+
+_PLAIN_KEYS = frozenset(("role", "content"))
+
+
+def _blocks(message: dict[str, Any]) -> list[Any] | None:
+    """The content as a block list, or None when it is not plain Anthropic-shaped content."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if isinstance(content, list) and all(isinstance(b, dict) for b in content):
+        return content
+    return None
+
+
+def _fused(a: Any, b: Any) -> dict[str, Any] | None:
+    """``a`` and ``b`` as one turn, or None when joining them would break another rule."""
+    if not (isinstance(a, dict) and isinstance(b, dict)) or a.get("role") != b.get("role"):
+        return None
+    role = a.get("role")
+    if role not in ("user", "assistant") or not (a.keys() <= _PLAIN_KEYS >= b.keys()):
+        return None
+    first, second = _blocks(a), _blocks(b)
+    if first is None or second is None:
+        return None
+    kinds_a = {block.get("type") for block in first}
+    kinds_b = {block.get("type") for block in second}
+    if role == "user" and "tool_result" in kinds_b and kinds_a - {"tool_result"}:
+        return None  # results would come after text
+    if role == "assistant" and ("tool_use" in kinds_a or kinds_b & set(_THINKING)):
+        return None  # a call must end its turn; thinking must open it
+    return {"role": role, "content": [*first, *second]}
+
+
+def fuse_turns(messages: list[Any]) -> list[Any]:
+    """``messages`` with each run of plain same-role turns joined into one (strict providers).
+
+    Only dict turns whose keys are ``role`` and ``content`` are joined, and only where the
+    joined turn keeps the other rules (tool results first, thinking first, a call ends its
+    turn); the joined turn is a new dict holding the same blocks, never costlier to send than
+    the two turns. Returns ``messages`` itself when nothing is joined.
+    """
+    out: list[Any] | None = None
+    for k in range(1, len(messages)):
+        prev = out[-1] if out is not None else messages[k - 1]
+        joined = _fused(prev, messages[k])
+        if joined is not None:
+            if out is None:
+                out = list(messages[:k])
+            out[-1] = joined
+        elif out is not None:
+            out.append(messages[k])
+    return messages if out is None else out
 
 
 # -- keeping a selection valid ------------------------------------------------------------

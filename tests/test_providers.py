@@ -16,9 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_manager import ContextOverflowError, InvalidMessageError, MessageContextManager, trim
+from context_manager import (
+    ContextOverflowError,
+    InvalidMessageError,
+    MessageContextManager,
+    count_tokens,
+    trim,
+)
 from context_manager.events import Event, ToolCallsClosed
-from context_manager.providers import PROVIDERS, validate
+from context_manager.providers import PROVIDERS, fuse_turns, validate
 
 from .naive import naive_read
 
@@ -215,7 +221,70 @@ def test_known_bad_blocks_are_rejected() -> None:
             manager.add(message)
 
 
+def test_bedrock_joins_only_turns_that_stay_valid() -> None:
+    """Anthropic's documented merge of same-role turns, done client-side for Bedrock, and only
+    where the merged turn keeps the other rules."""
+    thinking = {
+        "role": "assistant",
+        "content": [{"type": "thinking", "thinking": "t", "signature": "s"}],
+    }
+    history = [
+        user("a"),
+        user(""),  # empty: joins, adds no block
+        bot("b"),
+        thinking,  # thinking would not be first: stays its own turn
+        user("c"),
+        {"role": "user", "content": "d", "name": "x"},  # extra key: not plain
+    ]
+    sent = trim(history, 10_000, provider="bedrock")
+    assert sent[0] == {"role": "user", "content": [{"type": "text", "text": "a"}]}
+    assert sent[1:] == history[2:]
+    assert all(m is h for m, h in zip(sent[1:], history[2:], strict=True))
+    exchange = [user("q"), tool_use("t1"), tool_result("t1"), user("stop")]
+    joined = trim(exchange, 10_000, provider="bedrock")
+    assert [b["type"] for b in joined[-1]["content"]] == ["tool_result", "text"]
+    assert validate(joined, "bedrock") == []
+    apart = [user("x"), tool_result("t1")]  # text before a result: never joined
+    assert fuse_turns(apart) is apart
+    rules = {p.rule for p in validate(sent, "bedrock")}
+    assert "alternate" in rules  # the pairs left apart are reported
+    alternating = [user("a"), bot("b"), user("c")]
+    assert trim(alternating, 10_000, provider="bedrock") == alternating
+    assert trim(history[:2], 10_000, provider="anthropic") == history[:2]  # Anthropic merges
+
+
 # -- property: every strategy, every budget -----------------------------------------------------
+
+
+def _opens_with_thinking(message: dict[str, Any]) -> bool:
+    content = message["content"]
+    return isinstance(content, list) and content[0]["type"] == "thinking"
+
+
+def naive_join(context: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Neighbouring turns of one role as one turn (Anthropic's server-side merge), except where
+    the result would put text before a tool result or thinking after other blocks."""
+    out: list[dict[str, Any]] = []
+    for message in context:
+        blocks = message["content"]
+        if isinstance(blocks, str):
+            blocks = [{"type": "text", "text": blocks}] if blocks else []
+        if out and out[-1]["role"] == message["role"]:
+            before = out[-1]["content"]
+            if isinstance(before, str):
+                before = [{"type": "text", "text": before}] if before else []
+            types_before = [b["type"] for b in before]
+            types_now = [b["type"] for b in blocks]
+            bad = (
+                "tool_use" in types_before
+                or "thinking" in types_now
+                or ("tool_result" in types_now and any(t != "tool_result" for t in types_before))
+            )
+            if not bad:
+                out[-1] = {"role": message["role"], "content": before + blocks}
+                continue
+        out.append(message)
+    return out
 
 
 @st.composite
@@ -268,14 +337,28 @@ def test_every_strategy_keeps_provider_rules(
     priorities: list[int],
     pin: bool,
 ) -> None:
-    manager = MessageContextManager(budget, reserve_tokens=0, strategy=strategy, provider=provider)
-    for i, message in enumerate(history):
-        manager.add(message, priority=priorities[i % 40], pinned=pin and i == 0)
+    # Bedrock selects as Anthropic does and then joins same-role neighbours (fuse_turns), so the
+    # structure is checked on the Anthropic context and the joining against a naive statement.
+    managers = {}
+    for name in {provider, "anthropic"}:
+        managers[name] = MessageContextManager(
+            budget, reserve_tokens=0, strategy=strategy, provider=name
+        )
+        for i, message in enumerate(history):
+            managers[name].add(message, priority=priorities[i % 40], pinned=pin and i == 0)
+    manager = managers["anthropic"]
     try:
         context = manager.get_context()
     except ContextOverflowError as exc:
         assert exc.shortfall > 0
         return
+    if provider == "bedrock":
+        sent = managers["bedrock"].get_context()
+        assert sent == naive_join(context)
+        assert count_tokens(sent) <= count_tokens(context)
+        for problem in validate(sent, "bedrock"):  # left: what a join cannot fix
+            assert problem.rule == "alternate"
+            assert pin or _opens_with_thinking(sent[problem.index])
     held = manager.messages
     position = {id(m): k for k, m in enumerate(held)}
     for m in context:  # the newest exchange may be a copy cut to fit (truncate_newest)

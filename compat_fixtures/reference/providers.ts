@@ -20,6 +20,14 @@
 //       sent, the newer one; if both must be sent, the clash stays (validate() reports it).
 //       After a drop, the new neighbours are compared again.
 //     Groups that must be sent: the latest user group, the newest exchange, pinned groups.
+//  C. join (Bedrock, whose Converse API wants roles to alternate strictly): after trimming,
+//     neighbouring turns of one role are sent as one turn, the way Anthropic's API merges them
+//     server-side (an interrupted call's synthetic result and the user's next words, or two user
+//     turns the caller sent). Only plain turns are joined: objects whose keys are just `role`
+//     ("user" or "assistant") and `content` (a string, read as one text block, none when empty,
+//     or an array of objects), and only where the joined turn keeps the other rules: no text
+//     before a tool_result, no thinking after other blocks, no block after a tool_use. In the
+//     result a joined turn is the array of the indices it joins.
 //  OpenAI Chat Completions and Responses need only the tool-call pairing, which whole groups
 //  already keep: for them only promise A changes the result.
 
@@ -33,14 +41,16 @@ export interface ProviderRules {
   firstUser: boolean;
   /** Trimming must not bring two turns of the same role together. */
   alternate: boolean;
+  /** Neighbouring turns of one role are sent joined (rule C). */
+  join: boolean;
 }
 
 export const PROVIDERS: Readonly<Record<ProviderName, ProviderRules>> = {
-  openai: { name: "openai", firstUser: false, alternate: false },
-  "openai-responses": { name: "openai-responses", firstUser: false, alternate: false },
-  anthropic: { name: "anthropic", firstUser: true, alternate: true },
-  bedrock: { name: "bedrock", firstUser: true, alternate: true },
-  gemini: { name: "gemini", firstUser: true, alternate: true },
+  openai: { name: "openai", firstUser: false, alternate: false, join: false },
+  "openai-responses": { name: "openai-responses", firstUser: false, alternate: false, join: false },
+  anthropic: { name: "anthropic", firstUser: true, alternate: true, join: false },
+  bedrock: { name: "bedrock", firstUser: true, alternate: true, join: true },
+  gemini: { name: "gemini", firstUser: true, alternate: true, join: false },
 };
 
 /** The rule set named by the `provider` option: null/undefined means none (no extra rules). */
@@ -101,4 +111,46 @@ export function applyProviderRules(
     if (!skip) sent.push(group);
   }
   return sent;
+}
+
+/** The block types of a plain turn (rule C), or null when the turn is not one. */
+function plainTurn(message: unknown): { role: string; types: string[] } | null {
+  if (typeof message !== "object" || message === null || Array.isArray(message)) return null;
+  const record = message as Record<string, unknown>;
+  if (Object.keys(record).some((key) => key !== "role" && key !== "content")) return null;
+  if (record.role !== "user" && record.role !== "assistant") return null;
+  const content = record.content;
+  if (typeof content === "string") return { role: record.role, types: content === "" ? [] : ["text"] };
+  if (!Array.isArray(content)) return null;
+  const types: string[] = [];
+  for (const block of content) {
+    if (typeof block !== "object" || block === null || Array.isArray(block)) return null;
+    types.push(String((block as Record<string, unknown>).type));
+  }
+  return { role: record.role, types };
+}
+
+/** `kept` (message indices in order) with neighbouring plain turns of one role joined (rule C). */
+export function joinTurns(messages: unknown[], kept: number[]): (number | number[])[] {
+  const out: (number | number[])[] = [];
+  let open: { role: string; types: string[] } | null = null; // the last entry, read as a turn
+  for (const index of kept) {
+    const turn = plainTurn(messages[index]);
+    if (open !== null && turn !== null && open.role === turn.role) {
+      const textBeforeResult =
+        turn.types.includes("tool_result") && open.types.some((type) => type !== "tool_result");
+      const thinkingLate = turn.types.includes("thinking") || turn.types.includes("redacted_thinking");
+      const afterCall = open.types.includes("tool_use");
+      const fits = turn.role === "user" ? !textBeforeResult : !thinkingLate && !afterCall;
+      if (fits) {
+        const last = out[out.length - 1];
+        out[out.length - 1] = Array.isArray(last) ? [...last, index] : [last, index];
+        open = { role: turn.role, types: [...open.types, ...turn.types] };
+        continue;
+      }
+    }
+    out.push(index);
+    open = turn;
+  }
+  return out;
 }

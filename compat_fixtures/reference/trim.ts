@@ -40,12 +40,13 @@
 //     user group (it joins the overflow check; if the strategy leaves it out, the strategy runs
 //     again with its tokens set aside and it is added), and the provider's rules then drop groups
 //     whose position the API would reject (see providers.ts).
-//  9. Output. System prompt first, then every kept message in its original order.
+//  9. Output. System prompt first, then every kept message in its original order; for Bedrock,
+//     neighbouring plain turns of one role joined (an array of their indices; providers.ts C).
 
 import { countMessage, makeEstimator, type Estimator, type EstimatorOptions } from "./estimate.ts";
 import { ConfigurationError, InvalidMessageError } from "./errors.ts";
 import { normalize, resultIds, type MessageRecord } from "./messages.ts";
-import { applyProviderRules, providerRules, type ProviderName } from "./providers.ts";
+import { applyProviderRules, joinTurns, providerRules, type ProviderName } from "./providers.ts";
 
 export { ConfigurationError, InvalidMessageError } from "./errors.ts";
 export type { EstimatorOptions } from "./estimate.ts";
@@ -82,7 +83,7 @@ export interface Overflow {
   budget: number;
 }
 
-export type TrimResult = number[] | Overflow;
+export type TrimResult = (number | number[])[] | Overflow;
 
 /** A run of messages kept or dropped together. */
 export interface Group {
@@ -344,5 +345,5 @@ export function trim(messages: unknown[], options: TrimOptions): TrimResult {
 
   const kept: number[] = conversation.systemIndex === null ? [] : [conversation.systemIndex];
   for (const g of sent) kept.push(...groups[g].indices);
-  return kept;
+  return rules !== null && rules.join ? joinTurns(messages, kept) : kept;
 }

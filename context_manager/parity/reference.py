@@ -7,17 +7,20 @@ identity) or fail with the same :class:`ContextOverflowError`, which is translat
 reference's ``{"error": "overflow", "required", "budget"}``. Where the reference throws (a broken
 tool-call protocol, a malformed message, a bad option) the fixture holds
 ``{"error": "invalid_message", "index"}`` or ``{"error": "configuration"}``, and so do we.
-Cases of ``reference.trim.providers`` carry ``options.provider``, passed through as ``provider=``.
+Cases of ``reference.trim.providers`` carry ``options.provider``, passed through as ``provider=``;
+for Bedrock a joined turn (``providers.fuse_turns``) is the list of the indices it joins.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..counting import CharEstimator
 from ..errors import ConfigurationError, ContextOverflowError, InvalidMessageError
 from ..oneshot import trim
+from ..providers import get_provider
 
 __all__ = ["FIXTURE_SUITES", "estimator_from_options", "run_trim_case"]
 
@@ -43,16 +46,18 @@ def estimator_from_options(options: Mapping[str, Any] | None) -> CharEstimator:
     )
 
 
-def run_trim_case(case: Mapping[str, Any]) -> list[int] | dict[str, Any]:
-    """Kept indices (system prompt first, original order), or the reference's overflow object."""
+def run_trim_case(case: Mapping[str, Any]) -> list[int | list[int]] | dict[str, Any]:
+    """Kept indices (system prompt first, original order; a joined turn as the list of the
+    indices it joins), or the reference's overflow object."""
     messages = case.get("messages")
     options = case.get("options")
     if not isinstance(messages, list) or not isinstance(options, Mapping):
         raise ConfigurationError(
             "a reference case needs 'messages' (a list) and 'options' (an object)",
         )
-    try:
-        kept = trim(
+
+    def run(provider: Any) -> list[Any]:
+        return trim(
             messages,
             options["maxTokens"],
             strategy=options.get("strategy") or "sliding_window",
@@ -61,17 +66,24 @@ def run_trim_case(case: Mapping[str, Any]) -> list[int] | dict[str, Any]:
             priorities=options.get("priorities"),
             pinned=options.get("pinned") or (),
             counter=estimator_from_options(options.get("estimator")),
-            provider=options.get("provider"),
+            provider=provider,
             truncate_newest=False,  # the TS reference predates the cut-to-fit rule
             validate="all",  # the reference rejects a broken message anywhere, even if dropped
         )
+
+    try:
+        kept = run(options.get("provider"))
+        rules = get_provider(options.get("provider"))
     except ContextOverflowError as exc:
         return {"error": "overflow", "required": exc.required, "budget": exc.budget}
     except InvalidMessageError as exc:
         return {"error": "invalid_message", "index": exc.index}
     except ConfigurationError:
         return {"error": "configuration"}
-    return _positions(kept, messages)
+    if rules is None or not rules.strict:
+        return list(_positions(kept, messages))
+    plain = run(replace(rules, strict=False))  # the same selection, turns not joined
+    return _joined_positions(kept, plain, _positions(plain, messages))
 
 
 def _positions(kept: list[Any], messages: list[Any]) -> list[int]:
@@ -84,6 +96,42 @@ def _positions(kept: list[Any], messages: list[Any]) -> list[int]:
         out.append(j)
         j += 1
     return out
+
+
+def _joined_positions(sent: list[Any], plain: list[Any], at: list[int]) -> list[int | list[int]]:
+    """``sent`` (a strict provider's output) read against ``plain`` (the same trim without the
+    joining, at positions ``at``): a new turn in ``sent`` is a run of ``plain`` messages, as many
+    as its blocks take, plus the empty turns of its role that follow (they join the run before
+    them). A joined turn that is not its parts' blocks in order reads as ``-1``."""
+    out: list[int | list[int]] = []
+    p = 0
+    for message in sent:
+        if p < len(plain) and message is plain[p]:
+            out.append(at[p])
+            p += 1
+            continue
+        role, blocks = message.get("role"), message.get("content")
+        parts: list[int] = []
+        taken: list[Any] = []
+        while p < len(plain):
+            own = _blocks_of(plain[p], role)
+            if own is None or (len(taken) >= len(blocks) and own):
+                break
+            parts.append(at[p])
+            taken += own
+            p += 1
+        out.append(parts if taken == blocks and len(parts) > 1 else -1)
+    return out
+
+
+def _blocks_of(message: Any, role: Any) -> list[Any] | None:
+    """A plain turn's content as blocks (a string is one text block), None for other turns."""
+    if not isinstance(message, dict) or message.get("role") != role:
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if isinstance(content, list) else None
 
 
 FIXTURE_SUITES: dict[str, Callable[[Any], Any]] = {
