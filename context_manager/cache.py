@@ -32,7 +32,7 @@ __all__ = ["ANTHROPIC_MAX_BREAKPOINTS", "mark_cache_breakpoints"]
 ANTHROPIC_MAX_BREAKPOINTS = 4
 #: Anthropic's smallest cacheable prefix on most models (Haiku models: 2,048).
 ANTHROPIC_MIN_TOKENS = 1_024
-_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+_UNMARKABLE = ("thinking", "redacted_thinking")  # a tuple: a block type may be unhashable
 
 
 def mark_cache_breakpoints(

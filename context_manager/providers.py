@@ -204,8 +204,8 @@ def _fused(a: Any, b: Any) -> dict[str, Any] | None:
     first, second = _blocks(a), _blocks(b)
     if first is None or second is None:
         return None
-    kinds_a = {block.get("type") for block in first}
-    kinds_b = {block.get("type") for block in second}
+    kinds_a = {kind for block in first if type(kind := block.get("type")) is str}
+    kinds_b = {kind for block in second if type(kind := block.get("type")) is str}
     if role == "user" and "tool_result" in kinds_b and kinds_a - {"tool_result"}:
         return None  # results would come after text
     if role == "assistant" and ("tool_use" in kinds_a or kinds_b & set(_THINKING)):

@@ -17,6 +17,7 @@ from context_manager import MessageContextManager, count_tokens, normalize, trim
 from context_manager.cli import main
 from context_manager.compaction.pi_rules.overflow import is_context_overflow
 from context_manager.errors import ContextManagerError
+from context_manager.providers import PROVIDERS, fuse_turns, validate
 
 scalars = st.one_of(
     st.none(),
@@ -54,10 +55,23 @@ values = st.recursive(
     ),
     max_leaves=12,
 )
+blocks = st.lists(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["text", "tool_use", "tool_result", "thinking"]) | values},
+        optional={"text": values, "id": values, "tool_use_id": values, "content": values},
+    ),
+    max_size=3,
+)
 messages = st.one_of(
     values,
     st.fixed_dictionaries(
         {"role": st.sampled_from(["user", "assistant", "system", "tool", "x"]), "content": values}
+    ),
+    # the shapes the fast paths read first, with a hostile role or block type
+    st.fixed_dictionaries({"role": values, "content": st.text(max_size=8) | blocks}),
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["user", "assistant"]), "content": blocks},
+        optional={"tool_calls": values, "tool_call_id": values},
     ),
 )
 OPTIONS = [
@@ -190,6 +204,25 @@ def test_count_tokens(batch: Any, model: Any, tools: Any) -> None:
 @given(messages)
 def test_normalize(message: Any) -> None:
     only_typed(normalize, message)
+
+
+@fuzz
+@given(
+    st.lists(messages, max_size=5),
+    st.sampled_from(sorted(PROVIDERS)),
+    st.sampled_from(["sliding_window", "priority"]),
+    st.integers(1, 3_000),
+)
+def test_providers(batch: list[Any], provider: str, strategy: str, max_tokens: int) -> None:
+    """validate(), the provider rules and the Bedrock join read hostile lists too."""
+    only_typed(validate, batch, provider)
+    only_typed(fuse_turns, batch)
+    kept = only_typed(trim, batch, max_tokens, provider=provider, strategy=strategy)
+    manager = MessageContextManager(max_tokens + 500, provider=provider, reserve_tokens=0)
+    for message in batch:
+        only_typed(manager.add, message)
+    only_typed(manager.get_context)
+    assert kept is None or isinstance(kept, list)
 
 
 @fuzz

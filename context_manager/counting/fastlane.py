@@ -62,7 +62,7 @@ def read_fast(message: Any) -> Message | None:
     role = message.get("role")
     content = message.get("content")
     if size == 2:
-        if type(content) is str and role in _PLAIN_ROLES:
+        if type(content) is str and type(role) is str and role in _PLAIN_ROLES:
             return Message(role, content)
         return None
     if size != 3:
@@ -102,7 +102,7 @@ def lane_for(counter: TokenCounter) -> Lane | None:
             if type(text) is not str:
                 return None
             if size == 2:
-                if role not in _PLAIN_ROLES:
+                if type(role) is not str or role not in _PLAIN_ROLES:
                     return None
                 rec = Message(role, text)
             else:

@@ -33,7 +33,7 @@ ROLE_TO_TYPE = {
     "assistant": "ai",
     "tool": "tool",
 }
-_IMAGE_BLOCKS = frozenset({"image", "image_url"})
+_IMAGE_BLOCKS = ("image", "image_url")  # a tuple: a block type may be unhashable
 
 
 class PerMessage:

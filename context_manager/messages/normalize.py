@@ -323,7 +323,7 @@ def normalize(message: Any, index: int | None = None) -> Message:
     if type(message) is dict and len(message) == 2:
         # Fast path for the commonest shape, {"role": ..., "content": "text"}.
         role, content = message.get("role"), message.get("content")
-        if type(content) is str and role in _ROLE_SET and role != "tool":
+        if type(content) is str and type(role) is str and role in _ROLE_SET and role != "tool":
             return Message(role, content)
     if isinstance(message, Message):
         return message

@@ -384,3 +384,84 @@ def test_utf16_len_matches_an_encoding(text: str) -> None:
     from context_manager._js import utf16_len
 
     assert utf16_len(text) == len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+HOSTILE = [
+    {"role": ["user"], "content": "an unhashable role"},
+    {"role": "user", "content": 5},
+    {"role": "narrator", "content": "an unknown role"},
+    "not a message",
+    None,
+    {"role": "tool", "tool_call_id": "t0_0", "content": "a result out of place"},
+    {"role": "tool", "tool_call_id": ["x"], "content": "an unhashable id"},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": ["x"], "function": {}}]},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "d", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": "d", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        ],
+    },
+    {"role": "user", "content": "\ud800 lone surrogate " + " " * 500},
+    {"role": "assistant", "content": "😀" * 300},
+]
+
+
+@st.composite
+def chat_history(draw: st.DrawFn) -> list[Any]:
+    """OpenAI chat dicts only: plain turns and (parallel) tool groups, the chat pass's shapes."""
+    out: list[Any] = []
+    for n in range(draw(st.integers(0, 30))):
+        kind = draw(st.sampled_from(["user", "assistant", "tools"]))
+        if kind != "tools":
+            out.append({"role": kind, "content": draw(TEXTS)})
+            continue
+        ids = [f"c{n}_{j}" for j in range(draw(st.integers(1, 3)))]
+        calls = [
+            {"id": i, "type": "function", "function": {"name": "f", "arguments": draw(TEXTS)}}
+            for i in ids
+        ]
+        out.append({"role": "assistant", "content": draw(st.none() | TEXTS), "tool_calls": calls})
+        out += [{"role": "tool", "tool_call_id": i, "content": draw(TEXTS)} for i in ids]
+    return out
+
+
+@EXAMPLES
+@given(
+    messages=chat_history() | chat_history() | conversation(),
+    mutate=st.none() | st.tuples(st.integers(0, 60), st.sampled_from(HOSTILE)),
+    extra=st.integers(0, 400),
+    system=st.booleans(),
+)
+def test_default_trim_takes_the_chat_pass_and_answers_as_the_scan(
+    messages: list[Any], mutate: Any, extra: int, system: bool
+) -> None:
+    """``trim(messages, max_tokens)`` with every other option at its default reads plain chat
+    dicts in one backwards pass (``budget.chat_suffix``); ``pinned=[]`` (a list, the same
+    meaning) takes the general scan. Both answer alike, errors included, on valid and hostile
+    histories; on valid ones both equal a filled manager."""
+    messages = ([{"role": "system", "content": "Be brief."}] if system else []) + messages
+    if mutate is not None and messages:
+        at, bad = mutate
+        messages[at % len(messages)] = bad
+    total = 3 + sum(len(json.dumps(m)) // 4 for m in messages)  # roughly what all of it costs
+    for budget in (1, total // 8 + extra + 1, total // 3 + 1, total // 2 + extra, total + extra):
+        fast = outcome(trim, messages, budget)
+        scan = outcome(trim, messages, budget, pinned=[])
+        assert same(fast, scan) if isinstance(fast, list) else fast == scan, (fast, scan)
+        if mutate is None:
+            options = {"max_tokens": budget, "max_messages": None, "pinned": set()}
+            expected = manager_context(
+                messages, "sliding_window", priorities=[0] * len(messages), **options
+            )
+            assert same(fast, expected), (fast, expected)
+
+
+def outcome(call: Any, *args: Any, **options: Any) -> Any:
+    try:
+        return call(*args, **options)
+    except ContextOverflowError as exc:
+        return ("overflow", exc.required, exc.budget)
+    except InvalidMessageError as exc:
+        return ("invalid", exc.index)

@@ -174,8 +174,8 @@ def conversations(draw: st.DrawFn) -> tuple[list[Message], list[int]]:
 def test_replay_chat_agrees_with_tool_protocol(
     case: tuple[list[Message], list[int]], data: st.DataObject
 ) -> None:
-    """When the quick replay answers, ``_Scan.check`` without it gives the same answer."""
-    import context_manager.oneshot as oneshot
+    """When the quick replay answers, ``BackwardScan.check`` without it gives the same answer."""
+    import context_manager.budget.backscan as backscan
 
     recs, starts = case
     cuts: list[int] = [s for s in starts if s > 0]
@@ -189,11 +189,11 @@ def test_replay_chat_agrees_with_tool_protocol(
     quick = replay_chat(by_index, spans)
     if quick is None:
         return
-    scan = oneshot._Scan(list(recs), CharEstimator(), None)
+    scan = backscan.BackwardScan(list(recs), CharEstimator(), None)
     scan.recs.update(by_index)
-    real = oneshot.replay_chat
-    oneshot.replay_chat = lambda recs, spans: None  # the general replay alone
+    real = backscan.replay_chat
+    backscan.replay_chat = lambda recs, spans: None  # the general replay alone
     try:
         assert scan.check(spans) is quick
     finally:
-        oneshot.replay_chat = real
+        backscan.replay_chat = real

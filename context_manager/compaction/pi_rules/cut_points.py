@@ -16,10 +16,9 @@ from .estimate import estimate_tokens
 
 # --- Cut points ------------------------------------------------------------------------------
 
-_CUT_ROLES = frozenset(
-    {"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"}
-)
-_USERLIKE_ENTRY_TYPES = frozenset({"branch_summary", "custom_message"})
+# Tuples, not sets: a hostile entry's role or type may be unhashable.
+_CUT_ROLES = ("user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary")
+_USERLIKE_ENTRY_TYPES = ("branch_summary", "custom_message")
 
 
 @dataclass(frozen=True, slots=True)
