@@ -13,6 +13,10 @@ turns with ``tool_calls``) the whole answer is a suffix, found by reading each m
 * each closed group costs the chars estimator's count of its messages (the arithmetic of
   ``counting.fastlane``), and the walk stops at the first group that does not fit (or would pass
   ``cap`` messages): the sliding window's answer;
+* measuring a non-ASCII text in UTF-16 units is the expensive part, so the walk first charges
+  an upper bound (``2k`` units for ``k`` characters) and measures nothing while the bound fits;
+  only when a group would not fit under the bound are the non-ASCII texts read so far measured,
+  and the walk goes on exactly. A history that fits whole is thus never measured;
 * an optional system/developer prompt at index 0 is sent and paid for first.
 
 Anything else answers None and the general scan decides (and raises its exact errors): another
@@ -23,7 +27,6 @@ faster, never different; the property tests hold it to the manager's answer.
 
 from __future__ import annotations
 
-from itertools import islice
 from typing import Any
 
 from .._js import utf16_len
@@ -51,49 +54,63 @@ def chat_suffix(
             text = first.get("content")
             if len(first) != 2 or type(text) is not str:
                 return None
-            chars = len(text) if text.isascii() else utf16_len(text)
-            room -= -(-chars // whole) + overhead
+            room -= -(-utf16_len(text) // whole) + overhead
             lo = 1
         elif read_fast(first) is None:
             return None  # the general scan reads message 0 whatever the cut (is it a prompt?)
     if room < 0:
         return None  # even the reply priming does not fit: the general scan raises the overflow
-    if cap is None and _fits_whole(messages, lo, room, whole, overhead):
-        return lo, lo
-    used = count = cost = 0
-    start = n
+    used = cost = 0
+    start = n  # the kept suffix is messages[start:]
     waiting: set[str] = set()  # results read since the open group's end, awaiting their call
     issued: set[str] = set()
-    seen_user = False
-    i = n - 1
-    while i >= lo:
+    newest_user = -1  # the newest plain user turn read: kept when at or after ``start``
+    exact = False  # False: non-ASCII texts are charged 2 units a character (an upper bound)
+    bounded: list[int] = []  # messages charged by the bound, kept or in the open group
+    for i in range(n - 1, lo - 1, -1):
         message = messages[i]
         if type(message) is not dict:
             return None
-        size = len(message)
-        role = message.get("role")
         text = message.get("content")
-        if size == 2:
-            if type(text) is not str or (role != "user" and role != "assistant") or waiting:
+        if type(text) is str and len(message) == 2 and not waiting:  # a plain turn: a group
+            role = message.get("role")
+            if role == "user":
+                if newest_user < 0:
+                    newest_user = i
+            elif role != "assistant":
                 return None
-            chars = len(text) if text.isascii() else utf16_len(text)
-        elif size == 3 and role == "tool":
+            if text.isascii():
+                turn = -(-len(text) // whole) + overhead
+            elif exact:
+                turn = -(-utf16_len(text) // whole) + overhead
+            else:
+                turn = -(-2 * len(text) // whole) + overhead
+                bounded.append(i)
+            if used + turn <= room and (cap is None or n - i <= cap):
+                used += turn
+                start = i
+                continue
+            cost = turn  # (no group was open: nothing is pending)
+        elif len(message) == 3 and message.get("role") == "tool":
             call_id = message.get("tool_call_id")
             if type(text) is not str or type(call_id) is not str or not call_id:
                 return None
             if call_id in waiting:
                 return None
             waiting.add(call_id)
-            chars = len(text) if text.isascii() else utf16_len(text)
-            cost += -(-chars // whole) + overhead
-            i -= 1
-            continue
-        elif size == 3 and role == "assistant" and waiting:
+            if text.isascii():
+                cost += -(-len(text) // whole) + overhead
+            elif exact:
+                cost += -(-utf16_len(text) // whole) + overhead
+            else:
+                cost += -(-2 * len(text) // whole) + overhead
+                bounded.append(i)
+            continue  # a result: its group starts further back
+        elif len(message) == 3 and message.get("role") == "assistant" and waiting:
             if type(text) is not str:
                 if text is not None or "content" not in message:
                     return None
                 text = ""
-            chars = len(text) if text.isascii() else utf16_len(text)
             calls = message.get("tool_calls")
             if type(calls) is not list or len(calls) != len(waiting):
                 return None
@@ -111,80 +128,49 @@ def chat_suffix(
                 if type(name) is not str or type(args) is not str:
                     return None
                 issued.add(call_id)
-                chars += len(name) if name.isascii() else utf16_len(name)
-                chars += len(args) if args.isascii() else utf16_len(args)
+                text += name + args  # the estimator charges names and arguments as text
             waiting.clear()
+            if text.isascii():
+                cost += -(-len(text) // whole) + overhead
+            elif exact:
+                cost += -(-utf16_len(text) // whole) + overhead
+            else:
+                cost += -(-2 * len(text) // whole) + overhead
+                bounded.append(i)
+            if used + cost <= room and (cap is None or n - i <= cap):
+                used += cost
+                cost = 0
+                start = i
+                continue
         else:
             return None
-        cost += -(-chars // whole) + overhead
-        if used + cost > room or (cap is not None and count + start - i > cap):
-            if start == n or not seen_user:
+        # The group [i, start) does not fit under the bound (or passes ``cap``).
+        if not exact:
+            exact = True  # measure what the bound charged, then decide exactly
+            for k in bounded:
+                over = _tokens(messages[k], 2, whole) - _tokens(messages[k], 1, whole)
+                if k >= start:
+                    used -= over
+                else:
+                    cost -= over
+        if used + cost > room or (cap is not None and n - i > cap):
+            if start == n or newest_user < start:
                 return None  # the newest group, or the latest user turn, needs protecting
             return lo, start
         used += cost
-        count += start - i
-        start = i
         cost = 0
-        seen_user = seen_user or role == "user"  # a plain user turn is a user turn
-        i -= 1
+        start = i
     if waiting:
         return None  # results before any call
     return lo, start
 
 
-def _fits_whole(messages: list[Any], lo: int, room: int, whole: int, overhead: int) -> bool:
-    """True when ``messages[lo:]`` are valid chat shapes that all fit in ``room``.
-
-    An upper bound decides, so no message is counted: a text of ``k`` characters takes at most
-    ``2k`` UTF-16 units (``k`` when ASCII), and ``ceil`` adds at most one token a message. False
-    (let the backwards walk decide) as soon as the bound is out of reach or anything is unusual.
+def _tokens(message: dict[str, Any], units: int, whole: int) -> int:
+    """A fast-shape message's token count, its non-ASCII characters charged ``units`` UTF-16
+    units each (2: the bound), or measured (1). The message overhead cancels out and is left out.
     """
-    limit = whole * (room - (len(messages) - lo) * (overhead + 1))  # the chars the bound allows
-    chars = 0
-    pending: set[str] = set()
-    issued: set[str] = set()
-    for message in islice(messages, lo, None):
-        if type(message) is not dict or chars > limit:
-            return False
-        text = message.get("content")
-        if type(text) is str and len(message) == 2 and not pending:  # a plain turn
-            role = message.get("role")
-            if role != "user" and role != "assistant":
-                return False
-            chars += len(text) if text.isascii() else 2 * len(text)
-            continue
-        role = message.get("role")
-        size = len(message)
-        if size == 3 and role == "tool":
-            call_id = message.get("tool_call_id")
-            if type(text) is not str or type(call_id) is not str or call_id not in pending:
-                return False
-            pending.discard(call_id)
-            chars += len(text) if text.isascii() else 2 * len(text)
-        elif size == 3 and role == "assistant" and not pending:
-            calls = message.get("tool_calls")
-            if text is None and "content" in message:
-                text = ""
-            if type(text) is not str or type(calls) is not list or not calls:
-                return False
-            chars += len(text) if text.isascii() else 2 * len(text)
-            for call in calls:
-                if type(call) is not dict:
-                    return False
-                call_id = call.get("id")
-                fn = call.get("function")
-                if type(call_id) is not str or not call_id or call_id in issued:
-                    return False
-                if type(fn) is not dict:
-                    return False
-                name = fn.get("name")
-                args = fn.get("arguments", "")
-                if type(name) is not str or type(args) is not str:
-                    return False
-                issued.add(call_id)
-                pending.add(call_id)
-                chars += len(name) if name.isascii() else 2 * len(name)
-                chars += len(args) if args.isascii() else 2 * len(args)
-        else:
-            return False
-    return not pending and chars <= limit
+    text = message.get("content") or ""
+    for call in message.get("tool_calls") or ():
+        text += call["function"]["name"] + call["function"].get("arguments", "")
+    chars = 2 * len(text) if units == 2 else utf16_len(text)
+    return -(-chars // whole)
