@@ -5,7 +5,10 @@
     python -m benchmarks.enforce --from-json run.json   # re-check a saved run
 
 Medians are compared, never means or single runs, so a noisy shared machine moves the margin,
-not the verdict. Spec targets always fail the run when missed; our own stricter bars and the
+not the verdict. An enforced target missed in the full pass is measured once more on its own (both
+sides of a ratio, in one process) and that second measurement decides: a burst of load on a
+shared 2-core machine can stall one suite for its whole timing window.
+Spec targets always fail the run when missed; our own stricter bars and the
 stress cases (spec limit, extreme input) fail it in the full run and are reported (not enforced)
 in quick mode, where noise on a shared CI machine could flip them.
 A target whose benchmark did not run counts as missed, and so does any failing suite.
@@ -28,12 +31,15 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "latest.json"
 
 
-def pytest_command(json_path: Path, *, quick: bool, peers: bool, extra: list[str]) -> list[str]:
+def pytest_command(
+    json_path: Path, *, quick: bool, peers: bool, extra: list[str], only: list[str] | None = None
+) -> list[str]:
+    """The pytest run; ``only``: these node ids instead of every suite."""
     command = [
         sys.executable,
         "-m",
         "pytest",
-        str(ROOT / "benchmarks"),
+        *(only or [str(ROOT / "benchmarks")]),
         "-o",
         "python_files=bench_*.py",
         "-p",
@@ -51,10 +57,12 @@ def pytest_command(json_path: Path, *, quick: bool, peers: bool, extra: list[str
     return command + extra
 
 
-def run(json_path: Path, *, quick: bool, peers: bool, extra: list[str]) -> int:
+def run(
+    json_path: Path, *, quick: bool, peers: bool, extra: list[str], only: list[str] | None = None
+) -> int:
     json_path.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, BENCH_QUICK="1" if quick else "0")
-    command = pytest_command(json_path, quick=quick, peers=peers, extra=extra)
+    command = pytest_command(json_path, quick=quick, peers=peers, extra=extra, only=only)
     print("$", " ".join(command), flush=True)
     return subprocess.call(command, cwd=ROOT, env=env)
 
@@ -266,6 +274,30 @@ def print_peers(results: dict[str, dict[str, Any]]) -> None:
             )
 
 
+def remeasure(
+    results: dict[str, dict[str, Any]],
+    missed: list[str],
+    json_path: Path,
+    *,
+    quick: bool,
+    extra: list[str],
+) -> dict[str, dict[str, Any]]:
+    """The benchmarks behind the ``missed`` target labels, run again in one process."""
+    names = {t.benchmark for t in targets(quick) if t.label in missed}
+    for ratio in oneshot_ratio_targets(quick):
+        if ratio.label in missed:
+            names |= {ratio.ours, ratio.theirs}
+    ids = sorted({results[n]["fullname"] for n in names if "fullname" in results.get(n, {})})
+    if not ids:
+        return {}
+    second = json_path.with_name(json_path.stem + ".again.json")
+    run(second, quick=quick, peers=True, extra=extra, only=ids)
+    if not second.exists():
+        return {}
+    compact(second)
+    return {name: bench for name, bench in load(second).items() if name in names}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.enforce",
@@ -303,6 +335,15 @@ def main(argv: list[str] | None = None) -> int:
     ratio_failed, ratio_warned = check_ratios(results, quick=quick)
     failed += ratio_failed
     warned += ratio_warned
+    if failed and args.from_json is None:
+        again = remeasure(results, failed, json_path, quick=quick, extra=args.pytest_args)
+        if again:
+            results.update(again)
+            print(f"\nre-measured once, on their own: {', '.join(sorted(again))}")
+            failed, warned = check(results, quick=quick)
+            ratio_failed, ratio_warned = check_ratios(results, quick=quick)
+            failed += ratio_failed
+            warned += ratio_warned
     if any(name.startswith("test_oneshot[") for name in results):
         print("\none-shot trim (time, and time / ours):")
         print("\n".join(oneshot_table(results)))

@@ -165,7 +165,14 @@ class RatioTarget:
 #: Enforced one-shot speedups vs LangChain, each well below what runs on a loaded 2-core machine
 #: measured (table in docs/guide/oneshot.md): (counter, messages, budget) -> at least x.
 ONESHOT_ENFORCED = {
-    ("ours", 1_000, 8_000): 8.0,  # measured 13-52x (fast lane; 5.7-12x before)
+    # The 3x below 1,000 messages: the chat pass (budget.chat_suffix) measured 10-13x
+    # at 20 messages, 4.6-4.7x at 100 when all fits, 6-17x at 100 with a cut (0.6-1.2x before).
+    ("ours", 20, 8_000): 3.0,
+    ("ours", 20, 102_400): 3.0,
+    ("ours", 100, 8_000): 3.0,
+    ("ours", 100, 102_400): 2.5,  # 4.6-4.7x: enforced below the 3x goal, the closest margin
+    ("ours", 1_000, 102_400): 10.0,  # 17.6-21.4x (5-7x before the chat pass)
+    ("ours", 1_000, 8_000): 10.0,  # 25-73x
     ("ours", 10_000, 8_000): 100.0,  # 249-553x
     ("ours", 10_000, 102_400): 10.0,  # 22-27x: the goal, met with a 2x margin
     ("ours", 100_000, 8_000): 300.0,  # 2,000x
