@@ -104,10 +104,16 @@ class Ledger:
             for a, b in zip(starts, stops, strict=True):
                 out.extend(originals[group_start[a] : self.group_end(b - 1)])
             return out
-        bounds = [*group_start, len(originals)]
-        firsts = list(map(bounds.__getitem__, starts))
-        lasts = list(map(bounds.__getitem__, stops))
-        if sum(lasts) - sum(firsts) >= 4 * len(starts):
+        # Run ends are group starts, but the last may be the end of the history. No copy of
+        # group_start (it holds every group: a copy cost more than the whole selection).
+        firsts = list(map(group_start.__getitem__, starts))
+        lasts = list(map(group_start.__getitem__, stops[:-1]))
+        last = stops[-1]
+        lasts.append(group_start[last] if last < len(group_start) else len(originals))
+        size = sum(lasts) - sum(firsts)
+        if size == len(starts):  # one message a run (a scattered selection of plain turns)
+            return list(map(originals.__getitem__, firsts))
+        if size >= 4 * len(starts):
             # Long runs: one slice each (C memcpy), one Python step per run.
             out = []
             for a, b in zip(firsts, lasts, strict=True):
