@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import pytest
@@ -162,6 +163,30 @@ def test_fifo_evicts_oldest_groups_on_add() -> None:
     m.extend(msgs)
     assert evicted == msgs[:1] and m.messages == msgs[1:]
     assert m.token_count == 30 and m.get_context() == msgs[1:]
+
+
+class Tracked(dict[str, Any]):
+    """A message dict that can be watched with a weak reference."""
+
+
+def test_fifo_releases_evicted_messages_at_once() -> None:
+    """Memory follows what is held: an evicted message is no longer referenced by the manager
+    (not only at the next storage compaction, 4,096 groups later)."""
+    manager = MessageContextManager(300, reserve_tokens=0, strategy="fifo")
+    watched = []
+    evicted: list[Any] = []
+    manager.on_evict = evicted.extend
+    for n in range(60):
+        message = Tracked(role="user" if n % 2 == 0 else "assistant", content=f"turn {n} " * 8)
+        watched.append(weakref.ref(message))
+        manager.add(message)
+        del message
+    held = {id(m) for m in manager.messages}
+    gone = [ref for ref in watched if ref() is not None and id(ref()) not in held]
+    assert len(evicted) > 20 and len(gone) == len(evicted)  # only the callback's list holds them
+    evicted.clear()
+    assert all(ref() is None for ref in gone)
+    assert len(manager.messages) == 60 - len(gone) and manager.get_context()
 
 
 def test_sliding_window_keeps_history_and_caps_messages() -> None:

@@ -183,7 +183,7 @@ class Ledger:
     def last_call(self) -> Any:
         """The newest held message that issued tool calls (None if there is none)."""
         for i in range(len(self.records) - 1, -1, -1):
-            if self.records[i].tool_calls:
+            if self.records[i].tool_calls and self.originals[i] is not None:
                 return self.originals[i]
         return None
 
@@ -304,7 +304,12 @@ class Ledger:
         for i in range(start, end):
             self._count_role(self.records[i].role, self.tokens[i], -1)
         self.total -= self.group_tokens[g]
-        return self.originals[start:end]
+        gone = self.originals[start:end]
+        # Release the caller's messages now, not at the next compaction (up to 4,096 groups
+        # later): what a FIFO manager keeps alive is what it holds. Records stay (pruning and
+        # the protocol read them by position); the slots are freed at compaction.
+        self.originals[start:end] = [None] * (end - start)
+        return gone
 
     def group_of_seq(self, position: int) -> int:
         """Index of the group holding absolute message ``position`` (or the next one held)."""

@@ -156,6 +156,9 @@ def chat_suffix(
         if used + cost > room or (cap is not None and n - i > cap):
             if start == n or newest_user < start:
                 return None  # the newest group, or the latest user turn, needs protecting
+            if i > lo and len(message) == 3 and read_fast(messages[i - 1]) is None:
+                return None  # the scan reads the message before a call (is it a reasoning
+                # item?) and would reject it: let it
             return lo, start
         used += cost
         cost = 0

@@ -142,6 +142,8 @@ class PruningEngine:
         if i >= len(ledger.seq) or ledger.seq[i] != seq:
             return  # no longer held (compacted away)
         original = ledger.originals[i]
+        if original is None:
+            return  # evicted: nothing to rewrite
         new: Any = original
         results = self._by_msg.get(seq)
         if results:
