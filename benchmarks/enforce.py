@@ -274,6 +274,13 @@ def print_peers(results: dict[str, dict[str, Any]]) -> None:
             )
 
 
+def verdicts(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[list[str], list[str]]:
+    """Every target and ratio target checked and printed: (missed and enforced, reported)."""
+    failed, warned = check(results, quick=quick)
+    ratio_failed, ratio_warned = check_ratios(results, quick=quick)
+    return failed + ratio_failed, warned + ratio_warned
+
+
 def remeasure(
     results: dict[str, dict[str, Any]],
     missed: list[str],
@@ -331,19 +338,13 @@ def main(argv: list[str] | None = None) -> int:
         compact(json_path)
     results = load(json_path)
     quick = args.quick or "test_memory[30000]" in results  # a saved quick run
-    failed, warned = check(results, quick=quick)
-    ratio_failed, ratio_warned = check_ratios(results, quick=quick)
-    failed += ratio_failed
-    warned += ratio_warned
+    failed, warned = verdicts(results, quick=quick)
     if failed and args.from_json is None:
         again = remeasure(results, failed, json_path, quick=quick, extra=args.pytest_args)
         if again:
             results.update(again)
             print(f"\nre-measured once, on their own: {', '.join(sorted(again))}")
-            failed, warned = check(results, quick=quick)
-            ratio_failed, ratio_warned = check_ratios(results, quick=quick)
-            failed += ratio_failed
-            warned += ratio_warned
+            failed, warned = verdicts(results, quick=quick)
     if any(name.startswith("test_oneshot[") for name in results):
         print("\none-shot trim (time, and time / ours):")
         print("\n".join(oneshot_table(results)))

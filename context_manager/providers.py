@@ -184,7 +184,7 @@ def _content(message: Any) -> list[Any]:
 _PLAIN_KEYS = frozenset(("role", "content"))
 
 
-def _blocks(message: dict[str, Any]) -> list[Any] | None:
+def turn_blocks(message: dict[str, Any]) -> list[Any] | None:
     """The content as a block list, or None when it is not plain Anthropic-shaped content."""
     content = message.get("content")
     if isinstance(content, str):
@@ -201,7 +201,7 @@ def _fused(a: Any, b: Any) -> dict[str, Any] | None:
     role = a.get("role")
     if role not in ("user", "assistant") or not (a.keys() <= _PLAIN_KEYS >= b.keys()):
         return None
-    first, second = _blocks(a), _blocks(b)
+    first, second = turn_blocks(a), turn_blocks(b)
     if first is None or second is None:
         return None
     kinds_a = {kind for block in first if type(kind := block.get("type")) is str}

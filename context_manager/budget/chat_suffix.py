@@ -79,18 +79,6 @@ def chat_suffix(
                     newest_user = i
             elif role != "assistant":
                 return None
-            if text.isascii():
-                turn = -(-len(text) // whole) + overhead
-            elif exact:
-                turn = -(-utf16_len(text) // whole) + overhead
-            else:
-                turn = -(-2 * len(text) // whole) + overhead
-                bounded.append(i)
-            if used + turn <= room and (cap is None or n - i <= cap):
-                used += turn
-                start = i
-                continue
-            cost = turn  # (no group was open: nothing is pending)
         elif len(message) == 3 and message.get("role") == "tool":
             call_id = message.get("tool_call_id")
             if type(text) is not str or type(call_id) is not str or not call_id:
@@ -98,14 +86,6 @@ def chat_suffix(
             if call_id in waiting:
                 return None
             waiting.add(call_id)
-            if text.isascii():
-                cost += -(-len(text) // whole) + overhead
-            elif exact:
-                cost += -(-utf16_len(text) // whole) + overhead
-            else:
-                cost += -(-2 * len(text) // whole) + overhead
-                bounded.append(i)
-            continue  # a result: its group starts further back
         elif len(message) == 3 and message.get("role") == "assistant" and waiting:
             if type(text) is not str:
                 if text is not None or "content" not in message:
@@ -130,20 +110,22 @@ def chat_suffix(
                 issued.add(call_id)
                 text += name + args  # the estimator charges names and arguments as text
             waiting.clear()
-            if text.isascii():
-                cost += -(-len(text) // whole) + overhead
-            elif exact:
-                cost += -(-utf16_len(text) // whole) + overhead
-            else:
-                cost += -(-2 * len(text) // whole) + overhead
-                bounded.append(i)
-            if used + cost <= room and (cap is None or n - i <= cap):
-                used += cost
-                cost = 0
-                start = i
-                continue
         else:
             return None
+        if text.isascii():
+            cost += -(-len(text) // whole) + overhead
+        elif exact:
+            cost += -(-utf16_len(text) // whole) + overhead
+        else:
+            cost += -(-2 * len(text) // whole) + overhead
+            bounded.append(i)
+        if waiting:
+            continue  # a result: its group starts further back
+        if used + cost <= room and (cap is None or n - i <= cap):
+            used += cost
+            cost = 0
+            start = i
+            continue
         # The group [i, start) does not fit under the bound (or passes ``cap``).
         if not exact:
             exact = True  # measure what the bound charged, then decide exactly

@@ -20,7 +20,7 @@ from typing import Any
 from ..counting import CharEstimator
 from ..errors import ConfigurationError, ContextOverflowError, InvalidMessageError
 from ..oneshot import trim
-from ..providers import get_provider
+from ..providers import get_provider, turn_blocks
 
 __all__ = ["FIXTURE_SUITES", "estimator_from_options", "run_trim_case"]
 
@@ -125,13 +125,10 @@ def _joined_positions(sent: list[Any], plain: list[Any], at: list[int]) -> list[
 
 
 def _blocks_of(message: Any, role: Any) -> list[Any] | None:
-    """A plain turn's content as blocks (a string is one text block), None for other turns."""
+    """A plain turn's content as blocks (as ``fuse_turns`` reads it), None for other turns."""
     if not isinstance(message, dict) or message.get("role") != role:
         return None
-    content = message.get("content")
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    return list(content) if isinstance(content, list) else None
+    return turn_blocks(message)
 
 
 FIXTURE_SUITES: dict[str, Callable[[Any], Any]] = {
