@@ -42,6 +42,7 @@ from typing import Any, Literal
 
 from ._config import budget_options, checked_tools
 from .budget.backscan import BackwardScan, Fallback
+from .budget.chat_memo import ChatMemo
 from .budget.chat_suffix import chat_suffix
 from .budget.strategies import SlidingWindow, Strategy, get_strategy
 from .counting import CharEstimator, TokenCounter, get_counter
@@ -51,6 +52,7 @@ from .manager import MessageContextManager
 from .providers import ProviderRules, fuse_turns, get_provider
 
 _ESTIMATOR = CharEstimator()  # what counter=None means: the chat fast path reads its figures
+_MEMO = ChatMemo(_ESTIMATOR)  # the chat pass resumed across calls (part of ``count_cache``)
 
 
 def trim(
@@ -121,7 +123,8 @@ def trim(
         and validate == "kept"
         and pruning is None
     ):
-        cut = chat_suffix(messages, max_tokens - _ESTIMATOR.prompt_overhead, None, _ESTIMATOR)
+        room = max_tokens - _ESTIMATOR.prompt_overhead
+        cut = _MEMO.cut(messages, room) if count_cache else chat_suffix(messages, room, _ESTIMATOR)
         if cut is not None:
             return messages[: cut[0]] + messages[cut[1] :]
     if validate not in ("kept", "all"):

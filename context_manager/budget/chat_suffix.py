@@ -11,18 +11,18 @@ turns with ``tool_calls``) the whole answer is a suffix, found by reading each m
   which must name exactly those ids (each once, never reused in the suffix): that closes a group;
   a plain turn closes a group of one and may not follow unanswered results;
 * each closed group costs the chars estimator's count of its messages (the arithmetic of
-  ``counting.fastlane``), and the walk stops at the first group that does not fit (or would pass
-  ``cap`` messages): the sliding window's answer;
-* measuring a non-ASCII text in UTF-16 units is the expensive part, so the walk first charges
-  an upper bound (``2k`` units for ``k`` characters) and measures nothing while the bound fits;
-  only when a group would not fit under the bound are the non-ASCII texts read so far measured,
-  and the walk goes on exactly. A history that fits whole is thus never measured;
+  ``counting.fastlane``), and the walk stops at the first group that does not fit: the sliding
+  window's answer (non-ASCII texts are charged an upper bound until then: see :func:`walk`);
 * an optional system/developer prompt at index 0 is sent and paid for first.
 
 Anything else answers None and the general scan decides (and raises its exact errors): another
 shape, a broken protocol, an open group at the end, a newest group that does not fit, or a cut
 that leaves the latest user turn out (the general scan protects it). So this path can only be
 faster, never different; the property tests hold it to the manager's answer.
+
+:func:`walk` is the pass itself and records what it read (each kept group's start and cost, the
+call ids and where they were issued), so ``budget.chat_memo`` can resume it on the next request
+without reading the same messages again.
 """
 
 from __future__ import annotations
@@ -34,40 +34,120 @@ from ..counting import CharEstimator
 from ..counting.fastlane import read_fast
 
 
-def chat_suffix(
-    messages: list[Any], room: int, cap: int | None, estimator: CharEstimator
-) -> tuple[int, int] | None:
-    """``(lo, start)``: send ``messages[:lo] + messages[start:]`` (``lo`` is 1 when index 0 is
-    the system prompt), or None to take the general scan. ``room``: the budget left after reply
-    priming (``estimator.prompt_overhead``) and tool definitions."""
-    cpt = estimator.chars_per_token
-    whole = int(cpt)
-    if whole != cpt or whole < 1:
+class Walk:
+    """What one backwards walk read, from the newest message down to where it stopped.
+
+    ``start``: the first index kept (the length when nothing fits); ``used``: the tokens kept.
+    ``stop``: the first index of the group that did not fit, or -1 when the walk reached its
+    floor. ``ids``: every call id read (kept or in the stop group) and the index of the message
+    that issued it. ``newest_user``: the newest plain user turn read, or -1. Recorded walks also
+    hold ``starts[k]`` / ``costs[k]``, the first index and the tokens of the k-th kept group,
+    newest first (else both are empty). ``bounded``: the non-ASCII texts still charged by their
+    upper bound, with their message index (None: every cost is exact). ``over``: the tokens of
+    the group at ``stop``.
+    """
+
+    __slots__ = (
+        "bounded",
+        "costs",
+        "ids",
+        "newest_user",
+        "over",
+        "start",
+        "starts",
+        "stop",
+        "used",
+    )
+
+    def __init__(
+        self,
+        start: int,
+        used: int,
+        stop: int,
+        ids: dict[str, int],
+        newest_user: int,
+        starts: list[int],
+        costs: list[int],
+        bounded: list[tuple[int, str]] | None,
+    ) -> None:
+        self.start = start
+        self.used = used
+        self.stop = stop
+        self.ids = ids
+        self.newest_user = newest_user
+        self.starts = starts
+        self.costs = costs
+        self.bounded = bounded
+        self.over = 0
+
+    def settle(self, whole: int) -> int:
+        """Measure the texts charged by the bound and make ``used`` (and ``costs``) exact;
+        returns what the group still open (before ``start``) was overcharged."""
+        starts = self.starts
+        costs = self.costs
+        open_over = 0
+        group = 0
+        for index, text in self.bounded or ():
+            over = -(-2 * len(text) // whole) + (utf16_len(text) // -whole)
+            if index < self.start:
+                open_over += over
+                continue
+            self.used -= over
+            if starts:
+                while starts[group] > index:  # both newest first: find the group holding it
+                    group += 1
+                costs[group] -= over
+        self.bounded = None
+        return open_over
+
+
+def prompt_room(messages: list[Any], room: int, estimator: CharEstimator) -> tuple[int, int] | None:
+    """``(lo, room)``: ``lo`` is 1 when index 0 is a system/developer prompt (then paid for out
+    of ``room``), else 0; None when the pass cannot answer (message 0 of another shape, or even
+    the reply priming does not fit: the general scan raises the overflow)."""
+    whole = int(estimator.chars_per_token)
+    if whole != estimator.chars_per_token or whole < 1:
         return None
-    overhead = estimator.message_overhead
-    n = len(messages)
     lo = 0
-    if n:
+    if messages:
         first = messages[0]
         role = first.get("role") if type(first) is dict else None
         if role == "system" or role == "developer":
             text = first.get("content")
             if len(first) != 2 or type(text) is not str:
                 return None
-            room -= -(-utf16_len(text) // whole) + overhead
+            room -= -(-utf16_len(text) // whole) + estimator.message_overhead
             lo = 1
         elif read_fast(first) is None:
             return None  # the general scan reads message 0 whatever the cut (is it a prompt?)
-    if room < 0:
-        return None  # even the reply priming does not fit: the general scan raises the overflow
+    return (lo, room) if room >= 0 else None
+
+
+def walk(
+    messages: list[Any], floor: int, room: int, estimator: CharEstimator, record: bool = False
+) -> Walk | None:
+    """Read ``messages`` from the newest down to index ``floor``, keeping whole groups while
+    they fit ``room``; None on any shape or protocol the pass does not answer for.
+
+    Measuring a non-ASCII text in UTF-16 units can mean encoding it (astral characters take two
+    units), so the walk first charges an upper bound (``2k`` units for ``k`` characters) and
+    measures nothing while the bound fits; the first group that does not fit under the bound
+    settles what was charged so far and the walk goes on exactly. A walk that reaches its floor
+    may thus hold bounds (``Walk.bounded``; :meth:`Walk.settle` measures them). ``record``
+    keeps each group's start and cost (what ``budget.chat_memo`` resumes from).
+    """
+    whole = int(estimator.chars_per_token)
+    overhead = estimator.message_overhead
+    n = len(messages)
     used = cost = 0
-    start = n  # the kept suffix is messages[start:]
+    start = n
+    starts: list[int] = []
+    costs: list[int] = []
+    ids: dict[str, int] = {}
     waiting: set[str] = set()  # results read since the open group's end, awaiting their call
-    issued: set[str] = set()
-    newest_user = -1  # the newest plain user turn read: kept when at or after ``start``
-    exact = False  # False: non-ASCII texts are charged 2 units a character (an upper bound)
-    bounded: list[int] = []  # messages charged by the bound, kept or in the open group
-    for i in range(n - 1, lo - 1, -1):
+    newest_user = -1
+    bounded: list[tuple[int, str]] | None = []  # (group, text) charged by the bound; None: exact
+    for i in range(n - 1, floor - 1, -1):
         message = messages[i]
         if type(message) is not dict:
             return None
@@ -101,61 +181,68 @@ def chat_suffix(
                 fn = call.get("function")
                 if type(call_id) is not str or type(fn) is not dict:
                     return None
-                if call_id not in waiting or call_id in issued:
+                if call_id not in waiting or call_id in ids:
                     return None
                 name = fn.get("name")
                 args = fn.get("arguments", "")
                 if type(name) is not str or type(args) is not str:
                     return None
-                issued.add(call_id)
+                ids[call_id] = i
                 text += name + args  # the estimator charges names and arguments as text
             waiting.clear()
         else:
             return None
         if text.isascii():
             cost += -(-len(text) // whole) + overhead
-        elif exact:
+        elif bounded is None:
             cost += -(-utf16_len(text) // whole) + overhead
         else:
             cost += -(-2 * len(text) // whole) + overhead
-            bounded.append(i)
+            bounded.append((i, text))
         if waiting:
             continue  # a result: its group starts further back
-        if used + cost <= room and (cap is None or n - i <= cap):
-            used += cost
-            cost = 0
-            start = i
-            continue
-        # The group [i, start) does not fit under the bound (or passes ``cap``).
-        if not exact:
-            exact = True  # measure what the bound charged, then decide exactly
-            for k in bounded:
-                over = _tokens(messages[k], 2, whole) - _tokens(messages[k], 1, whole)
-                if k >= start:
-                    used -= over
-                else:
-                    cost -= over
-        if used + cost > room or (cap is not None and n - i > cap):
-            if start == n or newest_user < start:
-                return None  # the newest group, or the latest user turn, needs protecting
-            if i > lo and len(message) == 3 and read_fast(messages[i - 1]) is None:
-                return None  # the scan reads the message before a call (is it a reasoning
-                # item?) and would reject it: let it
-            return lo, start
+        if used + cost > room and bounded:  # under the bound: measure, then decide exactly
+            read = Walk(start, used, -1, ids, newest_user, starts, costs, bounded)
+            cost -= read.settle(whole)
+            used = read.used
+            bounded = None
+        if used + cost > room:
+            read = Walk(start, used, i, ids, newest_user, starts, costs, None)
+            read.over = cost
+            return read
         used += cost
-        cost = 0
         start = i
+        if record:
+            starts.append(i)
+            costs.append(cost)
+        cost = 0
     if waiting:
         return None  # results before any call
-    return lo, start
+    return Walk(start, used, -1, ids, newest_user, starts, costs, bounded or None)
 
 
-def _tokens(message: dict[str, Any], units: int, whole: int) -> int:
-    """A fast-shape message's token count, its non-ASCII characters charged ``units`` UTF-16
-    units each (2: the bound), or measured (1). The message overhead cancels out and is left out.
-    """
-    text = message.get("content") or ""
-    for call in message.get("tool_calls") or ():
-        text += call["function"]["name"] + call["function"].get("arguments", "")
-    chars = 2 * len(text) if units == 2 else utf16_len(text)
-    return -(-chars // whole)
+def answer(messages: list[Any], lo: int, start: int, stop: int, newest_user: int) -> bool:
+    """Whether a cut at ``start`` (the group at ``stop`` did not fit; -1: nothing was cut) is
+    the scan's answer too, else the general scan must decide."""
+    if stop < 0:
+        return True
+    if start == len(messages) or newest_user < start:
+        return False  # the newest group, or the latest user turn, needs protecting
+    # The scan reads the message before a call (is it a reasoning item?) and would reject it.
+    return not (stop > lo and len(messages[stop]) == 3 and read_fast(messages[stop - 1]) is None)
+
+
+def chat_suffix(messages: list[Any], room: int, estimator: CharEstimator) -> tuple[int, int] | None:
+    """``(lo, start)``: send ``messages[:lo] + messages[start:]`` (``lo`` is 1 when index 0 is
+    the system prompt), or None to take the general scan. ``room``: the budget left after reply
+    priming (``estimator.prompt_overhead``) and tool definitions."""
+    head = prompt_room(messages, room, estimator)
+    if head is None:
+        return None
+    lo, room = head
+    read = walk(messages, lo, room, estimator)
+    if read is None:
+        return None
+    if not answer(messages, lo, read.start, read.stop, read.newest_user):
+        return None
+    return lo, read.start
