@@ -83,12 +83,16 @@ def test_repeated_trims_answer_as_fresh_ones(
     total = 3 + sum(len(json.dumps(m)) // 4 for m in history)
     budgets = (total // 2 + 1, total // 5 + 7, 10 * total)
     hostile = False
+    marks: list[int] = []  # lengths before each growth: where a retry goes back to
     for step_no, step in enumerate(steps):
         tag = f"s{step_no}"
         if step == "grow":
+            marks.append(len(history))
             history = history + data.draw(new_turns(tag))
-        elif step == "retry" and len(history) > 2:
-            history = history[: -data.draw(st.integers(1, 2))] + data.draw(new_turns(tag))
+        elif step == "retry" and any(mark < len(history) for mark in marks):
+            # The previous request again, with another new message (a whole group).
+            back = max(mark for mark in marks if mark < len(history))
+            history = history[:back] + data.draw(new_turns(tag))
         elif step in ("edit", "mutate") and history:
             at = data.draw(st.integers(0, len(history) - 1))
             message = history[at]
