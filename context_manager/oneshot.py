@@ -46,13 +46,14 @@ from .budget.chat_memo import ChatMemo
 from .budget.chat_suffix import chat_suffix
 from .budget.strategies import SlidingWindow, Strategy, get_strategy
 from .counting import CharEstimator, TokenCounter, get_counter
-from .counting.message_cache import message_cache_for
+from .counting.message_cache import message_cache_for, on_clear
 from .errors import ConfigurationError, InvalidMessageError
 from .manager import MessageContextManager
 from .providers import ProviderRules, fuse_turns, get_provider
 
 _ESTIMATOR = CharEstimator()  # what counter=None means: the chat fast path reads its figures
 _MEMO = ChatMemo(_ESTIMATOR)  # the chat pass resumed across calls (part of ``count_cache``)
+on_clear(_MEMO.clear)
 
 
 def trim(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from ..messages import Message
@@ -201,8 +201,21 @@ def message_cache_for(counter: TokenCounter) -> MessageCountCache | None:
     return cache
 
 
+#: What else :func:`clear_message_caches` clears: caches kept by higher layers (the one-shot
+#: ``trim()`` memo) register here, since this layer may not import them.
+_also_clear: list[Callable[[], None]] = []
+
+
+def on_clear(clear: Callable[[], None]) -> None:
+    """Have :func:`clear_message_caches` call ``clear`` too."""
+    _also_clear.append(clear)
+
+
 def clear_message_caches() -> None:
-    """Forget every cached count (e.g. after changing a counter's configuration)."""
+    """Forget every cached count (e.g. after changing a counter's configuration), and what
+    ``trim()`` remembers of earlier calls."""
     with _lock:
         for cache in [*_by_config.values(), *_by_counter.values()]:
             cache.clear()
+    for clear in _also_clear:
+        clear()

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from context_manager import ContextOverflowError, trim
 from context_manager.budget import chat_memo
+from context_manager.counting.message_cache import clear_message_caches
 from context_manager.errors import InvalidMessageError
 from context_manager.oneshot import _MEMO
 
@@ -209,3 +210,34 @@ def test_threads_sharing_the_memo_get_fresh_answers() -> None:
         sys.setswitchinterval(interval)
     assert errors == []
     assert _MEMO._count > 0
+
+
+def test_clearing_the_count_caches_clears_the_memo() -> None:
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    for _ in range(3):
+        trim(history, 1_000)
+    assert _MEMO._count > 0
+    clear_message_caches()
+    assert _MEMO._count == 0 and not _MEMO._states
+
+
+def test_huge_and_hostile_texts_resume_exactly() -> None:
+    """A 1 MB tool result, lone surrogates, astral characters and whitespace runs in a growing
+    history: every call answers as a fresh one, and what the memo holds stays within bounds."""
+    _MEMO.clear()
+    call = {"id": "big", "type": "function", "function": {"name": "dump", "arguments": "{}"}}
+    history: list[Any] = [
+        {"role": "system", "content": "\ud800 lone \udfff surrogates"},
+        {"role": "user", "content": "😀" * 2_000},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "big", "content": "x" * 1_000_000},
+    ]
+    for request in range(8):
+        history = json.loads(json.dumps(history))
+        history += [
+            {"role": "user", "content": " \t\n" * 5_000 + f"question {request}"},
+            {"role": "assistant", "content": "é" * 300},
+        ]
+        for budget in (5_000, 300_000):
+            assert outcome(history, budget) == outcome(history, budget, count_cache=False)
+    assert 0 < _MEMO._tokens <= chat_memo.MAX_TOKENS
