@@ -201,15 +201,16 @@ def walk(
             bounded.append((i, text))
         if waiting:
             continue  # a result: its group starts further back
-        if used + cost > room and bounded:  # under the bound: measure, then decide exactly
-            read = Walk(start, used, -1, ids, newest_user, starts, costs, bounded)
-            cost -= read.settle(whole)
-            used = read.used
-            bounded = None
         if used + cost > room:
-            read = Walk(start, used, i, ids, newest_user, starts, costs, None)
-            read.over = cost
-            return read
+            if bounded:  # under the bound: measure, then decide exactly
+                read = Walk(start, used, -1, ids, newest_user, starts, costs, bounded)
+                cost -= read.settle(whole)
+                used = read.used
+            bounded = None
+            if used + cost > room:
+                read = Walk(start, used, i, ids, newest_user, starts, costs, None)
+                read.over = cost
+                return read
         used += cost
         start = i
         if record:
