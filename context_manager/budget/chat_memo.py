@@ -20,6 +20,8 @@ read and resumes from it:
 The answer is the one a fresh walk would give, because a fresh walk over equal messages reads
 the same groups at the same costs; anything the memo cannot settle (a changed or unusual
 message, an id reused across the old and new parts, a guard at the cut) goes to a fresh walk.
+Equality is Python's: a caller's ``str`` subclass whose ``__eq__`` lies is believed (the
+messages themselves must be plain ``dict`` objects).
 
 Why copies rather than the caller's dicts: a caller may keep one list across requests and edit a
 message in place; a stored reference would then compare equal to itself by identity and the
