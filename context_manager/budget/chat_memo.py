@@ -282,9 +282,12 @@ class ChatMemo:
         read_from = stop if stop >= 0 else lo
         old_ids = state.ids
         for call_id in tail.ids:
-            if old_ids.get(call_id, -1) >= read_from:
+            if read_from <= old_ids.get(call_id, -1) < p:
                 return None  # an id issued again in what is still read: the walk rejects it
-        ids = old_ids.copy()
+        if p < state.n:  # the groups from ``p`` on are gone: so are their ids
+            ids = {call_id: at for call_id, at in old_ids.items() if at < p}
+        else:
+            ids = old_ids.copy()
         ids.update(tail.ids)
         if len(ids) > 2 * (k - g + len(tail.starts)) + 64:
             ids = {i: at for i, at in ids.items() if read_from <= at < p} | tail.ids
