@@ -31,7 +31,8 @@ in ``budget.backscan``.
 With every option at its default (the call a stateless chat backend makes), a history of plain
 chat dicts is first offered to ``budget.chat_suffix``: one pass, no records, and when an upper
 bound shows everything fits, no counting at all. It answers only what it can answer exactly as
-the scan would, and hands everything else over.
+the scan would, and hands everything else over. With ``count_cache`` on, ``budget.chat_memo``
+resumes that pass from the last call on the same conversation (only new messages are read).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ without reading the same messages again.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .._js import utf16_len
@@ -34,6 +35,7 @@ from ..counting import CharEstimator
 from ..counting.fastlane import read_fast
 
 
+@dataclass(slots=True)
 class Walk:
     """What one backwards walk read, from the newest message down to where it stopped.
 
@@ -47,38 +49,15 @@ class Walk:
     the group at ``stop``.
     """
 
-    __slots__ = (
-        "bounded",
-        "costs",
-        "ids",
-        "newest_user",
-        "over",
-        "start",
-        "starts",
-        "stop",
-        "used",
-    )
-
-    def __init__(
-        self,
-        start: int,
-        used: int,
-        stop: int,
-        ids: dict[str, int],
-        newest_user: int,
-        starts: list[int],
-        costs: list[int],
-        bounded: list[tuple[int, str]] | None,
-    ) -> None:
-        self.start = start
-        self.used = used
-        self.stop = stop
-        self.ids = ids
-        self.newest_user = newest_user
-        self.starts = starts
-        self.costs = costs
-        self.bounded = bounded
-        self.over = 0
+    start: int
+    used: int
+    stop: int
+    ids: dict[str, int]
+    newest_user: int
+    starts: list[int]
+    costs: list[int]
+    bounded: list[tuple[int, str]] | None
+    over: int = 0
 
     def settle(self, whole: int) -> int:
         """Measure the texts charged by the bound and make ``used`` (and ``costs``) exact;
@@ -208,9 +187,7 @@ def walk(
                 used = read.used
             bounded = None
             if used + cost > room:
-                read = Walk(start, used, i, ids, newest_user, starts, costs, None)
-                read.over = cost
-                return read
+                return Walk(start, used, i, ids, newest_user, starts, costs, None, cost)
         used += cost
         start = i
         if record:
