@@ -30,6 +30,7 @@ from .budget.plan import Shortfall
 from .budget.pruned import ViewPlan, plan_view, view_options
 from .budget.strategies import Strategy, get_strategy
 from .counting import TokenCounter, get_counter
+from .counting.fastlane import lane_for
 from .counting.usage import read_usage
 from .errors import ConfigurationError, ContextOverflowError, InvalidMessageError
 from .events import (
@@ -101,6 +102,8 @@ class MessageContextManager(ExtensionHub):
         self._reserve_tokens = reserve_tokens
         self._budget_tokens = window - reserve_tokens
         self._counter = get_counter(counter, model=model)
+        #: Record and count of the commonest chat dicts in one step (estimator only), or None.
+        self._lane = lane_for(self._counter)
         self._strategy = get_strategy(
             strategy, max_messages=max_messages, retention_ratio=retention_ratio
         )
@@ -214,10 +217,12 @@ class MessageContextManager(ExtensionHub):
         With a store, the message is written before memory changes; if that fails, nothing
         changed and the store's typed error says why.
         """
-        check_priority(priority)
+        if type(priority) is not int:
+            check_priority(priority)
         with self._lock:
             index = self._added
-            rec = normalize(message, index)
+            hit = self._lane(message) if self._lane is not None else None
+            rec, tokens = (normalize(message, index), -1) if hit is None else hit
             if (
                 self._system is None
                 and rec.role in ("system", "developer")
@@ -231,7 +236,7 @@ class MessageContextManager(ExtensionHub):
             if self._protocol.pending and self.close_interrupted and _interrupts(rec):
                 self._close_pending(self.interrupted_result)
                 index = self._added
-            return self._store(message, rec, index, priority, bool(pinned))
+            return self._store(message, rec, index, priority, bool(pinned), tokens)
 
     def close_pending_tool_calls(self, reason: str | None = None) -> list[Any]:
         """Answer every open tool call with a synthetic error result (your own cancel path).
@@ -255,18 +260,14 @@ class MessageContextManager(ExtensionHub):
             self._emit(ToolCallsClosed(ids, text))
         return results
 
-    def _store(self, message: Any, rec: Message, index: int, priority: int, pinned: bool) -> int:
+    def _store(
+        self, message: Any, rec: Message, index: int, priority: int, pinned: bool, tokens: int = -1
+    ) -> int:
         protocol = self._protocol
-        plain = (  # the common case: a message outside any tool exchange
-            not protocol.pending
-            and not protocol.glue
-            and not rec.thinking
-            and not rec.tool_calls
-            and rec.tool_call_id is None
-            and not rec.tool_results
-        )
+        plain = protocol.outside(rec)  # the common case: a message outside any tool exchange
         joins = False if plain else protocol.check(rec, index)
-        tokens = self._counter.count_message(rec)
+        if tokens < 0:
+            tokens = self._counter.count_message(rec)
         change = None
         if self._journal is not None or self._listeners:
             change = MessageAdded(message, rec, index, tokens, pinned, priority)
@@ -280,11 +281,9 @@ class MessageContextManager(ExtensionHub):
         self._added += 1
         if change is not None and self._listeners:
             self._emit(change)
-        room = self._room(held=True)
-        floor = self._strategy.evict(self._view.evict_view(ledger, self._strategy, room), room)
-        evicted = ledger.evict_before(floor) if floor > ledger.floor else []
-        if released or evicted:
-            gone = released + evicted
+        evicted = self._view.evict(ledger, self._strategy, self._room(held=True))
+        if (released or evicted) and (self._listeners or self.on_evict is not None):
+            gone = [*released, *evicted]
             if self._listeners:
                 self._emit(Evicted(tuple(gone)))
             if self.on_evict is not None:

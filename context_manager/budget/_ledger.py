@@ -14,8 +14,8 @@ them is dead, so adds stay O(1) amortized.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
-from itertools import chain
+from collections.abc import Iterator, Sequence
+from itertools import accumulate, chain, groupby
 from typing import Any
 
 from ..messages import Message
@@ -219,53 +219,57 @@ class Ledger:
         return p
 
     # -- writing ---------------------------------------------------------------------------
-    def _count_role(self, role: str, tokens: int, sign: int) -> None:
-        self.role_counts[role] = self.role_counts.get(role, 0) + sign
-        self.role_tokens[role] = self.role_tokens.get(role, 0) + sign * tokens
-
     def append(
         self, original: Any, rec: Message, tokens: int, priority: int, pinned: bool, joins: bool
-    ) -> list[Any]:
-        """Store one message; returns messages evicted as a side effect (a released old turn)."""
-        self.originals.append(original)
+    ) -> Sequence[Any]:
+        """Store one message; returns messages evicted as a side effect (a released old turn).
+
+        Runs on every add: the role tally and a new unpinned group are written inline, and
+        nothing is allocated for the common case (the empty tuple is shared).
+        """
+        originals = self.originals
+        originals.append(original)
         self.records.append(rec)
         self.tokens.append(tokens)
         self.seq.append(self.next_seq)
         self.next_seq += 1
         self.total += tokens
-        self._count_role(rec.role, tokens, 1)
+        role = rec.role
+        counts, role_tokens = self.role_counts, self.role_tokens
+        counts[role] = counts.get(role, 0) + 1
+        role_tokens[role] = role_tokens.get(role, 0) + tokens
+        starts = self.group_start
+        g = len(starts)
         if joins:
+            g -= 1
             self._grow_last(tokens, priority, pinned)
         else:
-            self._new_group(tokens, priority, pinned)
-        released: list[Any] = []
-        if rec.is_user_turn:
-            g = len(self.group_start) - 1
-            if self.kept_protected >= 0 and self.kept_protected != g:
-                released = self._drop_group(self.kept_protected)
-                self.kept_protected = -1
-            self.protected = g
-            if not self.turns or self.turns[-1] != g:
-                self.turns.append(g)
+            starts.append(len(originals) - 1)
+            self.group_tokens.append(tokens)
+            self.group_pinned.append(pinned)
+            self.group_priority.append(priority)
+            cum = self.cum
+            if pinned:
+                cum.append(cum[-1])
+                self.pinned_groups.append(g)
+                self.pinned_total += tokens
+            else:
+                cum.append(cum[-1] + tokens)
+                level = self.levels.get(priority)
+                if level is None:
+                    level = self.levels[priority] = Level()
+                level.groups.append(g)
+                level.cum.append(level.cum[-1] + tokens)
+        if role != "user" or not rec.is_user_turn:
+            return ()
+        released: Sequence[Any] = ()
+        if self.kept_protected >= 0 and self.kept_protected != g:
+            released = self._drop_group(self.kept_protected)
+            self.kept_protected = -1
+        self.protected = g
+        if not self.turns or self.turns[-1] != g:
+            self.turns.append(g)
         return released
-
-    def _new_group(self, tokens: int, priority: int, pinned: bool) -> None:
-        g = len(self.group_start)
-        self.group_start.append(len(self.originals) - 1)
-        self.group_tokens.append(tokens)
-        self.group_pinned.append(pinned)
-        self.group_priority.append(priority)
-        if pinned:
-            self.cum.append(self.cum[-1])
-            self.pinned_groups.append(g)
-            self.pinned_total += tokens
-            return
-        self.cum.append(self.cum[-1] + tokens)
-        level = self.levels.get(priority)
-        if level is None:
-            level = self.levels[priority] = Level()
-        level.groups.append(g)
-        level.cum.append(level.cum[-1] + tokens)
 
     def _grow_last(self, tokens: int, priority: int, pinned: bool) -> None:
         g = len(self.group_start) - 1
@@ -300,15 +304,22 @@ class Ledger:
         self.pinned_total += self.group_tokens[g]
 
     def _drop_group(self, g: int) -> list[Any]:
-        start, end = self.group_start[g], self.group_end(g)
+        starts = self.group_start
+        start = starts[g]
+        end = starts[g + 1] if g + 1 < len(starts) else len(self.originals)
+        records, tokens = self.records, self.tokens
+        counts, role_tokens = self.role_counts, self.role_tokens
         for i in range(start, end):
-            self._count_role(self.records[i].role, self.tokens[i], -1)
+            role = records[i].role
+            counts[role] -= 1
+            role_tokens[role] -= tokens[i]
         self.total -= self.group_tokens[g]
-        gone = self.originals[start:end]
+        originals = self.originals
+        gone = originals[start:end]
         # Release the caller's messages now, not at the next compaction (up to 4,096 groups
         # later): what a FIFO manager keeps alive is what it holds. Records stay (pruning and
         # the protocol read them by position); the slots are freed at compaction.
-        self.originals[start:end] = [None] * (end - start)
+        originals[start:end] = [None] * (end - start)
         return gone
 
     def group_of_seq(self, position: int) -> int:
@@ -322,56 +333,75 @@ class Ledger:
 
     def evict_before(self, new_floor: int) -> list[Any]:
         """Move the floor; unpinned groups passed over are dropped (latest user turn kept)."""
-        evicted: list[Any] = []
-        for g in range(self.floor, new_floor):
-            if self.group_pinned[g]:
-                continue
-            if g == self.protected:
-                self.kept_protected = g
-                continue
-            evicted.extend(self._drop_group(g))
-        self.floor = max(self.floor, new_floor)
+        floor, pinned, protected = self.floor, self.group_pinned, self.protected
+        if new_floor == floor + 1 and not pinned[floor] and floor != protected:
+            evicted = self._drop_group(floor)  # the steady state of a full FIFO manager
+        else:
+            evicted = []
+            for g in range(floor, new_floor):
+                if pinned[g]:
+                    continue
+                if g == protected:
+                    self.kept_protected = g
+                    continue
+                evicted.extend(self._drop_group(g))
+        self.floor = max(floor, new_floor)
         if self.floor >= _COMPACT_MIN and 2 * self.floor > len(self.group_start):
             self._compact()
         return evicted
 
     def _compact(self) -> None:
-        """Physically forget evicted groups (amortized O(1) per add)."""
-        keep = list(self.held_groups())
-        old_start = self.group_start
-        old_ends = {g: self.group_end(g) for g in keep}  # read before the lists are reset
-        originals, records, tokens = self.originals, self.records, self.tokens
-        pinned, priority, gtokens = self.group_pinned, self.group_priority, self.group_tokens
-        protected, kept_protected = self.protected, self.kept_protected
-        below = sum(1 for g in keep if g < self.floor)
-        role_counts, role_tokens, opened = self.role_counts, self.role_tokens, self.open
-        seq, next_seq, turns = self.seq, self.next_seq, self.turns
-        self.__init__()  # type: ignore[misc]
-        self.next_seq = next_seq
-        remap: dict[int, int] = {}
-        for new_g, g in enumerate(keep):
-            remap[g] = new_g
-            a, b = old_start[g], old_ends[g]
-            self.group_start.append(len(self.originals))
-            self.originals.extend(originals[a:b])
-            self.records.extend(records[a:b])
-            self.tokens.extend(tokens[a:b])
-            self.seq.extend(seq[a:b])
-            self.group_tokens.append(gtokens[g])
-            self.group_pinned.append(pinned[g])
-            self.group_priority.append(priority[g])
-            self.total += gtokens[g]
-            if pinned[g]:
-                self.cum.append(self.cum[-1])
-                self.pinned_groups.append(new_g)
-                self.pinned_total += gtokens[g]
-            else:
-                self.cum.append(self.cum[-1] + gtokens[g])
-                level = self.levels.setdefault(priority[g], Level())
-                level.groups.append(new_g)
-                level.cum.append(level.cum[-1] + gtokens[g])
-        self.floor = below
-        self.turns = [remap[g] for g in turns if g in remap]
-        self.protected = remap.get(protected, -1)
-        self.kept_protected = remap.get(kept_protected, -1)
-        self.role_counts, self.role_tokens, self.open = role_counts, role_tokens, opened
+        """Physically forget evicted groups (amortized O(1) per add).
+
+        Slices and comprehensions, not a Python step per group and list: a FIFO manager at
+        steady state compacts every few thousand adds, and a per-group rebuild cost more than
+        the adds in between.
+        """
+        floor, n = self.floor, len(self.group_start)
+        below = [g for g in self.held_groups() if g < floor]  # few: pins and the latest turn
+        keep = below + list(range(floor, n))
+        old_start, size = self.group_start, len(self.originals)
+        tail = old_start[floor] if floor < n else size
+        spans = [(old_start[g], self.group_end(g)) for g in below]
+        spans.append((tail, size))
+        for name in ("originals", "records", "tokens", "seq"):
+            old = getattr(self, name)
+            new: list[Any] = []
+            for a, b in spans:
+                new += old[a:b]
+            setattr(self, name, new)
+        starts: list[int] = []
+        at = 0
+        for a, b in spans[:-1]:
+            starts.append(at)
+            at += b - a
+        shift = tail - at
+        starts += [s - shift for s in old_start[floor:]]
+        self.group_start = starts
+        gtokens = self.group_tokens = [self.group_tokens[g] for g in keep]
+        pinned = self.group_pinned = [self.group_pinned[g] for g in keep]
+        priority = self.group_priority = [self.group_priority[g] for g in keep]
+        trimmable = [0 if p else t for t, p in zip(gtokens, pinned, strict=True)]
+        self.cum = list(accumulate(trimmable, initial=0))
+        self.pinned_groups = [g for g, p in enumerate(pinned) if p]
+        self.pinned_total = sum(gtokens) - self.cum[-1]
+        self.total = sum(gtokens)
+        self.levels = {}
+        by_priority = priority.__getitem__
+        unpinned = sorted((g for g, p in enumerate(pinned) if not p), key=by_priority)  # stable
+        for level_priority, members in groupby(unpinned, key=by_priority):
+            level = self.levels[level_priority] = Level()
+            level.groups = list(members)
+            level.cum = list(accumulate(map(trimmable.__getitem__, level.groups), initial=0))
+        remap = {g: i for i, g in enumerate(below)}
+        nb = len(below)
+
+        def moved(g: int) -> int:
+            if g >= floor:
+                return g - floor + nb
+            return remap.get(g, -1)
+
+        self.turns = [moved(g) for g in self.turns if g >= floor or g in remap]
+        self.protected = moved(self.protected) if self.protected >= 0 else -1
+        self.kept_protected = moved(self.kept_protected) if self.kept_protected >= 0 else -1
+        self.floor = nb

@@ -215,14 +215,19 @@ class ViewOptions:
             self.pruner.reset()
         self.reported = ()
 
-    def evict_view(self, ledger: Ledger, strategy: Strategy, room: int) -> Ledger:
-        """The ledger a destructive strategy evicts on: pruned sums, so FIFO drops only what
-        does not fit once old results are pruned (``room`` counts everything held)."""
-        if self.pruner is None or type(strategy).evict is Strategy.evict:
-            return ledger
-        fixed = self.budget - room - ledger.pinned_total
-        plan = self.pruner.plan(ledger, self.counter, self.window, fixed)
-        return pruned_view(ledger, plan.cum) if plan.saved_tokens else ledger
+    def evict(self, ledger: Ledger, strategy: Strategy, room: int) -> Sequence[Any]:
+        """After an add: drop for good what ``strategy`` evicts; returns the caller's messages.
+
+        A destructive strategy evicts on the pruned sums, so FIFO drops only what does not fit
+        once old results are pruned (``room`` counts everything held).
+        """
+        view = ledger
+        if self.pruner is not None and type(strategy).evict is not Strategy.evict:
+            fixed = self.budget - room - ledger.pinned_total
+            plan = self.pruner.plan(ledger, self.counter, self.window, fixed)
+            view = pruned_view(ledger, plan.cum) if plan.saved_tokens else ledger
+        floor = strategy.evict(view, room)
+        return ledger.evict_before(floor) if floor > ledger.floor else ()
 
     def events(self, plan: ViewPlan) -> list[Event]:
         """What changed in the view since the last events, as typed events."""

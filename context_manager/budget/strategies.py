@@ -252,19 +252,22 @@ class FIFO(SlidingWindow):
         below = p_tokens if 0 <= p < lo else 0  # the latest user turn, kept below the floor
         if cum[hi] - cum[lo] + below <= room or room - p_tokens < 0:
             return lo  # fits already, or cannot fit whatever we evict
-        start = view.start_fitting(room - below, lo, hi)
+        # ``start_fitting``, inlined: this runs on every add of a full FIFO manager.
+        start = bisect_left(cum, cum[hi] - room + below, lo, hi)
         if lo <= p < start:
             start = view.start_fitting(room - p_tokens, start, hi)
         elif self.retention_ratio is not None:  # evict to about r x room, at a user turn
             anchor = _turn_anchor(view, lo, hi, start, _step(room, self.retention_ratio))
             start = max(start, anchor)
-        start = min(start, hi - 1 if view.open else hi)  # never evict a group awaiting results
-        last = hi - (2 if view.open else 1)
+        last = hi - 1
+        if view.open:  # never evict a group awaiting results
+            start = min(start, last)
+            last -= 1
         if lo <= last < start and view.has_results(last):
             # The newest exchange alone is too big: keep it (the view cuts its results to fit)
             # rather than lose the result the model is waiting for.
             start = last
-        return max(start, lo)
+        return start if start > lo else lo
 
 
 class Priority(Strategy):

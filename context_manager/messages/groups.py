@@ -35,6 +35,17 @@ class ToolProtocol:
         #: True after a reasoning-only item: the calls that follow join its group.
         self.glue = False
 
+    def outside(self, rec: Message) -> bool:
+        """True when ``rec`` takes no part in any tool exchange (nothing to check or commit)."""
+        return (
+            not self.pending
+            and not self.glue
+            and not rec.thinking
+            and not rec.tool_calls
+            and rec.tool_call_id is None
+            and not rec.tool_results
+        )
+
     def problem(self, rec: Message) -> str | None:
         """Why ``rec`` cannot come next, or None when it can (nothing is changed)."""
         result_ids = rec.result_ids
