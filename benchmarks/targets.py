@@ -170,8 +170,9 @@ ONESHOT_ENFORCED = {
     ("ours", 20, 8_000): 3.0,
     ("ours", 20, 102_400): 3.0,
     ("ours", 100, 8_000): 3.0,
-    ("ours", 100, 102_400): 2.0,  # 3.4-4.7x, one first pass 1.9x (re-measured 3.4x) under
-    # load: enforced well below the 3x goal, the closest margin
+    ("ours", 100, 102_400): 2.5,  # 3.1-4.7x; below the 3x goal, the closest margin. Both
+    # sides are now timed back to back (benchmarks/conftest.py): the 1.9x dip seen once came
+    # from timing them minutes apart
     ("ours", 1_000, 102_400): 10.0,  # 17.6-21.4x (5-7x before the chat pass)
     ("ours", 1_000, 8_000): 10.0,  # 25-73x
     ("ours", 10_000, 8_000): 100.0,  # 249-553x
