@@ -147,7 +147,7 @@ def check_ratios(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[li
             (failed if target.enforced else warned).append(target.label)
             if not target.enforced:
                 verdict += " (goal, reported)"
-        print(f"{target.label:<66} {target.at_least:>6.0f}x {ratio:>7.1f}x  {verdict}")
+        print(f"{target.label:<66} {target.at_least:>6g}x {ratio:>7.1f}x  {verdict}")
     return failed, warned
 
 
