@@ -18,16 +18,18 @@ def pytest_collection_modifyitems(items: list[Any]) -> None:
     """
     groups: dict[tuple[str, str], list[Any]] = {}
     for item in items:
-        if "peer" in getattr(getattr(item, "callspec", None), "params", {}):
-            groups.setdefault((item.nodeid.split("::")[0], item.originalname), []).append(item)
+        key = _compared(item)
+        if key is not None:
+            groups.setdefault(key, []).append(item)
     if not groups:
         return
     ordered: list[Any] = []
     for item in items:
-        if "peer" not in getattr(getattr(item, "callspec", None), "params", {}):
+        key = _compared(item)
+        if key is None:
             ordered.append(item)
             continue
-        group = groups.pop((item.nodeid.split("::")[0], item.originalname), None)
+        group = groups.pop(key, None)
         if group is None:
             continue  # already placed with its group
         cases: dict[tuple[tuple[str, str], ...], int] = {}
@@ -41,3 +43,10 @@ def pytest_collection_modifyitems(items: list[Any]) -> None:
 def _case(params: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     """Every parameter but the library: what the compared runs share."""
     return tuple((name, repr(value)) for name, value in params.items() if name != "peer")
+
+
+def _compared(item: Any) -> tuple[str, str] | None:
+    """The suite and test a side-by-side case belongs to (None: not a ``peer`` comparison)."""
+    if "peer" not in getattr(getattr(item, "callspec", None), "params", {}):
+        return None
+    return item.nodeid.split("::")[0], item.originalname

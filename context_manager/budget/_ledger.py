@@ -359,7 +359,6 @@ class Ledger:
         """
         floor, n = self.floor, len(self.group_start)
         below = [g for g in self.held_groups() if g < floor]  # few: pins and the latest turn
-        keep = below + list(range(floor, n))
         old_start, size = self.group_start, len(self.originals)
         tail = old_start[floor] if floor < n else size
         spans = [(old_start[g], self.group_end(g)) for g in below]
@@ -378,9 +377,15 @@ class Ledger:
         shift = tail - at
         starts += [s - shift for s in old_start[floor:]]
         self.group_start = starts
-        gtokens = self.group_tokens = [self.group_tokens[g] for g in keep]
-        pinned = self.group_pinned = [self.group_pinned[g] for g in keep]
-        priority = self.group_priority = [self.group_priority[g] for g in keep]
+        gtokens = self.group_tokens = [self.group_tokens[g] for g in below] + self.group_tokens[
+            floor:
+        ]
+        pinned = self.group_pinned = [self.group_pinned[g] for g in below] + self.group_pinned[
+            floor:
+        ]
+        priority = self.group_priority = [
+            self.group_priority[g] for g in below
+        ] + self.group_priority[floor:]
         trimmable = [0 if p else t for t, p in zip(gtokens, pinned, strict=True)]
         self.cum = list(accumulate(trimmable, initial=0))
         self.pinned_groups = [g for g, p in enumerate(pinned) if p]
