@@ -377,15 +377,9 @@ class Ledger:
         shift = tail - at
         starts += [s - shift for s in old_start[floor:]]
         self.group_start = starts
-        gtokens = self.group_tokens = [self.group_tokens[g] for g in below] + self.group_tokens[
-            floor:
-        ]
-        pinned = self.group_pinned = [self.group_pinned[g] for g in below] + self.group_pinned[
-            floor:
-        ]
-        priority = self.group_priority = [
-            self.group_priority[g] for g in below
-        ] + self.group_priority[floor:]
+        gtokens = self.group_tokens = _kept(self.group_tokens, below, floor)
+        pinned = self.group_pinned = _kept(self.group_pinned, below, floor)
+        priority = self.group_priority = _kept(self.group_priority, below, floor)
         trimmable = [0 if p else t for t, p in zip(gtokens, pinned, strict=True)]
         self.cum = list(accumulate(trimmable, initial=0))
         self.pinned_groups = [g for g, p in enumerate(pinned) if p]
@@ -410,3 +404,9 @@ class Ledger:
         self.protected = moved(self.protected) if self.protected >= 0 else -1
         self.kept_protected = moved(self.kept_protected) if self.kept_protected >= 0 else -1
         self.floor = nb
+
+
+def _kept(values: list[Any], below: list[int], floor: int) -> list[Any]:
+    """Per-group ``values`` of the groups a compaction keeps: those ``below`` the floor, then all
+    from ``floor`` on (one slice)."""
+    return [values[g] for g in below] + values[floor:]
