@@ -27,16 +27,28 @@ _SYSTEM_ROLES = ("system", "developer")
 _NOT_USER = frozenset({"assistant", "system", "developer", "tool", "ai", "model", "function"})
 
 Span = tuple[int, int]  # a group as message indices [start, end)
+_Key = tuple[Any, ...]  # a content cache key (plain_key or record_key)
 
 
 class Fallback(Exception):
     """The scan cannot decide alone (overflow, invalid input): take the full path."""
 
 
-class BackwardScan:
-    """One backwards scan: records and counts are read lazily, by index."""
+class _Tighten(Exception):
+    """A budget check failed on upper bounds: count exactly what was read and select again."""
 
-    __slots__ = ("cache", "count", "lane", "lo", "messages", "recs", "toks")
+
+class BackwardScan:
+    """One backwards scan: records and counts are read lazily, by index.
+
+    With a counter that offers a cheap upper bound (:meth:`TokenCounter.message_bound`, e.g.
+    tiktoken's UTF-8 bytes) the scan first charges every message its bound: a "fits" decided on
+    bounds holds for the exact counts too, so when nothing had to be cut on budget the answer is
+    exact and nothing was tokenized. The first budget check that fails on bounds counts exactly
+    what was read so far (``loose``) and selects again from the start, exactly.
+    """
+
+    __slots__ = ("bound", "cache", "count", "lane", "lo", "loose", "messages", "recs", "toks")
 
     def __init__(
         self, messages: Sequence[Any], counter: TokenCounter, cache: MessageCountCache | None
@@ -44,9 +56,12 @@ class BackwardScan:
         self.messages = messages
         self.count = counter.count_message
         self.lane = lane_for(counter)
+        self.bound = counter.message_bound()
         self.cache = cache
         self.recs: dict[int, Message] = {}
         self.toks: dict[int, int] = {}
+        #: Indices charged their bound, with the cache key their exact count is stored under.
+        self.loose: dict[int, tuple[_Key | None, bool]] = {}
         self.lo = 0
 
     def rec(self, i: int) -> Message:
@@ -63,31 +78,49 @@ class BackwardScan:
             self.recs[i], self.toks[i] = got  # a common shape, counted faster than a lookup
             return got[0]
         cache = self.cache
+        key: _Key | None = None
+        plain = False
+        rec: Message
         if cache is None:
             rec = read_fast(message) or normalize(message, i)
-            tokens = self.count(rec)
         else:
             key = plain_key(message)
             if key is not None:
                 hit = cache.get(key)
-                if hit is None:
-                    rec = read_fast(message) or normalize(message, i)
-                    tokens = self.count(rec)
-                    cache.put(key, (rec, tokens))
-                else:
-                    rec, tokens = hit
+                if hit is not None:
+                    rec, self.toks[i] = hit
+                    self.recs[i] = rec
+                    return rec
+                plain = True
+                rec = read_fast(message) or normalize(message, i)
             else:
                 rec = normalize(message, i)
-                rkey = record_key(rec)
-                cached = cache.get(rkey)
-                if cached is None:
-                    tokens = self.count(rec)
-                    cache.put(rkey, tokens)
-                else:
-                    tokens = cached
+                key = record_key(rec)
+                cached = cache.get(key)
+                if cached is not None:
+                    self.recs[i] = rec
+                    self.toks[i] = cached
+                    return rec
         self.recs[i] = rec
-        self.toks[i] = tokens
+        if self.bound is not None:
+            self.toks[i] = self.bound(rec)
+            self.loose[i] = (key, plain)
+        else:
+            self.toks[i] = self._exact(rec, key, plain)
         return rec
+
+    def _exact(self, rec: Message, key: _Key | None, plain: bool) -> int:
+        """The exact count, stored in the cache under ``key`` (with the record when ``plain``)."""
+        tokens = self.count(rec)
+        if key is not None and self.cache is not None:
+            self.cache.put(key, (rec, tokens) if plain else tokens)
+        return tokens
+
+    def _over(self) -> None:
+        """A budget check failed: exact counts may still fit (retry), else the full path."""
+        if self.loose:
+            raise _Tighten
+        raise Fallback
 
     def joins(self, i: int) -> bool:
         """Message ``i`` belongs to the group before it (in a protocol-valid stream)."""
@@ -170,7 +203,26 @@ class BackwardScan:
         rules: ProviderRules | None,
     ) -> list[Any]:
         """``room``: the budget minus reply priming and tool definitions."""
+        try:
+            return self._select(room, cap, pins, rules)
+        except _Tighten:
+            pass
+        recs, toks = self.recs, self.toks
+        for i, (key, plain) in self.loose.items():
+            toks[i] = self._exact(recs[i], key, plain)
+        self.loose.clear()
+        self.bound = None
+        return self._select(room, cap, pins, rules)
+
+    def _select(
+        self,
+        room: int,
+        cap: int | None,
+        pins: Collection[int],
+        rules: ProviderRules | None,
+    ) -> list[Any]:
         messages = self.messages
+        self.lo = 0
         n = len(messages)
         out: list[Any] = []
         if n and self.rec(0).role in _SYSTEM_ROLES:
@@ -208,7 +260,7 @@ class BackwardScan:
                 newest = span
         n_tokens = self.tokens(newest) if newest else 0
         if p_tokens + n_tokens > room:
-            raise Fallback  # overflow: the full path raises it with the exact figures
+            self._over()  # overflow: the full path raises it with the exact figures
         kept = self._window(room, cap, protected, p_tokens, hi, pinned)
         if newest is not None and newest not in kept:
             kept = self._window(room - n_tokens, cap, protected, p_tokens, hi, pinned)
@@ -272,6 +324,8 @@ class BackwardScan:
             if is_pin:
                 cost = 0
             if used + cost > room or (cap is not None and count + end - i > cap):
+                if self.loose and used + cost > room:
+                    raise _Tighten
                 break
             used += cost
             count += end - i

@@ -8,7 +8,7 @@ priming, plus tool definitions). The manager asks the second question once per m
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidMessageError
@@ -32,6 +32,16 @@ class TokenCounter(ABC):
     @abstractmethod
     def count_message(self, message: Message) -> int:
         """Tokens one message costs inside a chat prompt, framing included."""
+
+    def message_bound(self) -> Callable[[Message], int] | None:
+        """A cheap function never below ``count_message``, or None when the counter has none.
+
+        ``trim()`` reads a history under it first: when the bounds of everything it keeps fit the
+        budget, the exact counts cannot cut anything either, so nothing is tokenized (the common
+        case of a conversation well inside the window). Only a bound that is cheaper than the
+        count by far is worth offering.
+        """
+        return None
 
     def count_tools(self, tools: Sequence[Any]) -> int:
         """Tokens of tool/function definitions sent with the prompt (0 when none)."""

@@ -20,7 +20,7 @@ unmodelled parts are counted as text, so they are never free.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import ConfigurationError
@@ -41,6 +41,22 @@ TOKENS_PER_NAME = 1
 TOKENS_PER_TOOL_CALL = 3
 #: ``<|im_start|>assistant<|im_sep|>`` (or ``<|start|>assistant<|message|>``).
 REPLY_PRIMING = 3
+
+
+def utf8_bound(text: str) -> int:
+    """An upper bound on the tokens of ``text`` in any tiktoken encoding: its UTF-8 bytes.
+
+    tiktoken's encodings are byte-level BPE: every token stands for one or more bytes of the
+    text, so a text cannot take more tokens than it has bytes (chunking cuts the text, never a
+    byte). A lone surrogate, which tiktoken replaces with U+FFFD (3 bytes), is measured as the 3
+    bytes ``surrogatepass`` gives it; an escaped pair becomes one 4-byte character there, below
+    its 6 bytes here. ASCII, the common case, is measured without encoding.
+    """
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+#: What :func:`utf8_bound` assumes of a counter: a subclass overriding one of these gets no bound.
+_BOUNDED = ("count_message", "_message", "count_text", "_encode_len", "_encode_piece")
 
 
 def _encoding_for(model: str | None, encoding: str | None) -> str:
@@ -116,7 +132,24 @@ class TiktokenCounter(TokenCounter):
         return self._count_cached.info()
 
     def count_message(self, message: Message) -> int:
-        count = self._count_cached
+        return self._message(message, self._count_cached)
+
+    def message_bound(self) -> Callable[[Message], int] | None:
+        """The message's framing plus the UTF-8 bytes of its texts (see :func:`utf8_bound`).
+
+        None for a subclass that changes how texts or messages are counted: the bound is proven
+        for this class's arithmetic over tiktoken's byte-level encodings only.
+        """
+        cls = type(self)
+        if any(getattr(cls, name) is not getattr(TiktokenCounter, name) for name in _BOUNDED):
+            return None
+        return self._bound
+
+    def _bound(self, message: Message) -> int:
+        return self._message(message, utf8_bound)
+
+    def _message(self, message: Message, count: Callable[[str], int]) -> int:
+        """The message's cost with ``count`` for its texts (the exact one, or the bound)."""
         if self.chat_format == "openai":
             tokens = TOKENS_PER_MESSAGE + self._role_tokens[message.role]
             if message.name:
@@ -128,22 +161,16 @@ class TiktokenCounter(TokenCounter):
         if message.text:
             tokens += count(message.text)
         if message.tool_calls or message.tool_results or message.images or message.media:
-            tokens += self._extras(message)
+            for call in message.tool_calls:
+                tokens += TOKENS_PER_TOOL_CALL + count(call.name) + count(call.arguments)
+            for result in message.tool_results:
+                tokens += TOKENS_PER_MESSAGE + self._role_tokens["tool"] + count(result.text)
+            if message.images or message.media:
+                tokens += self.media.cost(message.images, message.media)
         if message.thinking:
             tokens += count(message.thinking)
         if message.other:
             tokens += count(message.other)
-        return tokens
-
-    def _extras(self, message: Message) -> int:
-        count = self._count_cached
-        tokens = 0
-        for call in message.tool_calls:
-            tokens += TOKENS_PER_TOOL_CALL + count(call.name) + count(call.arguments)
-        for result in message.tool_results:
-            tokens += TOKENS_PER_MESSAGE + self._role_tokens["tool"] + count(result.text)
-        if message.images or message.media:
-            tokens += self.media.cost(message.images, message.media)
         return tokens
 
     def count_tools(self, tools: Sequence[Any]) -> int:
