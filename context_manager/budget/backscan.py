@@ -27,7 +27,6 @@ _SYSTEM_ROLES = ("system", "developer")
 _NOT_USER = frozenset({"assistant", "system", "developer", "tool", "ai", "model", "function"})
 
 Span = tuple[int, int]  # a group as message indices [start, end)
-_Key = tuple[Any, ...]  # a content cache key (plain_key or record_key)
 
 
 class Fallback(Exception):
@@ -60,8 +59,8 @@ class BackwardScan:
         self.cache = cache
         self.recs: dict[int, Message] = {}
         self.toks: dict[int, int] = {}
-        #: Indices charged their bound, with the cache key their exact count is stored under.
-        self.loose: dict[int, tuple[_Key | None, bool]] = {}
+        #: Indices charged their bound (counted exactly, through the cache, on a retry).
+        self.loose: list[int] = []
         self.lo = 0
 
     def rec(self, i: int) -> Message:
@@ -77,44 +76,43 @@ class BackwardScan:
         if got is not None:
             self.recs[i], self.toks[i] = got  # a common shape, counted faster than a lookup
             return got[0]
-        cache = self.cache
-        key: _Key | None = None
-        plain = False
-        rec: Message
-        if cache is None:
+        if self.bound is not None:  # charged its bound: nothing tokenized, nothing looked up
             rec = read_fast(message) or normalize(message, i)
-        else:
-            key = plain_key(message)
-            if key is not None:
-                hit = cache.get(key)
-                if hit is not None:
-                    rec, self.toks[i] = hit
-                    self.recs[i] = rec
-                    return rec
-                plain = True
-                rec = read_fast(message) or normalize(message, i)
-            else:
-                rec = normalize(message, i)
-                key = record_key(rec)
-                cached = cache.get(key)
-                if cached is not None:
-                    self.recs[i] = rec
-                    self.toks[i] = cached
-                    return rec
-        self.recs[i] = rec
-        if self.bound is not None:
+            self.recs[i] = rec
             self.toks[i] = self.bound(rec)
-            self.loose[i] = (key, plain)
-        else:
-            self.toks[i] = self._exact(rec, key, plain)
+            self.loose.append(i)
+            return rec
+        rec, self.toks[i] = self._counted(i, None)
+        self.recs[i] = rec
         return rec
 
-    def _exact(self, rec: Message, key: _Key | None, plain: bool) -> int:
-        """The exact count, stored in the cache under ``key`` (with the record when ``plain``)."""
-        tokens = self.count(rec)
-        if key is not None and self.cache is not None:
-            self.cache.put(key, (rec, tokens) if plain else tokens)
-        return tokens
+    def _counted(self, i: int, rec: Message | None) -> tuple[Message, int]:
+        """Message ``i``'s record (``rec`` when already read) and exact count, through the
+        content cache: a plain dict's hit skips normalizing too."""
+        message = self.messages[i]
+        cache = self.cache
+        if cache is None:
+            if rec is None:
+                rec = read_fast(message) or normalize(message, i)
+            return rec, self.count(rec)
+        key = plain_key(message)
+        if key is not None:
+            hit = cache.get(key)
+            if hit is not None:
+                return (hit[0] if rec is None else rec), hit[1]
+            if rec is None:
+                rec = read_fast(message) or normalize(message, i)
+            tokens = self.count(rec)
+            cache.put(key, (rec, tokens))
+            return rec, tokens
+        if rec is None:
+            rec = normalize(message, i)
+        rkey = record_key(rec)
+        cached = cache.get(rkey)
+        if cached is None:
+            cached = self.count(rec)
+            cache.put(rkey, cached)
+        return rec, cached
 
     def _over(self) -> None:
         """A budget check failed: exact counts may still fit (retry), else the full path."""
@@ -208,8 +206,8 @@ class BackwardScan:
         except _Tighten:
             pass
         recs, toks = self.recs, self.toks
-        for i, (key, plain) in self.loose.items():
-            toks[i] = self._exact(recs[i], key, plain)
+        for i in self.loose:
+            toks[i] = self._counted(i, recs[i])[1]
         self.loose.clear()
         self.bound = None
         return self._select(room, cap, pins, rules)
