@@ -114,12 +114,6 @@ class BackwardScan:
             cache.put(rkey, cached)
         return rec, cached
 
-    def _over(self) -> None:
-        """A budget check failed: exact counts may still fit (retry), else the full path."""
-        if self.loose:
-            raise _Tighten
-        raise Fallback
-
     def joins(self, i: int) -> bool:
         """Message ``i`` belongs to the group before it (in a protocol-valid stream)."""
         rec = self.rec(i)
@@ -258,7 +252,9 @@ class BackwardScan:
                 newest = span
         n_tokens = self.tokens(newest) if newest else 0
         if p_tokens + n_tokens > room:
-            self._over()  # overflow: the full path raises it with the exact figures
+            if self.loose:
+                raise _Tighten  # on bounds: the exact counts may still fit
+            raise Fallback  # overflow: the full path raises it with the exact figures
         kept = self._window(room, cap, protected, p_tokens, hi, pinned)
         if newest is not None and newest not in kept:
             kept = self._window(room - n_tokens, cap, protected, p_tokens, hi, pinned)
