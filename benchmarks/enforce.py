@@ -129,6 +129,15 @@ def check(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[list[str]
     return failed, warned
 
 
+def ratio_of(ours: dict[str, Any], theirs: dict[str, Any]) -> float:
+    """``theirs / ours``: from the interleaved timing the peer's case recorded when it has one
+    (``bench_oneshot.paired``: both sides under the same load), else the two medians."""
+    pair = (theirs.get("extra_info") or {}).get("paired")
+    if isinstance(pair, dict) and pair.get("ours"):
+        return float(pair["theirs"]) / float(pair["ours"])
+    return float(theirs["stats"]["median"]) / float(ours["stats"]["median"])
+
+
 def check_ratios(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[list[str], list[str]]:
     """Ratio targets (ours vs a peer, same run); a missing side counts as missed.
 
@@ -141,7 +150,7 @@ def check_ratios(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[li
         if a is None or b is None:
             ratio, verdict = math.nan, "MISSING"
         else:
-            ratio = float(b["stats"]["median"]) / float(a["stats"]["median"])
+            ratio = ratio_of(a, b)
             verdict = "ok" if ratio >= target.at_least else "MISSED"
         if verdict != "ok":
             (failed if target.enforced else warned).append(target.label)

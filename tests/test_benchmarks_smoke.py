@@ -141,3 +141,36 @@ def test_quick_mode_reports_but_does_not_enforce_bars_and_stress_cases(tmp_path:
         run[target.benchmark]["stats"]["median"] = target.limit * 2  # spec limits are >= 10x
     path = _run(tmp_path, list(run.values()))
     assert enforce.main(["--quick", "--from-json", str(path)]) == 0
+
+
+def test_a_paired_timing_decides_the_ratio_over_the_two_medians(tmp_path: Path) -> None:
+    run = {bench["name"]: bench for bench in _passing_run()}
+    bar = next(r for r in oneshot_ratio_targets(quick=True) if r.enforced)
+    # The separate medians say 10x the bar; the interleaved timing says half of it: a miss.
+    run[bar.theirs]["extra_info"]["paired"] = {"ours": 1.0, "theirs": bar.at_least / 2}
+    assert enforce.main(["--quick", "--from-json", str(_run(tmp_path, list(run.values())))]) == 1
+    # And the other way round: medians taken under different loads miss, the pair meets it.
+    run[bar.theirs]["stats"]["median"] = 1e-3
+    run[bar.theirs]["extra_info"]["paired"] = {"ours": 1.0, "theirs": bar.at_least * 2}
+    assert enforce.main(["--quick", "--from-json", str(_run(tmp_path, list(run.values())))]) == 0
+
+
+def test_paired_timing_alternates_blocks_and_measures_each_side() -> None:
+    from benchmarks import bench_oneshot
+
+    calls: list[str] = []
+
+    def ours() -> None:
+        if not calls or calls[-1] != "o":
+            calls.append("o")  # one entry per block: where the side changed
+        sum(range(100))
+
+    def theirs() -> None:
+        if not calls or calls[-1] != "t":
+            calls.append("t")
+        sum(range(20_000))  # 200x the work of ours
+
+    ours_s, theirs_s = bench_oneshot.paired(ours, theirs)
+    assert theirs_s > 20 * ours_s > 0
+    # Blocks alternate for the whole window: many changes of side, not one of each.
+    assert calls[:2] == ["o", "t"] and len(calls) >= 2 * 3
