@@ -383,8 +383,8 @@ class Ledger:
         trimmable = [0 if p else t for t, p in zip(gtokens, pinned, strict=True)]
         self.cum = list(accumulate(trimmable, initial=0))
         self.pinned_groups = [g for g, p in enumerate(pinned) if p]
-        self.pinned_total = sum(gtokens) - self.cum[-1]
         self.total = sum(gtokens)
+        self.pinned_total = self.total - self.cum[-1]
         self.levels = {}
         by_priority = priority.__getitem__
         unpinned = sorted((g for g, p in enumerate(pinned) if not p), key=by_priority)  # stable
