@@ -407,10 +407,11 @@ class MessageContextManager(ExtensionHub):
         """The caller's messages to send now: system prompt first, then what fits, in order."""
         with self._lock:
             plan = self._plan(emit=True)
-            out: list[Any] = [self._system[0]] if self._system else []
+            out = plan.messages(self._ledger)  # a new list: the head goes in front (a memmove)
+            head = [self._system[0]] if self._system else []
             if self._summary is not None:
-                out.append(self._summary[0])
-            out.extend(plan.messages(self._ledger))
+                head.append(self._summary[0])
+            out[:0] = head
             return fuse_turns(out) if self._provider and self._provider.strict else out
 
     def context_tokens(self) -> int:
@@ -432,7 +433,7 @@ class MessageContextManager(ExtensionHub):
                 context_count = (
                     (1 if self._system else 0)
                     + (1 if self._summary else 0)
-                    + ledger.message_count_in(plan.starts, plan.stops)
+                    + plan.message_count(ledger)
                 )
                 budget = self._calibration.budget(self._budget_tokens)
                 context_tokens = budget - self._room() + plan.tokens

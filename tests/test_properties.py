@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from context_manager import ContextOverflowError, MessageContextManager
 
+from .budget.scattering import scattered_everywhere
 from .conversations import conversation
 from .naive import NaiveCounter, naive_read, naive_select
 
@@ -89,10 +90,20 @@ def scenario(draw: st.DrawFn) -> tuple[list[Any], set[int], list[int], int, int 
     return messages, pinned, priorities, budget, cap
 
 
-@pytest.mark.parametrize("strategy", ["sliding_window", "priority"])
+@pytest.mark.parametrize("strategy", ["sliding_window", "priority", "priority-scattered"])
 @EXAMPLES
 @given(data=scenario())
 def test_matches_naive_oracle(strategy: str, data: Any) -> None:
+    """``priority-scattered``: every priority cut goes through the byte-mask gather, which
+    otherwise only starts at hundreds of scattered runs."""
+    if strategy == "priority-scattered":
+        with scattered_everywhere():
+            _check_oracle("priority", data)
+    else:
+        _check_oracle(strategy, data)
+
+
+def _check_oracle(strategy: str, data: Any) -> None:
     messages, pinned, priorities, budget, cap = data
     if strategy == "priority":
         cap = None

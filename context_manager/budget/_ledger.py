@@ -19,6 +19,7 @@ from itertools import accumulate, chain, groupby
 from typing import Any
 
 from ..messages import Message
+from .ranks import MessageRanks
 
 _COMPACT_MIN = 4096
 
@@ -63,6 +64,7 @@ class Ledger:
         self.total = 0
         self.role_counts: dict[str, int] = {}
         self.role_tokens: dict[str, int] = {}
+        self.ranks = MessageRanks()  # built on first scattered priority cut (see scattered.py)
 
     # -- reading ---------------------------------------------------------------------------
     @property
@@ -99,6 +101,8 @@ class Ledger:
     def messages_in(self, starts: list[int], stops: list[int]) -> list[Any]:
         """The caller's messages of the group runs ``[starts[i], stops[i])``, in order."""
         originals, group_start = self.originals, self.group_start
+        if len(starts) == 1:  # the usual answer: one slice, copied once
+            return originals[group_start[starts[0]] : self.group_end(stops[0] - 1)]
         if len(starts) <= 16:
             out: list[Any] = []
             for a, b in zip(starts, stops, strict=True):
@@ -386,6 +390,7 @@ class Ledger:
         self.total = sum(gtokens)
         self.pinned_total = self.total - self.cum[-1]
         self.levels = {}
+        self.ranks.reset()
         by_priority = priority.__getitem__
         unpinned = sorted((g for g, p in enumerate(pinned) if not p), key=by_priority)  # stable
         for level_priority, members in groupby(unpinned, key=by_priority):

@@ -9,7 +9,8 @@ from __future__ import annotations
 from ..errors import ContextOverflowError
 from ..providers import ProviderRules, restrict
 from ._ledger import Ledger
-from .strategies import Strategy
+from .scattered import mask_ready
+from .strategies import Selection, Strategy
 
 __all__ = ["Shortfall", "plan_context"]
 
@@ -43,13 +44,16 @@ def _covers(starts: list[int], stops: list[int], g: int) -> bool:
 
 def plan_context(
     ledger: Ledger, strategy: Strategy, room: int, provider: ProviderRules | None
-) -> tuple[list[int], list[int], int]:
+) -> Selection:
     """Runs of groups to send (pins merged, provider rules kept) and their trimmable tokens.
 
     The latest user turn is always protected. With a provider the newest complete exchange is
     protected too: if the strategy dropped it, the strategy runs again with that exchange's
     tokens set aside, so the answer still fits. Raises :class:`Shortfall` when the protected
     parts cannot fit.
+
+    A scattered priority cut comes back as its rule when no provider rule needs the groups
+    one by one: :func:`~context_manager.budget.scattered.gather` then merges the pins.
     """
     protected = ledger.protected_group()
     newest = -1
@@ -62,6 +66,8 @@ def plan_context(
     if needed + newest_tokens > room:
         raise Shortfall(needed + newest_tokens, protected >= 0, newest >= 0)
     selection = strategy.select(ledger, room, protected)
+    if provider is None and selection.scattered is not None and mask_ready(ledger):
+        return selection
     starts, stops, tokens = selection.starts, selection.stops, selection.trimmable_tokens
     if newest >= 0 and not _covers(starts, stops, newest):
         selection = strategy.select(ledger, room - newest_tokens, protected)
@@ -75,4 +81,4 @@ def plan_context(
         keep = frozenset([protected, newest, *pins])
         starts, stops, dropped = restrict(provider, ledger, starts, stops, keep)
         tokens -= sum(ledger.trimmable(g, g + 1) for g in dropped)
-    return starts, stops, tokens
+    return Selection(starts, stops, tokens)

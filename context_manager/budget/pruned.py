@@ -25,6 +25,7 @@ from ..messages.truncate import head_tail, rewrite_results
 from ..providers import ProviderRules
 from ._ledger import Ledger, Level
 from .plan import plan_context
+from .scattered import Scattered, count, gather
 from .strategies import Strategy
 
 
@@ -184,7 +185,10 @@ def fit_newest_group(
 @dataclass(slots=True)
 class ViewPlan:
     """One request's context: group runs, their trimmable tokens as sent, and the copies to
-    send instead of some originals (pruned results, the newest exchange cut to fit)."""
+    send instead of some originals (pruned results, the newest exchange cut to fit).
+
+    A scattered priority cut is held as its rule (``scattered``, runs left empty): read the
+    context through :meth:`messages` and :meth:`message_count`, never the runs directly."""
 
     starts: list[int]
     stops: list[int]
@@ -192,9 +196,17 @@ class ViewPlan:
     replacements: dict[int, Any]
     report: Any = None
     truncation: Truncation | None = None
+    scattered: Scattered | None = None
 
     def messages(self, ledger: Ledger) -> list[Any]:
+        if self.scattered is not None:
+            return gather(ledger, self.scattered, self.replacements)
         return materialize(ledger, self.starts, self.stops, self.replacements)
+
+    def message_count(self, ledger: Ledger) -> int:
+        if self.scattered is not None:
+            return count(ledger, self.scattered)
+        return ledger.message_count_in(self.starts, self.stops)
 
 
 @dataclass(slots=True)
@@ -292,5 +304,7 @@ def plan_view(
             if fit is not None:
                 view = with_group_tokens(view, g, fit.tokens)
                 repl = {**repl, **dict(zip(ledger.seq[a:b], fit.messages, strict=True))}
-    starts, stops, tokens = plan_context(view, strategy, room, provider)
-    return ViewPlan(starts, stops, tokens, repl, report, fit)
+    kept = plan_context(view, strategy, room, provider)
+    if kept.scattered is not None:
+        return ViewPlan([], [], kept.trimmable_tokens, repl, report, fit, kept.scattered)
+    return ViewPlan(kept.starts, kept.stops, kept.trimmable_tokens, repl, report, fit)

@@ -24,27 +24,59 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from bisect import bisect_left
-from collections.abc import Sequence
-from dataclasses import dataclass
-from itertools import chain, compress, repeat
-from operator import add, lt
 from typing import ClassVar
 
 from ..errors import ConfigurationError
+from .scattered import Scattered, Slices, group_runs, is_scattered
 from .view import LedgerView
 
 
-@dataclass(slots=True)
 class Selection:
     """Kept groups as sorted, disjoint runs ``[starts[i], stops[i])``.
 
     Two int lists rather than a list of tuples: ints are not tracked by CPython's cyclic GC, so a
     scattered selection of 50k runs does not trigger full collections over the whole history.
+    A priority cut that keeps thousands of scattered runs is held as its rule instead
+    (``scattered``): the runs are then built only if something reads them.
     """
 
-    starts: list[int]
-    stops: list[int]
-    trimmable_tokens: int
+    __slots__ = ("_starts", "_stops", "scattered", "trimmable_tokens")
+
+    def __init__(
+        self,
+        starts: list[int],
+        stops: list[int],
+        trimmable_tokens: int,
+        scattered: Scattered | None = None,
+    ) -> None:
+        self._starts: list[int] | None = starts
+        self._stops = stops
+        self.trimmable_tokens = trimmable_tokens
+        self.scattered = scattered
+        if scattered is not None:
+            self._starts = None
+
+    @classmethod
+    def rule(cls, trimmable_tokens: int, scattered: Scattered) -> Selection:
+        """A selection held as a priority rule; its runs are built on first read."""
+        return cls([], [], trimmable_tokens, scattered)
+
+    @property
+    def starts(self) -> list[int]:
+        return self._runs()[0]
+
+    @property
+    def stops(self) -> list[int]:
+        return self._runs()[1]
+
+    def _runs(self) -> tuple[list[int], list[int]]:
+        if self._starts is None:
+            assert self.scattered is not None
+            self._starts, self._stops = self.scattered.runs()
+        return self._starts, self._stops
+
+    def __repr__(self) -> str:
+        return f"Selection({self.starts!r}, {self.stops!r}, {self.trimmable_tokens!r})"
 
 
 class Strategy(ABC):
@@ -290,9 +322,11 @@ class Priority(Strategy):
                 stops.insert(0, protected + 1)
             return Selection(starts, stops, total)
         need = total - room
-        kept: list[tuple[Sequence[int], int, int]] = []
-        dropped: list[tuple[Sequence[int], int, int]] = []
+        kept: Slices = []
+        dropped: Slices = []
         dropped_tokens = 0
+        cut_at: tuple[int, int] | None = None  # (priority, first kept group) of the last cut
+        spare = -1
         for priority in sorted(view.levels):
             level = view.levels[priority]
             a, b = level.span(lo, hi)
@@ -314,38 +348,26 @@ class Priority(Strategy):
             gone = cum[cut] - cum[a] - (p_tokens if spared else 0)
             need -= gone
             dropped_tokens += gone
+            cut_at = (priority, level.groups[cut] if cut < b else hi)
             if spared:
+                spare = protected
                 dropped += [(level.groups, a, p_pos), (level.groups, p_pos + 1, cut)]
                 kept.append((level.groups, p_pos, p_pos + 1))
             else:
                 dropped.append((level.groups, a, cut))
             kept.append((level.groups, cut, b))
-        starts, stops = _runs(kept, dropped, lo, hi)
-        if 0 <= protected < lo:
-            starts.insert(0, protected)
-            stops.insert(0, protected + 1)
-        return Selection(starts, stops, total - dropped_tokens)
-
-
-def _runs(
-    kept: list[tuple[Sequence[int], int, int]],
-    dropped: list[tuple[Sequence[int], int, int]],
-    lo: int,
-    hi: int,
-) -> tuple[list[int], list[int]]:
-    """Kept groups as runs, built from whichever of kept/dropped is smaller, in C.
-
-    Level slices are already sorted, so ``sorted`` only merges runs (timsort). With a large
-    budget few groups are dropped and the answer is a few long runs between them.
-    """
-    if sum(b - a for _, a, b in dropped) <= sum(b - a for _, a, b in kept):
-        gone = sorted(chain.from_iterable(groups[a:b] for groups, a, b in dropped))
-        starts = [lo, *map(add, gone, repeat(1))]
-        stops = [*gone, hi]
-        nonempty = list(map(lt, starts, stops))
-        return list(compress(starts, nonempty)), list(compress(stops, nonempty))
-    starts = sorted(chain.from_iterable(groups[a:b] for groups, a, b in kept))
-    return starts, list(map(add, starts, repeat(1)))
+        below = protected if 0 <= protected < lo else -1
+        tokens = total - dropped_tokens
+        few = min(sum(b - a for _, a, b in dropped), sum(b - a for _, a, b in kept))
+        if cut_at is not None and is_scattered(few, view.message_count - view.group_start[lo]):
+            # Thousands of runs: hold the rule, and let the ledger gather with a byte mask.
+            rule = Scattered(*cut_at, lo, hi, spare, below, kept, dropped)
+            return Selection.rule(tokens, rule)
+        starts, stops = group_runs(kept, dropped, lo, hi)
+        if below >= 0:
+            starts.insert(0, below)
+            stops.insert(0, below + 1)
+        return Selection(starts, stops, tokens)
 
 
 STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (FIFO, SlidingWindow, Priority)}

@@ -26,6 +26,7 @@ from context_manager.budget import LedgerView, Selection
 
 from ..conversations import conversation
 from ..naive import NaiveCounter, naive_read
+from .scattering import scattered_everywhere
 
 
 class OldestFirst(Strategy):
@@ -140,6 +141,16 @@ class TestFIFO(StrategyContract):
 
 class TestPriority(StrategyContract):
     make = Priority
+
+
+class TestPriorityScattered(StrategyContract):
+    """Every cut held as its rule: the runs a wrapper reads are built from it on demand."""
+
+    make = Priority
+
+    def test_contract(self, *args: Any, **kwargs: Any) -> None:
+        with scattered_everywhere():
+            super().test_contract(*args, **kwargs)
 
 
 class TestToyStrategy(StrategyContract):
