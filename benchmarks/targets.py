@@ -87,8 +87,8 @@ def targets(quick: bool = False) -> list[Target]:
                 10 * MS,
             )
         )
-        # Most-but-not-all fit: priority then stitches ~12k runs together; enforced in full
-        # runs only, as it sits closest to the limit on a loaded machine.
+        # Most-but-not-all fit: priority then keeps ~12k scattered runs (gathered through a byte
+        # mask); enforced in full runs only, as it sits closest to the limit on a loaded machine.
         out.append(
             Target(
                 f"get_context {strategy} @ 100,000, 76% fit (15M window)",
