@@ -55,15 +55,14 @@ class Scattered:
 
     def runs(self) -> tuple[list[int], list[int]]:
         """The kept groups as sorted, disjoint runs (the latest user turn included)."""
-        starts, stops = group_runs(self.kept, self.dropped, self.lo, self.hi)
-        if self.below >= 0:
-            starts.insert(0, self.below)
-            stops.insert(0, self.below + 1)
-        return starts, stops
+        return group_runs(self.kept, self.dropped, self.lo, self.hi, self.below)
 
 
-def group_runs(kept: Slices, dropped: Slices, lo: int, hi: int) -> tuple[list[int], list[int]]:
-    """Kept groups as runs, built from whichever of kept/dropped is smaller, in C.
+def group_runs(
+    kept: Slices, dropped: Slices, lo: int, hi: int, below: int
+) -> tuple[list[int], list[int]]:
+    """Kept groups as runs, built from whichever of kept/dropped is smaller, in C; ``below``
+    (a kept group under ``lo``, or -1) comes first.
 
     Level slices are already sorted, so ``sorted`` only merges runs (timsort). With a large
     budget few groups are dropped and the answer is a few long runs between them.
@@ -73,9 +72,14 @@ def group_runs(kept: Slices, dropped: Slices, lo: int, hi: int) -> tuple[list[in
         starts = [lo, *map(add, gone, repeat(1))]
         stops = [*gone, hi]
         nonempty = list(map(lt, starts, stops))
-        return list(compress(starts, nonempty)), list(compress(stops, nonempty))
-    starts = sorted(chain.from_iterable(groups[a:b] for groups, a, b in kept))
-    return starts, list(map(add, starts, repeat(1)))
+        starts, stops = list(compress(starts, nonempty)), list(compress(stops, nonempty))
+    else:
+        starts = sorted(chain.from_iterable(groups[a:b] for groups, a, b in kept))
+        stops = list(map(add, starts, repeat(1)))
+    if below >= 0:
+        starts.insert(0, below)
+        stops.insert(0, below + 1)
+    return starts, stops
 
 
 def is_scattered(few: int, messages: int) -> bool:

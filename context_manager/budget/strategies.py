@@ -49,12 +49,10 @@ class Selection:
         trimmable_tokens: int,
         scattered: Scattered | None = None,
     ) -> None:
-        self._starts: list[int] | None = starts
+        self._starts = starts if scattered is None else None  # None: built from the rule
         self._stops = stops
         self.trimmable_tokens = trimmable_tokens
         self.scattered = scattered
-        if scattered is not None:
-            self._starts = None
 
     @classmethod
     def rule(cls, trimmable_tokens: int, scattered: Scattered) -> Selection:
@@ -363,11 +361,7 @@ class Priority(Strategy):
             # Thousands of runs: hold the rule, and let the ledger gather with a byte mask.
             rule = Scattered(*cut_at, lo, hi, spare, below, kept, dropped)
             return Selection.rule(tokens, rule)
-        starts, stops = group_runs(kept, dropped, lo, hi)
-        if below >= 0:
-            starts.insert(0, below)
-            stops.insert(0, below + 1)
-        return Selection(starts, stops, tokens)
+        return Selection(*group_runs(kept, dropped, lo, hi, below), tokens)
 
 
 STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (FIFO, SlidingWindow, Priority)}

@@ -15,6 +15,7 @@ import pytest
 from context_manager import MessageContextManager, ToolResultPruning
 
 from ..naive import NaiveCounter, naive_select
+from ..test_properties import positions
 from .scattering import scattered_everywhere, scattered_nowhere
 
 COUNTER = NaiveCounter()
@@ -53,11 +54,6 @@ def filled(
     for i, message in enumerate(messages):
         manager.add(message, priority=priorities[i], pinned=i in pinned)
     return manager
-
-
-def positions(kept: list[Any], messages: list[Any]) -> list[int]:
-    ids = {id(m): i for i, m in enumerate(messages)}
-    return [ids[id(m)] for m in kept]
 
 
 @pytest.mark.parametrize("forced", [False, True])
@@ -143,7 +139,6 @@ def test_pruned_copies_and_provider_rules(provider: str | None) -> None:
         slow = manager.get_context()
     assert fast == slow
     replaced = [a for a, b in zip(fast, slow, strict=True) if a is not b]
-    assert all(a == b for a, b in zip(fast, slow, strict=True))
     originals = {id(m) for m in messages}
     assert len({id(m) for m in fast} - originals) > 0, "pruning should have swapped copies in"
     assert not replaced or all(id(m) not in originals for m in replaced)
