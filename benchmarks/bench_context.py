@@ -10,6 +10,10 @@ budget and keep every tool call with its results (a fast but broken answer fails
 100k messages are returned (the cost is then building a list of up to 100k messages, and, for
 priority, gathering 80k messages kept in ~12k scattered runs: a byte mask over the history, see
 ``budget/scattered.py``). Same < 10 ms spec target.
+
+``test_get_context_after_add`` is a chat backend's pattern on the 76% case: one new message, then
+the context. Priority's answer then differs from the last one in a short span, which is all it
+gathers again (``budget/gathered.py``); without adds the last answer is simply copied.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import pytest
 
 from context_manager import MessageContextManager
 
+from . import corpus
 from .common import SIZES, STRATEGIES, check_context, filled_manager
 
 _managers: dict[tuple[str, int, int], MessageContextManager] = {}
@@ -57,5 +62,25 @@ def test_get_context_large_window(benchmark: Any, strategy: str, window: str) ->
     manager = _manager(strategy, n, max_tokens=LARGE_WINDOWS[window])
     context = check_context(manager, n)
     benchmark(manager.get_context)
+    benchmark.extra_info["messages"] = n
+    benchmark.extra_info["returned"] = len(context)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_get_context_after_add(benchmark: Any, strategy: str) -> None:
+    n = 100_000
+    manager = _manager(strategy, n, max_tokens=LARGE_WINDOWS["most"])
+    check_context(manager, n)
+    feed = iter(corpus.text_pool(200, 20_000))
+    levels = iter(corpus.priorities(corpus.text_pool(200, 20_000)) * 2)
+
+    def add_then_read() -> list[Any]:
+        message = next(feed)
+        manager.add(message, priority=next(levels) if strategy == "priority" else 0)
+        return manager.get_context()
+
+    benchmark.pedantic(add_then_read, rounds=60, iterations=5, warmup_rounds=2)
+    context = check_context(manager, n)
+    _managers.clear()  # the adds changed it: the next test builds its own
     benchmark.extra_info["messages"] = n
     benchmark.extra_info["returned"] = len(context)

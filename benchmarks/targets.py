@@ -105,6 +105,28 @@ def targets(quick: bool = False) -> list[Target]:
                 kind="bar",
             )
         )
+        out.append(
+            Target(
+                f"add + get_context {strategy} @ 100,000, 76% fit",
+                f"test_get_context_after_add[{strategy}]",
+                10 * MS,
+                kind="stress",
+            )
+        )
+    # Priority < 1 ms at 100k whatever share is kept (issue 15), full runs.
+    for label, case in (
+        ("all fit", "large_window[priority-all]"),
+        ("76% fit", "large_window[priority-most]"),
+        ("76% fit, one add between calls", "after_add[priority]"),
+    ):
+        out.append(
+            Target(
+                f"get_context priority @ 100,000, {label} < 1 ms",
+                f"test_get_context_{case}",
+                1 * MS,
+                kind="bar",
+            )
+        )
     for n in memory_sizes:
         out.append(
             Target(

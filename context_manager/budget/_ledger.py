@@ -19,6 +19,7 @@ from itertools import accumulate, chain, groupby
 from typing import Any
 
 from ..messages import Message
+from .gathered import LastGather
 from .ranks import MessageRanks
 
 _COMPACT_MIN = 4096
@@ -65,6 +66,8 @@ class Ledger:
         self.role_counts: dict[str, int] = {}
         self.role_tokens: dict[str, int] = {}
         self.ranks = MessageRanks()  # built on first scattered priority cut (see scattered.py)
+        #: That cut's last context, built on first gather; dropped when messages move or go.
+        self.gathered: LastGather | None = None
 
     # -- reading ---------------------------------------------------------------------------
     @property
@@ -320,6 +323,7 @@ class Ledger:
         self.total -= self.group_tokens[g]
         originals = self.originals
         gone = originals[start:end]
+        self.gathered = None
         # Release the caller's messages now, not at the next compaction (up to 4,096 groups
         # later): what a FIFO manager keeps alive is what it holds. Records stay (pruning and
         # the protocol read them by position); the slots are freed at compaction.
@@ -391,6 +395,7 @@ class Ledger:
         self.pinned_total = self.total - self.cum[-1]
         self.levels = {}
         self.ranks.reset()
+        self.gathered = None
         by_priority = priority.__getitem__
         unpinned = sorted((g for g, p in enumerate(pinned) if not p), key=by_priority)  # stable
         for level_priority, members in groupby(unpinned, key=by_priority):

@@ -22,6 +22,7 @@ from operator import add, lt
 from typing import Any
 
 from ._ledger import Ledger
+from .gathered import LastGather
 
 __all__ = ["Scattered", "count", "gather", "group_runs", "is_scattered", "mask_ready"]
 
@@ -134,7 +135,10 @@ def gather(ledger: Ledger, rule: Scattered, swap: dict[int, Any]) -> list[Any]:
     out: list[Any] = []
     for g in below:
         out += originals[slice(*_span(ledger, g, g + 1))]
-    out += compress(islice(originals, first, stop), mask)
+    memo = ledger.gathered
+    if memo is None:
+        memo = ledger.gathered = LastGather()
+    out += memo.gather(originals, first, stop, mask)  # a copy of the list it keeps
     if swap:
         # Positions of what was kept, in the same order, to look up replacements by seq.
         seq = ledger.seq

@@ -1,0 +1,138 @@
+"""The last scattered context kept and patched: against a list filter that shares no code.
+
+``LastGather`` re-gathers only the span where the new keep-mask differs from the last one
+(``budget/gathered.py``). Each step here draws a new mask from the last (a few flips, anywhere,
+and new messages at the end) and checks the answer against ``[m for m, k in zip(...) if k]``;
+then whole managers, adding between requests, against the naive oracle.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from context_manager import MessageContextManager
+from context_manager.budget import gathered
+from context_manager.budget.gathered import LastGather
+
+from ..naive import naive_select
+from ..test_properties import positions
+from .scattering import scattered_everywhere, scattered_nowhere
+from .test_scattered import COUNTER, history
+
+
+def naive_changed(old: bytes, new: bytes) -> tuple[int, int] | None:
+    diffs = [i for i in range(len(old)) if old[i] != new[i]]
+    return (diffs[0], diffs[-1] + 1) if diffs else None
+
+
+@st.composite
+def mask_pairs(draw: st.DrawFn) -> tuple[bytes, bytes]:
+    """A mask and the next one: a few flips (or a stretch of them) and a longer tail."""
+    size = draw(st.integers(0, 3 * gathered._BLOCK + 7))
+    seed = draw(st.integers(0, 2**32))
+    rng = random.Random(seed)
+    old = bytearray(rng.choice(b"\0\1") for _ in range(size))
+    new = bytearray(old)
+    for _ in range(draw(st.integers(0, 4))):
+        if size:
+            new[rng.randrange(size)] ^= 1
+    if size and draw(st.booleans()):  # a whole stretch changes (a priority level drops out)
+        a = rng.randrange(size)
+        b = min(size, a + rng.randrange(1, 2 * gathered._BLOCK))
+        new[a:b] = bytes(b - a)
+    new += bytes(rng.choice(b"\0\1") for _ in range(draw(st.integers(0, 50))))
+    return bytes(old), bytes(new)
+
+
+@given(mask_pairs())
+def test_changed_span_is_the_first_and_last_differing_byte(pair: tuple[bytes, bytes]) -> None:
+    old, new = pair
+    assert gathered._changed(old, new) == naive_changed(old, new)
+    assert gathered._changed(bytearray(old), bytearray(new)) == naive_changed(old, new)
+
+
+@given(st.lists(mask_pairs(), min_size=1, max_size=6), st.integers(0, 3))
+def test_each_gather_equals_a_plain_filter(steps: list[tuple[bytes, bytes]], first: int) -> None:
+    """Successive gathers, each mask drawn from the last; the list returned is the caller's."""
+    memo = LastGather()
+    originals: list[Any] = []
+    for old, new in steps:
+        for mask in (old, new):
+            while len(originals) < first + len(mask):
+                originals.append(object())
+            stop = first + len(mask)
+            got = list(memo.gather(originals, first, stop, mask))
+            want = [m for m, keep in zip(originals[first:stop], mask, strict=True) if keep]
+            assert [id(m) for m in got] == [id(m) for m in want]
+
+
+def test_another_start_or_a_shorter_span_starts_over() -> None:
+    originals = [object() for _ in range(10)]
+    memo = LastGather()
+    memo.gather(originals, 0, 10, b"\1" * 10)
+    assert memo.gather(originals, 2, 10, b"\1\0" * 4) == originals[2:10:2]
+    assert memo.gather(originals, 2, 6, b"\0\1\1\1") == originals[3:6]
+
+
+def test_adds_between_requests_match_the_oracle() -> None:
+    """A priority manager over a scattered cut, asked for its context after every add (a chat
+    backend's pattern): each answer equals the naive oracle's and the uncached group runs'."""
+    messages = history(6, 900)
+    rng = random.Random(6)
+    priorities = [rng.choice([-3, 0, 0, 1, 5]) for _ in messages]
+    pinned = set(rng.sample(range(1, len(messages)), 8))
+    budget = COUNTER.count_prompt(messages) // 2
+    manager = MessageContextManager(budget, reserve_tokens=0, strategy="priority")
+    patched = 0
+    with scattered_everywhere():
+        for i, message in enumerate(messages):
+            manager.add(message, priority=priorities[i], pinned=i in pinned)
+            if i < len(messages) - 300:
+                continue
+            memo = manager._ledger.gathered
+            before = (memo.first, len(memo.mask)) if memo is not None else None
+            kept = manager.get_context()
+            memo = manager._ledger.gathered
+            assert memo is not None
+            patched += before is not None and before[0] == memo.first and before[1] > 0
+            done = messages[: i + 1]
+            expected = naive_select(
+                done,
+                counter=COUNTER,
+                budget=budget,
+                strategy="priority",
+                pinned={p for p in pinned if p <= i},
+                priorities=priorities[: i + 1],
+            )
+            if expected != "overflow":
+                assert positions(kept, done) == expected, f"after message {i}"
+            with scattered_nowhere():
+                assert [id(m) for m in manager.get_context()] == [id(m) for m in kept]
+    assert patched > 250, "most answers should have been patched from the last one"
+
+
+def test_a_compaction_lets_the_last_context_go() -> None:
+    """Compaction drops the messages before its cut: the kept context is forgotten, and the next
+    one (gathered from the new floor) equals the group runs' answer and the oracle's."""
+    messages = history(7, 400)
+    budget = COUNTER.count_prompt(messages) // 2
+    priorities = [i % 3 for i in range(len(messages))]
+    manager = MessageContextManager(budget, reserve_tokens=0, strategy="priority")
+    with scattered_everywhere():
+        for message, priority in zip(messages, priorities, strict=True):
+            manager.add(message, priority=priority)
+        manager.get_context()
+        assert manager._ledger.gathered is not None
+        cut = len(messages) // 3
+        manager.apply_compaction({"role": "user", "content": "summary"}, cut)
+        assert manager._ledger.gathered is None
+        after = manager.get_context()
+    with scattered_nowhere():
+        assert [id(m) for m in manager.get_context()] == [id(m) for m in after]
+    assert after[0] is messages[0] and after[1]["content"] == "summary"
+    where = {id(m): i for i, m in enumerate(messages)}
+    assert min(where[id(m)] for m in after[2:]) >= cut - 3  # a cut moves to its group's start
