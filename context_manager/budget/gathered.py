@@ -38,13 +38,17 @@ class LastGather:
     def gather(
         self, originals: list[Any], first: int, stop: int, mask: bytes | bytearray
     ) -> list[Any]:
-        """``originals[first:stop]`` where ``mask`` has a 1, kept as-is (return a copy of it)."""
+        """``originals[first:stop]`` where ``mask`` has a 1 (each byte is 0 or 1).
+
+        The list returned is the one kept for the next call: copy it before handing it out.
+        """
         old = self.mask
         size = len(old)
         if first != self.first or stop - first < size:
             out = list(compress(islice(originals, first, stop), mask))
         else:
             out = self.out
+            self.first = -1  # invalid while patched: a failure half-way means start over
             span = _changed(old, mask)
             if span is not None:
                 a, b = span

@@ -136,3 +136,25 @@ def test_a_compaction_lets_the_last_context_go() -> None:
     assert after[0] is messages[0] and after[1]["content"] == "summary"
     where = {id(m): i for i, m in enumerate(messages)}
     assert min(where[id(m)] for m in after[2:]) >= cut - 3  # a cut moves to its group's start
+
+
+def test_a_patch_that_fails_half_way_starts_over_next_time() -> None:
+    class Failing(list[Any]):
+        def __getitem__(self, key: Any) -> Any:
+            if isinstance(key, slice) and key.start >= 6:  # the new messages' slice only
+                raise MemoryError("no room for the new messages")
+            return super().__getitem__(key)
+
+    originals = [object() for _ in range(8)]
+    memo = LastGather()
+    memo.gather(originals, 0, 6, b"\1\0\1\0\1\0")
+    grown = Failing(originals)
+    try:
+        memo.gather(grown, 0, 8, b"\1\1\1\0\1\0\1\1")  # patches, then fails reading the tail
+    except MemoryError:
+        pass
+    else:
+        raise AssertionError("the failing slice should have raised")
+    mask = b"\1\1\1\0\1\0\1\1"
+    want = [m for m, keep in zip(originals, mask, strict=True) if keep]
+    assert memo.gather(originals, 0, 8, mask) == want
