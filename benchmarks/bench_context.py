@@ -71,8 +71,8 @@ def test_get_context_after_add(benchmark: Any, strategy: str) -> None:
     n = 100_000
     manager = _manager(strategy, n, max_tokens=LARGE_WINDOWS["most"])
     check_context(manager, n)
-    feed = iter(corpus.text_pool(200, 20_000))
-    levels = iter(corpus.priorities(corpus.text_pool(200, 20_000)) * 2)
+    pool = corpus.text_pool(200, 1_000)  # 310 calls: (60 rounds + 2 warm-up) x 5
+    feed, levels = iter(pool), iter(corpus.priorities(pool))
 
     def add_then_read() -> list[Any]:
         message = next(feed)
