@@ -184,17 +184,18 @@ class RatioTarget:
     enforced: bool = True
 
 
-#: Enforced one-shot speedups vs LangChain, each well below what runs on a loaded 2-core machine
-#: measured (table in docs/guide/oneshot.md): (counter, messages, budget) -> at least x.
+#: Enforced one-shot speedups vs LangChain: (counter, messages, budget) -> at least x. Every
+#: bar is at least the issue's goal (3x below 1,000 messages, 10x from 1,000 up) and below what
+#: runs on this loaded 2-core machine measured (table in docs/guide/oneshot.md).
 ONESHOT_ENFORCED = {
     # The 3x below 1,000 messages: the chat pass (budget.chat_suffix) measured 10-13x
     # at 20 messages, 4.6-4.7x at 100 when all fits, 6-17x at 100 with a cut (0.6-1.2x before).
     ("ours", 20, 8_000): 3.0,
     ("ours", 20, 102_400): 3.0,
     ("ours", 100, 8_000): 3.0,
-    ("ours", 100, 102_400): 2.5,  # 3.1-4.7x; below the 3x goal, the closest margin. Both
-    # sides are now timed back to back (benchmarks/conftest.py): the 1.9x dip seen once came
-    # from timing them minutes apart
+    ("ours", 100, 102_400): 3.0,  # 3.5-3.6x (3.2-3.4x before the walk read keys by
+    # subscript and skipped the fit check on results): the closest margin, as everything fits
+    # and every message is read and charged; both sides timed in alternating blocks (paired)
     ("ours", 1_000, 102_400): 10.0,  # 17.6-21.4x (5-7x before the chat pass)
     ("ours", 1_000, 8_000): 10.0,  # 25-73x
     ("ours", 10_000, 8_000): 100.0,  # 249-553x
@@ -209,7 +210,10 @@ ONESHOT_ENFORCED = {
     ("ours_tiktoken", 100, 8_000): 3.0,  # 7.4x: a cut, the kept part tokenized exactly
     ("ours_tiktoken", 100, 102_400): 5.0,  # 14.5x
     ("ours_tiktoken", 1_000, 8_000): 10.0,  # 34x
-    ("ours_tiktoken", 1_000, 102_400): 5.0,  # 16x
+    # 11.4-12.3x. LangChain's binary search tokenizes about 11.7x the messages we do here (all
+    # 1,000, then ~10 prefixes of ~580), and both sides spend ~95% of a message in tiktoken's
+    # encoder: the ratio cannot go much past that count ratio, so this bar has the least slack.
+    ("ours_tiktoken", 1_000, 102_400): 10.0,
     ("ours_tiktoken", 10_000, 8_000): 50.0,  # 270x
     ("ours_tiktoken", 10_000, 102_400): 10.0,  # 42x
     ("ours_tiktoken", 100_000, 8_000): 300.0,  # 2,600x
