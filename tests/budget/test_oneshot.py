@@ -405,6 +405,15 @@ HOSTILE = [
     },
     {"role": "user", "content": "\ud800 lone surrogate " + " " * 500},
     {"role": "assistant", "content": "😀" * 300},
+    # A key the shape needs is missing (the walk reads them by subscript).
+    {"content": "no role"},
+    {"role": "user", "text": "no content"},
+    {"role": "user"},
+    {"role": "tool", "content": "no call id", "name": "f"},
+    {"role": "assistant", "tool_calls": [{"id": "t0_0", "function": {"name": "f"}}]},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "t0_0"}]},
+    {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f"}}]},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "t0_0", "function": {}}]},
 ]
 
 
@@ -465,3 +474,32 @@ def outcome(call: Any, *args: Any, **options: Any) -> Any:
         return ("overflow", exc.required, exc.budget)
     except InvalidMessageError as exc:
         return ("invalid", exc.index)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        {"id": "a", "function": {}},
+        {"id": "a", "function": {"arguments": "{}"}},
+        {"id": "a"},
+        {"function": {"name": "f", "arguments": "{}"}},
+        {"id": "a", "function": {"name": "f", "arguments": 5}},
+        {"id": "a", "function": {"name": "f"}},  # arguments may be left out: "" is sent
+    ],
+)
+@pytest.mark.parametrize("content", ["", None, "missing"])
+def test_chat_pass_agrees_with_the_scan_on_calls_missing_a_key(call: Any, content: Any) -> None:
+    """A tool call whose message lacks a key the chat pass reads by subscript: the pass hands
+    the history to the scan, which answers (or raises) exactly as with ``pinned=[]``."""
+    issued: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": [call]}
+    if content == "missing":
+        del issued["content"]
+    history = [
+        {"role": "user", "content": "look it up"},
+        issued,
+        {"role": "tool", "tool_call_id": "a", "content": "found"},
+        {"role": "user", "content": "thanks"},
+    ]
+    for budget in (20, 1_000):
+        fast, scan = outcome(trim, history, budget), outcome(trim, history, budget, pinned=[])
+        assert same(fast, scan) if isinstance(fast, list) else fast == scan, (fast, scan)
