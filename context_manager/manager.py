@@ -107,6 +107,7 @@ class MessageContextManager(ExtensionHub):
         self._strategy = get_strategy(
             strategy, max_messages=max_messages, retention_ratio=retention_ratio
         )
+        self._evicts = type(self._strategy).evict is not Strategy.evict  # else adds skip it
         self.warn_ratio = warn_ratio
         self.on_near_limit = checked_hook("on_near_limit", on_near_limit)
         self.on_evict = checked_hook("on_evict", on_evict)
@@ -281,7 +282,7 @@ class MessageContextManager(ExtensionHub):
         self._added += 1
         if change is not None and self._listeners:
             self._emit(change)
-        evicted = self._view.evict(ledger, self._strategy, self._room(held=True))
+        evicted = self._view.evict(ledger, self._strategy, self._room(True)) if self._evicts else ()
         if (released or evicted) and (self._listeners or self.on_evict is not None):
             gone = [*released, *evicted]
             if self._listeners:
@@ -378,11 +379,9 @@ class MessageContextManager(ExtensionHub):
         """Messages held, system prompt included."""
         return sum(self._ledger.role_counts.values()) + (1 if self._system else 0)
 
-    def _room(self, *, held: bool = False) -> int:
-        """Tokens left for trimmable groups after the fixed, system and pinned parts.
-
-        ``held`` counts a pinned group still awaiting results (it is held, though not sent yet).
-        """
+    def _room(self, held: bool = False) -> int:
+        """Tokens left for trimmable groups after the fixed, system and pinned parts; ``held``
+        counts a pinned group still awaiting results (it is held, though not sent yet)."""
         system = self._system[2] if self._system else 0
         if self._summary is not None:
             system += self._summary[2]

@@ -26,7 +26,7 @@ from ..providers import ProviderRules
 from ._ledger import Ledger, Level
 from .plan import plan_context
 from .scattered import Scattered, count, gather
-from .strategies import Strategy
+from .strategies import FIFO, Strategy
 
 
 @dataclass(slots=True)
@@ -233,10 +233,16 @@ class ViewOptions:
         A destructive strategy evicts on the pruned sums, so FIFO drops only what does not fit
         once old results are pruned (``room`` counts everything held).
         """
+        pruner = self.pruner
+        # FIFO's first check, from two totals: it keeps all when what it may evict fits (not
+        # with pruning: a placeholder can outweigh the short result it replaces).
+        fits = ledger.total - ledger.pinned_total <= room
+        if fits and pruner is None and type(strategy).evict is FIFO.evict:
+            return ()
         view = ledger
-        if self.pruner is not None and type(strategy).evict is not Strategy.evict:
+        if pruner is not None and type(strategy).evict is not Strategy.evict:
             fixed = self.budget - room - ledger.pinned_total
-            plan = self.pruner.plan(ledger, self.counter, self.window, fixed)
+            plan = pruner.plan(ledger, self.counter, self.window, fixed)
             view = pruned_view(ledger, plan.cum) if plan.saved_tokens else ledger
         floor = strategy.evict(view, room)
         return ledger.evict_before(floor) if floor > ledger.floor else ()

@@ -1,0 +1,89 @@
+"""Adds skip a strategy's ``evict`` when it cannot evict anything (``budget.pruned``/manager).
+
+A strategy that keeps the base ``Strategy.evict`` is never asked; FIFO is not asked while what it
+may evict (everything held but the pinned groups) fits its room, the first check of its own
+``evict`` (with pruning on, always asked: a placeholder can outweigh a short result, which this
+test found). The oracle is FIFO itself, reached through a subclass whose ``evict`` only calls
+the parent's: the shortcut never applies to it, so every add asks the strategy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from context_manager import ContextOverflowError, MessageContextManager, ToolResultPruning
+from context_manager.budget import FIFO
+from context_manager.budget.view import LedgerView
+
+from ..conversations import conversation
+
+
+class AlwaysAskedFIFO(FIFO):
+    def evict(self, view: LedgerView, room: int) -> int:
+        return super().evict(view, room)
+
+
+def replay(
+    strategy: FIFO, messages: list[Any], pins: set[int], options: dict[str, Any]
+) -> list[Any]:
+    evicted: list[Any] = []
+    manager = MessageContextManager(strategy=strategy, on_evict=evicted.extend, **options)
+    trace: list[Any] = []
+    for i, message in enumerate(messages):
+        try:
+            manager.add(message, pinned=i in pins, priority=i % 3)
+        except ContextOverflowError as exc:
+            trace.append(("overflow", exc.required))
+            continue
+        trace.append((len(evicted), [id(m) for m in manager.messages]))
+    try:
+        trace.append(manager.get_context())  # by value: pruning sends fresh copies
+    except ContextOverflowError as exc:
+        trace.append(("overflow", exc.required))
+    return trace
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    messages=conversation(max_turns=40),
+    budget=st.integers(60, 3_000),
+    ratio=st.none() | st.sampled_from([0.5, 0.7]),
+    pins=st.sets(st.integers(0, 80), max_size=4),
+    prune=st.booleans(),
+)
+def test_fifo_evicts_the_same_with_and_without_the_shortcut(
+    messages: list[Any], budget: int, ratio: float | None, pins: set[int], prune: bool
+) -> None:
+    pruning = ToolResultPruning(soft_ratio=0.1, hard_ratio=0.2, min_prunable_chars=0)
+    options: dict[str, Any] = {
+        "max_tokens": budget,
+        "reserve_tokens": 0,
+        "pruning": pruning if prune else None,
+    }
+    fast = replay(FIFO(retention_ratio=ratio), messages, pins, options)
+    asked = replay(AlwaysAskedFIFO(retention_ratio=ratio), messages, pins, options)
+    assert fast == asked
+
+
+def test_the_shortcut_is_taken_and_evicts_when_over() -> None:
+    """Through the shortcut, a FIFO manager still evicts the moment what it holds is over."""
+    manager = MessageContextManager(100, reserve_tokens=0, strategy="fifo")
+    asked: list[int] = []
+    original = FIFO.evict
+
+    def counting(self: FIFO, view: LedgerView, room: int) -> int:
+        asked.append(room)
+        return original(self, view, room)
+
+    FIFO.evict = counting  # type: ignore[method-assign]
+    try:
+        manager.add({"role": "user", "content": "x" * 40})
+        assert asked == []  # fits: the strategy is not asked (and the shortcut saw FIFO.evict)
+    finally:
+        FIFO.evict = original  # type: ignore[method-assign]
+    for i in range(20):
+        manager.add({"role": "user" if i % 2 else "assistant", "content": "y" * 40})
+    assert len(manager) < 21 and manager.token_count <= 100
