@@ -220,14 +220,16 @@ class MessageContextManager(ExtensionHub):
         """
         if type(priority) is not int:
             check_priority(priority)
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not ``with``: its two method calls cost 80 ns, a twentieth of an add
+        try:
             index = self._added
             hit = self._lane(message) if self._lane is not None else None
             rec, tokens = (normalize(message, index), -1) if hit is None else hit
             if (
                 self._system is None
                 and rec.role in ("system", "developer")
-                and not self._ledger.originals
+                and not self._ledger.next_seq  # nothing added since the start or a clear
             ):
                 tokens = self._install_system(message, rec)
                 self._added += 1
@@ -238,6 +240,8 @@ class MessageContextManager(ExtensionHub):
                 self._close_pending(self.interrupted_result)
                 index = self._added
             return self._store(message, rec, index, priority, bool(pinned), tokens)
+        finally:
+            lock.release()
 
     def close_pending_tool_calls(self, reason: str | None = None) -> list[Any]:
         """Answer every open tool call with a synthetic error result (your own cancel path).
@@ -274,11 +278,11 @@ class MessageContextManager(ExtensionHub):
             change = MessageAdded(message, rec, index, tokens, pinned, priority)
             if self._journal is not None:
                 self._journal.write(change)
-        if not plain:
-            protocol.commit(rec)
         ledger = self._ledger
+        if not plain:  # else the protocol, so whether a group is open, does not change
+            protocol.commit(rec)
+            ledger.open = bool(protocol.pending)
         released = ledger.append(message, rec, tokens, priority, pinned, joins)
-        ledger.open = bool(protocol.pending)
         self._added += 1
         if change is not None and self._listeners:
             self._emit(change)
@@ -355,10 +359,8 @@ class MessageContextManager(ExtensionHub):
     @property
     def token_count(self) -> int:
         """Tokens of every message held, system prompt included (each counted once, on add)."""
-        fixed = (self._system[2] if self._system else 0) + (
-            self._summary[2] if self._summary else 0
-        )
-        return self._ledger.total + fixed
+        system = self._system[2] if self._system else 0
+        return self._ledger.total + system + (self._summary[2] if self._summary else 0)
 
     @property
     def used_tokens(self) -> int:
@@ -377,7 +379,7 @@ class MessageContextManager(ExtensionHub):
 
     def __len__(self) -> int:
         """Messages held, system prompt included."""
-        return sum(self._ledger.role_counts.values()) + (1 if self._system else 0)
+        return self._ledger.held_count() + (1 if self._system else 0)
 
     def _room(self, held: bool = False) -> int:
         """Tokens left for trimmable groups after the fixed, system and pinned parts; ``held``
@@ -492,11 +494,7 @@ class MessageContextManager(ExtensionHub):
         group moves back to the group's start. History before the cut leaves memory; a store
         keeps it on disk (append-only). Written ahead like every other change.
         """
-        if (
-            isinstance(first_kept_index, bool)
-            or not isinstance(first_kept_index, int)
-            or first_kept_index < 0
-        ):
+        if type(first_kept_index) is not int or first_kept_index < 0:  # bool is no index
             raise ConfigurationError(
                 f"first_kept_index must be an int >= 0, got {first_kept_index!r}"
             )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
-from itertools import accumulate, chain, groupby
+from itertools import accumulate, chain
 from typing import Any
 
 from ..messages import Message
@@ -54,7 +54,9 @@ class Ledger:
         self.group_pinned: list[bool] = []
         self.group_priority: list[int] = []
         self.cum: list[int] = [0]
-        self.levels: dict[int, Level] = {}
+        #: Per-priority levels of groups ``[0, leveled)``; see :attr:`levels`.
+        self._levels: dict[int, Level] = {}
+        self.leveled = 0
         self.pinned_groups: list[int] = []
         self.pinned_total = 0
         self.turns: list[int] = []  # groups holding a user turn, ascending (retention cuts)
@@ -63,8 +65,11 @@ class Ledger:
         self.kept_protected = -1
         self.open = False
         self.total = 0
+        #: Held messages and tokens per role as of the last tally; see :meth:`_tally`.
         self.role_counts: dict[str, int] = {}
         self.role_tokens: dict[str, int] = {}
+        self.tallied = 0
+        self.untallied: list[int] = []  # groups dropped since the last tally
         self.ranks = MessageRanks()  # built on first scattered priority cut (see scattered.py)
         #: That cut's last context, built on first gather; dropped when messages move or go.
         self.gathered: LastGather | None = None
@@ -161,8 +166,58 @@ class Ledger:
                     priority,
                 )
 
+    @property
+    def levels(self) -> dict[int, Level]:
+        """Per-priority groups and prefix sums, brought up to date when read.
+
+        Only the priority strategy reads them, so an add does not pay for them: the groups
+        added since the last read are filed here, in order.
+        """
+        n = len(self.group_start)
+        if self.leveled < n:
+            levels, pinned = self._levels, self.group_pinned
+            priority, tokens = self.group_priority, self.group_tokens
+            for g in range(self.leveled, n):
+                if pinned[g]:
+                    continue
+                level = levels.get(priority[g])
+                if level is None:
+                    level = levels[priority[g]] = Level()
+                level.groups.append(g)
+                level.cum.append(level.cum[-1] + tokens[g])
+            self.leveled = n
+        return self._levels
+
+    def held_count(self) -> int:
+        """Messages held."""
+        self._tally()
+        return sum(self.role_counts.values())
+
+    def _tally(self) -> None:
+        """Count the roles of the positions added since the last tally.
+
+        Neither an add nor a drop touches the per-role dicts (two lookups and two stores a
+        message): the positions added since are counted in, every position, dropped ones too,
+        then the groups dropped since are taken out. A compaction, which moves positions,
+        leaves only held messages and starts the tallies over.
+        """
+        records, tokens = self.records, self.tokens
+        counts, role_tokens = self.role_counts, self.role_tokens
+        for i in range(self.tallied, len(records)):
+            role = records[i].role
+            counts[role] = counts.get(role, 0) + 1
+            role_tokens[role] = role_tokens.get(role, 0) + tokens[i]
+        self.tallied = len(records)
+        for g in self.untallied:
+            for i in range(self.group_start[g], self.group_end(g)):
+                role = records[i].role
+                counts[role] -= 1
+                role_tokens[role] -= tokens[i]
+        self.untallied.clear()
+
     def role_totals(self) -> tuple[dict[str, int], dict[str, int]]:
         """Messages and tokens held per role (``developer`` counted as ``system``)."""
+        self._tally()
         counts = {"system": 0, "user": 0, "assistant": 0, "tool": 0}
         tokens = dict.fromkeys(counts, 0)
         for role, n in self.role_counts.items():
@@ -231,8 +286,9 @@ class Ledger:
     ) -> Sequence[Any]:
         """Store one message; returns messages evicted as a side effect (a released old turn).
 
-        Runs on every add: the role tally and a new unpinned group are written inline, and
-        nothing is allocated for the common case (the empty tuple is shared).
+        Runs on every add: a new unpinned group is written inline, nothing is allocated for the
+        common case (the empty tuple is shared), and what only some readers need (per-role
+        tallies, priority levels) is left for them to catch up on.
         """
         originals = self.originals
         originals.append(original)
@@ -241,10 +297,6 @@ class Ledger:
         self.seq.append(self.next_seq)
         self.next_seq += 1
         self.total += tokens
-        role = rec.role
-        counts, role_tokens = self.role_counts, self.role_tokens
-        counts[role] = counts.get(role, 0) + 1
-        role_tokens[role] = role_tokens.get(role, 0) + tokens
         starts = self.group_start
         g = len(starts)
         if joins:
@@ -262,12 +314,7 @@ class Ledger:
                 self.pinned_total += tokens
             else:
                 cum.append(cum[-1] + tokens)
-                level = self.levels.get(priority)
-                if level is None:
-                    level = self.levels[priority] = Level()
-                level.groups.append(g)
-                level.cum.append(level.cum[-1] + tokens)
-        if role != "user" or not rec.is_user_turn:
+        if rec.role != "user" or not rec.is_user_turn:
             return ()
         released: Sequence[Any] = ()
         if self.kept_protected >= 0 and self.kept_protected != g:
@@ -288,23 +335,25 @@ class Ledger:
             self._pin_last()
             return
         self.cum[-1] += tokens
-        level = self.levels[self.group_priority[g]]
+        raised = priority > self.group_priority[g]  # a group's priority is its highest member's
+        if g >= self.leveled:  # not filed in a level yet
+            if raised:
+                self.group_priority[g] = priority
+            return
+        level = self._levels[self.group_priority[g]]
         level.cum[-1] += tokens
-        if priority > self.group_priority[g]:  # a group's priority is its highest member's
+        if raised:
             level.groups.pop()
             level.cum.pop()
             self.group_priority[g] = priority
-            new = self.levels.get(priority)
-            if new is None:
-                new = self.levels[priority] = Level()
-            new.groups.append(g)
-            new.cum.append(new.cum[-1] + self.group_tokens[g])
+            self.leveled = g  # filed again, under its new priority, on the next read
 
     def _pin_last(self) -> None:
         g = len(self.group_start) - 1
-        level = self.levels[self.group_priority[g]]
-        level.groups.pop()
-        level.cum.pop()
+        if g < self.leveled:
+            level = self._levels[self.group_priority[g]]
+            level.groups.pop()
+            level.cum.pop()
         self.cum[-1] = self.cum[-2]
         self.group_pinned[g] = True
         self.pinned_groups.append(g)
@@ -314,19 +363,18 @@ class Ledger:
         starts = self.group_start
         start = starts[g]
         end = starts[g + 1] if g + 1 < len(starts) else len(self.originals)
-        records, tokens = self.records, self.tokens
-        counts, role_tokens = self.role_counts, self.role_tokens
-        for i in range(start, end):
-            role = records[i].role
-            counts[role] -= 1
-            role_tokens[role] -= tokens[i]
         self.total -= self.group_tokens[g]
-        originals = self.originals
-        gone = originals[start:end]
+        self.untallied.append(g)  # taken off the per-role tallies when they are read
         self.gathered = None
         # Release the caller's messages now, not at the next compaction (up to 4,096 groups
         # later): what a FIFO manager keeps alive is what it holds. Records stay (pruning and
         # the protocol read them by position); the slots are freed at compaction.
+        originals = self.originals
+        if end == start + 1:  # the usual group: one message
+            gone = [originals[start]]
+            originals[start] = None
+            return gone
+        gone = originals[start:end]
         originals[start:end] = [None] * (end - start)
         return gone
 
@@ -387,21 +435,19 @@ class Ledger:
         self.group_start = starts
         gtokens = self.group_tokens = _kept(self.group_tokens, below, floor)
         pinned = self.group_pinned = _kept(self.group_pinned, below, floor)
-        priority = self.group_priority = _kept(self.group_priority, below, floor)
+        self.group_priority = _kept(self.group_priority, below, floor)
         trimmable = [0 if p else t for t, p in zip(gtokens, pinned, strict=True)]
         self.cum = list(accumulate(trimmable, initial=0))
         self.pinned_groups = [g for g, p in enumerate(pinned) if p]
         self.total = sum(gtokens)
         self.pinned_total = self.total - self.cum[-1]
-        self.levels = {}
+        # Everything left is held, so the per-role tallies and the levels start over from
+        # nothing and are rebuilt when read (a FIFO manager never reads the levels).
+        self.role_counts, self.role_tokens, self.tallied = {}, {}, 0
+        self.untallied.clear()
+        self._levels, self.leveled = {}, 0
         self.ranks.reset()
         self.gathered = None
-        by_priority = priority.__getitem__
-        unpinned = sorted((g for g, p in enumerate(pinned) if not p), key=by_priority)  # stable
-        for level_priority, members in groupby(unpinned, key=by_priority):
-            level = self.levels[level_priority] = Level()
-            level.groups = list(members)
-            level.cum = list(accumulate(map(trimmable.__getitem__, level.groups), initial=0))
         remap = {g: i for i, g in enumerate(below)}
         nb = len(below)
 

@@ -66,18 +66,22 @@ class PrunedLedger(Ledger):
         self.__dict__["cum"] = cum
 
     def __getattr__(self, name: str) -> Any:
-        real: Ledger = self.__dict__["_ledger"]
-        if name != "levels":
-            return getattr(real, name)
+        return getattr(self.__dict__["_ledger"], name)
+
+    @property
+    def levels(self) -> dict[int, Level]:
+        out: dict[int, Level] | None = self.__dict__.get("_pruned_levels")
+        if out is not None:
+            return out
         cum = self.cum
-        out: dict[int, Level] = {}
-        for priority, level in real.levels.items():
+        out = {}
+        for priority, level in self.__dict__["_ledger"].levels.items():
             new = out[priority] = Level()
             new.groups = level.groups
             sums = new.cum
             for g in level.groups:
                 sums.append(sums[-1] + cum[g + 1] - cum[g])
-        self.__dict__["levels"] = out  # built once per request, on first use
+        self.__dict__["_pruned_levels"] = out  # built once per request, on first use
         return out
 
 
