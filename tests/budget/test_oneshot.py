@@ -386,6 +386,19 @@ def test_utf16_len_matches_an_encoding(text: str) -> None:
     assert utf16_len(text) == len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
+class _Text(str):
+    """A str subclass: CPython stores its characters apart from the object (a larger size)."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(codec=None, exclude_categories=()), max_size=300), st.booleans())
+def test_utf16_len_counts_astral_characters_twice(text: str, subclass: bool) -> None:
+    from context_manager._js import utf16_len
+
+    value = _Text(text) if subclass else text
+    assert utf16_len(value) == sum(2 if ord(ch) > 0xFFFF else 1 for ch in text)
+
+
 HOSTILE = [
     {"role": ["user"], "content": "an unhashable role"},
     {"role": "user", "content": 5},
