@@ -389,7 +389,9 @@ class MessageContextManager(ExtensionHub):
             system += self._summary[2]
         ledger = self._ledger
         pinned = ledger.pinned_total if held else ledger.pinned_complete_tokens()
-        return self._calibration.budget(self._budget_tokens) - self._fixed - system - pinned
+        budget, calibration = self._budget_tokens, self._calibration  # runs on every FIFO add
+        budget = calibration.budget(budget) if calibration.samples else budget
+        return budget - self._fixed - system - pinned
 
     def _plan(self, emit: bool = False) -> ViewPlan:
         """What to send (see :func:`plan_view`): pruning, the newest-exchange fallback, then

@@ -401,7 +401,8 @@ class Ledger:
                     self.kept_protected = g
                     continue
                 evicted.extend(self._drop_group(g))
-        self.floor = max(floor, new_floor)
+        if new_floor > floor:
+            self.floor = new_floor
         if self.floor >= _COMPACT_MIN and 2 * self.floor > len(self.group_start):
             self._compact()
         return evicted

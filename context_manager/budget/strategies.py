@@ -274,16 +274,21 @@ class FIFO(SlidingWindow):
     name = "fifo"
 
     def evict(self, view: LedgerView, room: int) -> int:
-        lo, hi, cum = view.floor, view.group_count, view.cum
+        lo, hi, cum = view.floor, len(view.group_start), view.cum
         p = view.protected
         if p >= 0 and view.group_pinned[p]:
             p = -1
         p_tokens = cum[p + 1] - cum[p] if p >= 0 else 0
         below = p_tokens if 0 <= p < lo else 0  # the latest user turn, kept below the floor
-        if cum[hi] - cum[lo] + below <= room or room - p_tokens < 0:
+        over = cum[hi] - cum[lo] + below - room
+        if over <= 0 or room - p_tokens < 0:
             return lo  # fits already, or cannot fit whatever we evict
-        # ``start_fitting``, inlined: this runs on every add of a full FIFO manager.
-        start = bisect_left(cum, cum[hi] - room + below, lo, hi)
+        # ``start_fitting``, inlined: this runs on every add of a full FIFO manager, whose usual
+        # answer (the oldest group covers what is over) is checked first, at a third of a bisect.
+        if cum[lo + 1] - cum[lo] >= over:
+            start = lo + 1
+        else:
+            start = bisect_left(cum, cum[hi] - room + below, lo, hi)
         if lo <= p < start:
             start = view.start_fitting(room - p_tokens, start, hi)
         elif self.retention_ratio is not None:  # evict to about r x room, at a user turn
