@@ -28,7 +28,7 @@ from .budget._ledger import Ledger
 from .budget.calibration import Calibration
 from .budget.plan import Shortfall
 from .budget.pruned import ViewPlan, plan_view, view_options
-from .budget.strategies import Strategy, get_strategy
+from .budget.strategies import FIFO, Strategy, get_strategy
 from .counting import TokenCounter, get_counter
 from .counting.fastlane import lane_for
 from .counting.usage import read_usage
@@ -107,7 +107,8 @@ class MessageContextManager(ExtensionHub):
         self._strategy = get_strategy(
             strategy, max_messages=max_messages, retention_ratio=retention_ratio
         )
-        self._evicts = type(self._strategy).evict is not Strategy.evict  # else adds skip it
+        evict = type(self._strategy).evict  # 0: never evicts, 1: FIFO, 2: ask on every add
+        self._evicts = 0 if evict is Strategy.evict else 1 if evict is FIFO.evict else 2
         self.warn_ratio = warn_ratio
         self.on_near_limit = checked_hook("on_near_limit", on_near_limit)
         self.on_evict = checked_hook("on_evict", on_evict)
@@ -136,6 +137,7 @@ class MessageContextManager(ExtensionHub):
         self._view = view_options(
             pruning, truncate_newest, self._counter, window, self._budget_tokens
         )
+        self._recap()
         if system_prompt is not None:
             self.set_system_prompt(system_prompt)
 
@@ -177,9 +179,7 @@ class MessageContextManager(ExtensionHub):
         original = {"role": "system", "content": prompt} if isinstance(prompt, str) else prompt
         rec = normalize(original)
         if rec.role not in ("system", "developer"):
-            raise InvalidMessageError(
-                f"the system prompt must have role system or developer, not {rec.role!r}"
-            )
+            raise InvalidMessageError(f"system prompt role {rec.role!r} is not system or developer")
         with self._lock:
             self._install_system(original, rec)
             self._after_change()
@@ -189,6 +189,7 @@ class MessageContextManager(ExtensionHub):
         change = SystemPromptSet(original, rec)
         self._write(change)
         self._system = (original, rec, tokens)
+        self._recap()
         if self._listeners:
             self._emit(change)
         return tokens
@@ -286,7 +287,12 @@ class MessageContextManager(ExtensionHub):
         self._added += 1
         if change is not None and self._listeners:
             self._emit(change)
-        evicted = self._view.evict(ledger, self._strategy, self._room(True)) if self._evicts else ()
+        # FIFO evicts nothing while all it holds fits (pins cancel out of both sides); not so
+        # with pruning, where a placeholder can outweigh the short result it replaces.
+        evicted: Sequence[Any] = ()
+        evicts = self._evicts
+        if evicts and (evicts > 1 or ledger.total > self._cap or self._view.pruner is not None):
+            evicted = self._view.evict(ledger, self._strategy, self._room(True))
         if (released or evicted) and (self._listeners or self.on_evict is not None):
             gone = [*released, *evicted]
             if self._listeners:
@@ -331,6 +337,7 @@ class MessageContextManager(ExtensionHub):
             change = UsageRecorded(reported)
             self._write(change)
             self._calibration.observe(reported, self.context_tokens)
+            self._recap()
             self._usage_anchor = (reported, self.token_count)
             if self._listeners:
                 self._emit(change)
@@ -343,15 +350,12 @@ class MessageContextManager(ExtensionHub):
             self._write(change)
             self._ledger = Ledger()
             self._protocol.reset()
-            self._repairer = None
-            self._usage_anchor = None
+            self._repairer = self._usage_anchor = self._summary = self._compaction = None
             self._calibration.reset()
             self._warned = False
-            self._summary = None
-            self._compaction = None
             self._view.reset()
-            if not keep_system_prompt:
-                self._system = None
+            self._system = self._system if keep_system_prompt else None
+            self._recap()
             if self._listeners:
                 self._emit(change)
 
@@ -381,17 +385,16 @@ class MessageContextManager(ExtensionHub):
         """Messages held, system prompt included."""
         return self._ledger.held_count() + (1 if self._system else 0)
 
+    def _recap(self) -> None:
+        """What held messages may take, kept for adds: budget less fixed, system prompt, summary."""
+        system = self.token_count - self._ledger.total  # the system prompt and the summary
+        self._cap = self._calibration.budget(self._budget_tokens) - self._fixed - system
+
     def _room(self, held: bool = False) -> int:
         """Tokens left for trimmable groups after the fixed, system and pinned parts; ``held``
         counts a pinned group still awaiting results (it is held, though not sent yet)."""
-        system = self._system[2] if self._system else 0
-        if self._summary is not None:
-            system += self._summary[2]
         ledger = self._ledger
-        pinned = ledger.pinned_total if held else ledger.pinned_complete_tokens()
-        budget, calibration = self._budget_tokens, self._calibration  # runs on every FIFO add
-        budget = calibration.budget(budget) if calibration.samples else budget
-        return budget - self._fixed - system - pinned
+        return self._cap - (ledger.pinned_total if held else ledger.pinned_complete_tokens())
 
     def _plan(self, emit: bool = False) -> ViewPlan:
         """What to send (see :func:`plan_view`): pruning, the newest-exchange fallback, then
@@ -433,11 +436,8 @@ class MessageContextManager(ExtensionHub):
             report = None
             try:
                 plan = self._plan()
-                context_count = (
-                    (1 if self._system else 0)
-                    + (1 if self._summary else 0)
-                    + plan.message_count(ledger)
-                )
+                head = (1 if self._system else 0) + (1 if self._summary else 0)
+                context_count = head + plan.message_count(ledger)
                 budget = self._calibration.budget(self._budget_tokens)
                 context_tokens = budget - self._room() + plan.tokens
                 report = plan.report
@@ -507,6 +507,7 @@ class MessageContextManager(ExtensionHub):
             change = Compacted(summary, first_kept_index, entry)
             self._write(change)
             self._summary = (summary, rec, tokens)
+            self._recap()
             ledger.evict_before(min(ledger.group_of_seq(first_kept_index), ledger.complete))
             self._compaction = entry
             if self._listeners:

@@ -26,7 +26,7 @@ from ..providers import ProviderRules
 from ._ledger import Ledger, Level
 from .plan import plan_context
 from .scattered import Scattered, count, gather
-from .strategies import FIFO, Strategy
+from .strategies import Strategy
 
 
 @dataclass(slots=True)
@@ -235,14 +235,10 @@ class ViewOptions:
         """After an add: drop for good what ``strategy`` evicts; returns the caller's messages.
 
         A destructive strategy evicts on the pruned sums, so FIFO drops only what does not fit
-        once old results are pruned (``room`` counts everything held).
+        once old results are pruned (``room`` counts everything held). The manager does not
+        call this for a strategy that never evicts, nor for FIFO while all it holds fits.
         """
         pruner = self.pruner
-        # FIFO's first check, from two totals: it keeps all when what it may evict fits (not
-        # with pruning: a placeholder can outweigh the short result it replaces).
-        fits = ledger.total - ledger.pinned_total <= room
-        if fits and pruner is None and type(strategy).evict is FIFO.evict:
-            return ()
         view = ledger
         if pruner is not None and type(strategy).evict is not Strategy.evict:
             fixed = self.budget - room - ledger.pinned_total

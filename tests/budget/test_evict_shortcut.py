@@ -10,12 +10,18 @@ the parent's: the shortcut never applies to it, so every add asks the strategy.
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_manager import ContextOverflowError, MessageContextManager, ToolResultPruning
-from context_manager.budget import FIFO
+from context_manager import (
+    ContextOverflowError,
+    InvalidMessageError,
+    MessageContextManager,
+    ToolResultPruning,
+)
+from context_manager.budget import FIFO, calibration
 from context_manager.budget.view import LedgerView
 
 from ..conversations import conversation
@@ -87,3 +93,82 @@ def test_the_shortcut_is_taken_and_evicts_when_over() -> None:
     for i in range(20):
         manager.add({"role": "user" if i % 2 else "assistant", "content": "y" * 40})
     assert len(manager) < 21 and manager.token_count <= 100
+
+
+# Changes to what held messages may take between adds: a new system prompt, a usage report
+# (with calibration on), a summary, a clear. The shortcut reads a kept cap that each refreshes;
+# the always-asked strategy reads it too (through the room), so the cap is also recomputed.
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("system"), st.integers(0, 400)),
+        st.tuples(st.just("usage"), st.integers(60, 250)),  # billed, % of our count
+        st.tuples(st.just("summary"), st.integers(0, 400)),
+        st.tuples(st.just("clear"), st.booleans()),
+    ),
+    max_size=6,
+)
+
+
+def fresh_cap(manager: MessageContextManager) -> int:
+    """What held messages may take, recomputed from the parts (the manager keeps it)."""
+    parts = [manager.system_message, manager.summary]
+    taken = sum(manager.count_message(m) for m in parts if m is not None)
+    budget = manager._calibration.budget(manager.budget_tokens)
+    return budget - manager.counter.prompt_overhead - taken
+
+
+def replay_with_changes(
+    strategy: FIFO, messages: list[Any], ops: list[tuple[str, Any]], at: list[int], budget: int
+) -> list[Any]:
+    evicted: list[Any] = []
+    manager = MessageContextManager(
+        budget, reserve_tokens=0, strategy=strategy, calibrate=True, on_evict=evicted.extend
+    )
+    pending = sorted(zip(at, ops, strict=False), key=lambda pair: pair[0])
+    trace: list[Any] = []
+    for i, message in enumerate(messages):
+        while pending and pending[0][0] <= i:
+            _, (op, value) = pending.pop(0)
+            try:
+                if op == "system":
+                    manager.set_system_prompt("s" * value)
+                elif op == "usage":
+                    manager.record_usage(max(1, manager.context_tokens() * value // 100))
+                elif op == "summary":
+                    held = manager.history()
+                    if held:
+                        manager.apply_compaction(
+                            {"role": "user", "content": "u" * value}, held[-1].index
+                        )
+                else:
+                    manager.clear(keep_system_prompt=value)
+            except ContextOverflowError as exc:
+                trace.append((op, "overflow", exc.required))
+            trace.append((op, len(evicted), [id(m) for m in manager.messages]))
+            assert manager._cap == fresh_cap(manager), f"stale after {op}"
+        try:
+            manager.add(message)
+        except ContextOverflowError as exc:
+            trace.append(("overflow", exc.required))
+            continue
+        except InvalidMessageError:  # a clear between a call and its result
+            trace.append("invalid")
+            continue
+        trace.append((len(evicted), [id(m) for m in manager.messages]))
+    return trace
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    messages=conversation(max_turns=30),
+    budget=st.integers(60, 3_000),
+    ops=_OPS,
+    at=st.lists(st.integers(0, 80), max_size=6),
+)
+def test_the_cap_follows_the_system_prompt_usage_summary_and_clear(
+    messages: list[Any], budget: int, ops: list[tuple[str, Any]], at: list[int]
+) -> None:
+    with mock.patch.object(calibration, "MIN_COUNTED", 0):  # learn from small contexts too
+        fast = replay_with_changes(FIFO(), messages, ops, at, budget)
+        asked = replay_with_changes(AlwaysAskedFIFO(), messages, ops, at, budget)
+    assert fast == asked
