@@ -383,7 +383,8 @@ class MessageContextManager(ExtensionHub):
 
     def __len__(self) -> int:
         """Messages held, system prompt included."""
-        return self._ledger.held_count() + (1 if self._system else 0)
+        with self._lock:  # the per-role tallies catch up here
+            return self._ledger.held_count() + (1 if self._system else 0)
 
     def _recap(self) -> None:
         """What held messages may take, kept for adds: budget less fixed, system prompt, summary."""
@@ -391,8 +392,7 @@ class MessageContextManager(ExtensionHub):
         self._cap = self._calibration.budget(self._budget_tokens) - self._fixed - system
 
     def _room(self, held: bool = False) -> int:
-        """Tokens left for trimmable groups after the fixed, system and pinned parts; ``held``
-        counts a pinned group still awaiting results (it is held, though not sent yet)."""
+        """Tokens left for unpinned groups (``held``: with a pinned group awaiting results)."""
         ledger = self._ledger
         return self._cap - (ledger.pinned_total if held else ledger.pinned_complete_tokens())
 

@@ -10,6 +10,7 @@ that the examples cross it many times.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 from unittest import mock
 
@@ -87,3 +88,19 @@ def test_stats_count_what_the_manager_holds(
                 assert len(manager) == len(held) + system
         assert len(manager) - (1 if manager.system_message is not None else 0) == len(held)
         assert totals(held) == manager._ledger.role_totals()
+
+
+def test_len_waits_for_an_add_in_progress() -> None:
+    """``len()`` catches the per-role tallies up, so it takes the manager's lock: unlocked, it
+    could count a position twice (two catch-ups at once) or read one an add is still writing."""
+    manager = MessageContextManager(10**9, counter="chars")
+    manager.add({"role": "user", "content": "hello"})
+    got: list[int] = []
+    with manager.locked():  # as an add in another thread would hold it
+        reader = threading.Thread(target=lambda: got.append(len(manager)))
+        reader.start()
+        reader.join(timeout=0.5)
+        assert reader.is_alive() and got == []  # still waiting for the lock
+        manager.add({"role": "assistant", "content": "hi"})
+    reader.join(timeout=5)
+    assert got == [2]
