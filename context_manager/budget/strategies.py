@@ -330,8 +330,9 @@ class Priority(Strategy):
         dropped_tokens = 0
         cut_at: tuple[int, int] | None = None  # (priority, first kept group) of the last cut
         spare = -1
-        for priority in sorted(view.levels):
-            level = view.levels[priority]
+        levels = view.levels  # filed up to date on read: read it once
+        for priority in sorted(levels):
+            level = levels[priority]
             a, b = level.span(lo, hi)
             if a == b:
                 continue
