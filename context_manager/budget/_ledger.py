@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
-from itertools import accumulate, chain
+from itertools import accumulate, chain, repeat
 from typing import Any
 
 from ..messages import Message
@@ -314,7 +314,7 @@ class Ledger:
                 self.pinned_total += tokens
             else:
                 cum.append(cum[-1] + tokens)
-        if rec.role != "user" or not rec.is_user_turn:
+        if rec.role != "user" or (rec.tool_results and not rec.text):  # ``is_user_turn``
             return ()
         released: Sequence[Any] = ()
         if self.kept_protected >= 0 and self.kept_protected != g:
@@ -360,22 +360,35 @@ class Ledger:
         self.pinned_total += self.group_tokens[g]
 
     def _drop_group(self, g: int) -> list[Any]:
-        starts = self.group_start
+        starts, originals = self.group_start, self.originals
         start = starts[g]
-        end = starts[g + 1] if g + 1 < len(starts) else len(self.originals)
+        end = starts[g + 1] if g + 1 < len(starts) else len(originals)
+        if end != start + 1:
+            return self._drop_run(g, g + 1)
+        # The usual group, one message, without the slicing of a run.
         self.total -= self.group_tokens[g]
-        self.untallied.append(g)  # taken off the per-role tallies when they are read
+        self.untallied.append(g)
         self.gathered = None
-        # Release the caller's messages now, not at the next compaction (up to 4,096 groups
-        # later): what a FIFO manager keeps alive is what it holds. Records stay (pruning and
-        # the protocol read them by position); the slots are freed at compaction.
+        gone = [originals[start]]
+        originals[start] = None
+        return gone
+
+    def _drop_run(self, lo: int, hi: int) -> list[Any]:
+        """Drop groups ``[lo, hi)`` (none pinned or kept); returns the caller's messages.
+
+        The caller's messages are released now, not at the next compaction (up to 4,096 groups
+        later): what a FIFO manager keeps alive is what it holds. Records stay (pruning and the
+        protocol read them by position); their slots are freed at compaction. Slices and C-level
+        sums, so a deferred cut of many groups costs little more than one of a single group.
+        """
+        start = self.group_start[lo]
+        end = self.group_start[hi] if hi < len(self.group_start) else len(self.originals)
+        self.total -= sum(self.group_tokens[lo:hi])
+        self.untallied.extend(range(lo, hi))  # taken off the per-role tallies when read
+        self.gathered = None
         originals = self.originals
-        if end == start + 1:  # the usual group: one message
-            gone = [originals[start]]
-            originals[start] = None
-            return gone
         gone = originals[start:end]
-        originals[start:end] = [None] * (end - start)
+        originals[start:end] = repeat(None, end - start)
         return gone
 
     def group_of_seq(self, position: int) -> int:
@@ -390,20 +403,24 @@ class Ledger:
     def evict_before(self, new_floor: int) -> list[Any]:
         """Move the floor; unpinned groups passed over are dropped (latest user turn kept)."""
         floor, pinned, protected = self.floor, self.group_pinned, self.protected
+        if new_floor <= floor:
+            return []
         if new_floor == floor + 1 and not pinned[floor] and floor != protected:
             evicted = self._drop_group(floor)  # the steady state of a full FIFO manager
-        else:
+        else:  # runs between the groups that stay: pinned ones and the latest user turn
+            pins = self.pinned_groups
+            stay = pins[bisect_left(pins, floor) : bisect_left(pins, new_floor)]
+            if floor <= protected < new_floor and not pinned[protected]:
+                self.kept_protected = protected
+                stay = sorted([*stay, protected])
             evicted = []
-            for g in range(floor, new_floor):
-                if pinned[g]:
-                    continue
-                if g == protected:
-                    self.kept_protected = g
-                    continue
-                evicted.extend(self._drop_group(g))
-        if new_floor > floor:
-            self.floor = new_floor
-        if self.floor >= _COMPACT_MIN and 2 * self.floor > len(self.group_start):
+            lo = floor
+            for g in [*stay, new_floor]:
+                if lo < g:
+                    evicted += self._drop_run(lo, g)
+                lo = g + 1
+        self.floor = new_floor
+        if new_floor >= _COMPACT_MIN and 2 * new_floor > len(self.group_start):
             self._compact()
         return evicted
 
