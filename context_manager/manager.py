@@ -23,9 +23,11 @@ from ._config import (
     checked_tools,
     options_from_config,
 )
-from ._hub import ExtensionHub, ReadOnly
+from ._hub import ReadOnly
+from ._tool_calls import ToolCallHandling, interrupts
 from .budget._ledger import Ledger
 from .budget.calibration import Calibration
+from .budget.deferred import DeferredCut
 from .budget.plan import Shortfall
 from .budget.pruned import ViewPlan, plan_view, view_options
 from .budget.strategies import FIFO, Strategy, get_strategy
@@ -39,19 +41,18 @@ from .events import (
     Evicted,
     MessageAdded,
     SystemPromptSet,
-    ToolCallsClosed,
     UsageRecorded,
 )
 from .host import HistoryItem
 from .messages import Message, normalize
-from .messages.groups import INTERRUPTED_RESULT, Repairer, ToolProtocol, missing_results
+from .messages.groups import INTERRUPTED_RESULT, Repairer, ToolProtocol
 from .providers import ProviderRules, fuse_turns, get_provider
 from .stats import ContextStats
 
 T = TypeVar("T")
 
 
-class MessageContextManager(ExtensionHub):
+class MessageContextManager(ToolCallHandling):
     """Keeps a conversation inside a token budget.
 
     ``max_tokens`` is the model's context window; the input budget is that minus an output
@@ -121,7 +122,7 @@ class MessageContextManager(ExtensionHub):
         self._tools = checked_tools(tools)
         tools_tokens = self._counter.count_tools(list(self._tools)) if self._tools else 0
         self._fixed = self._counter.prompt_overhead + tools_tokens
-        self._ledger = Ledger()
+        self._held = Ledger()  # read through ``_ledger``, which takes any deferred cut first
         self._protocol = ToolProtocol()
         self._repairer: Repairer | None = None
         self._system: tuple[Any, Message, int] | None = None
@@ -137,6 +138,8 @@ class MessageContextManager(ExtensionHub):
         self._view = view_options(
             pruning, truncate_newest, self._counter, window, self._budget_tokens
         )
+        fifo = self._strategy if self._evicts == 1 and self._view.pruner is None else None
+        self._cut = DeferredCut(fifo) if isinstance(fifo, FIFO) else None
         self._recap()
         if system_prompt is not None:
             self.set_system_prompt(system_prompt)
@@ -159,19 +162,6 @@ class MessageContextManager(ExtensionHub):
     def tools(self) -> list[Any] | None:
         """Tool definitions counted in every request (a copy; set them at construction)."""
         return list(self._tools) if self._tools else None
-
-    @property
-    def repair(self) -> bool:
-        """Repair a broken tool protocol on add instead of raising; may be switched any time."""
-        return self._repair
-
-    @repair.setter
-    def repair(self, value: bool) -> None:
-        with self._lock:
-            if value and not self._repair:
-                # The repairer mirrors the protocol state from here on.
-                self._repairer = Repairer.resuming(self._protocol, self._ledger.last_call())
-            self._repair = bool(value)
 
     # -- adding -----------------------------------------------------------------------------
     def set_system_prompt(self, prompt: str | Any) -> None:
@@ -237,34 +227,13 @@ class MessageContextManager(ExtensionHub):
                 return tokens
             if self._repair:
                 return self._add_repaired(message, rec, index, priority, pinned)
-            if self._protocol.pending and self.close_interrupted and _interrupts(rec):
+            if self._protocol.pending and self.close_interrupted and interrupts(rec):
                 self._close_pending(self.interrupted_result)
                 index = self._added
-            return self._store(message, rec, index, priority, bool(pinned), tokens)
+            pinned = pinned if pinned is False else bool(pinned)  # bool() costs a call
+            return self._store(message, rec, index, priority, pinned, tokens)
         finally:
             lock.release()
-
-    def close_pending_tool_calls(self, reason: str | None = None) -> list[Any]:
-        """Answer every open tool call with a synthetic error result (your own cancel path).
-
-        The results are added like any message (a store persists them) in the calling message's
-        shape, and :class:`~context_manager.events.ToolCallsClosed` is emitted. Returns them.
-        """
-        if reason is not None and not isinstance(reason, str):
-            raise ConfigurationError(f"reason must be a string, got {reason!r}")
-        with self._lock:
-            return self._close_pending(reason or self.interrupted_result)
-
-    def _close_pending(self, text: str) -> list[Any]:
-        ids = tuple(self._protocol.pending)
-        if not ids:
-            return []
-        results = missing_results(self._ledger.last_call(), ids, text)
-        for result in results:
-            self._store(result, normalize(result), self._added, 0, False)
-        if self._listeners:
-            self._emit(ToolCallsClosed(ids, text))
-        return results
 
     def _store(
         self, message: Any, rec: Message, index: int, priority: int, pinned: bool, tokens: int = -1
@@ -279,7 +248,12 @@ class MessageContextManager(ExtensionHub):
             change = MessageAdded(message, rec, index, tokens, pinned, priority)
             if self._journal is not None:
                 self._journal.write(change)
-        ledger = self._ledger
+        ledger, cut = self._held, self._cut  # ``cut``: kept while this add's FIFO cut may wait
+        if cut is not None and cut.room is None and ledger.total + tokens <= self._cap:
+            cut = None  # it all fits: nothing to cut
+        elif cut is not None and (not plain or pinned or self._listeners or self.on_evict):
+            self._settle()  # before this add, as the adds before it would have
+            cut = None
         if not plain:  # else the protocol, so whether a group is open, does not change
             protocol.commit(rec)
             ledger.open = bool(protocol.pending)
@@ -291,6 +265,10 @@ class MessageContextManager(ExtensionHub):
         # with pruning, where a placeholder can outweigh the short result it replaces.
         evicted: Sequence[Any] = ()
         evicts = self._evicts
+        if cut is not None and (
+            (cut.room is not None and ledger.cum[-1] <= cut.limit) or cut.defer(ledger, self._cap)
+        ):
+            evicts = 0  # left to the next read (see budget/deferred.py)
         if evicts and (evicts > 1 or ledger.total > self._cap or self._view.pruner is not None):
             evicted = self._view.evict(ledger, self._strategy, self._room(True))
         if (released or evicted) and (self._listeners or self.on_evict is not None):
@@ -303,15 +281,17 @@ class MessageContextManager(ExtensionHub):
             self._after_change()
         return tokens
 
-    def _add_repaired(
-        self, message: Any, rec: Message, index: int, priority: int, pinned: bool
-    ) -> int:
-        if self._repairer is None:
-            self._repairer = Repairer()  # sees the same stream, so its state mirrors ours
-        tokens = 0
-        for item, item_rec in self._repairer.feed(message, index, rec):
-            tokens = self._store(item, item_rec, self._added, priority, bool(pinned))
-        return tokens
+    @property
+    def _ledger(self) -> Ledger:
+        """What is held, any deferred FIFO cut taken: every reader but ``add`` goes here."""
+        self._settle()
+        return self._held
+
+    def _settle(self) -> None:
+        cut = self._cut
+        if cut is not None and cut.room is not None:
+            with self._lock:  # a reader takes the cut: not while an add runs
+                cut.settle(self._held)
 
     def extend(self, messages: Iterable[Any]) -> None:
         """Add messages in order under one lock; on an invalid one, those before it stay added.
@@ -348,7 +328,8 @@ class MessageContextManager(ExtensionHub):
         with self._lock:
             change = Cleared(bool(keep_system_prompt))
             self._write(change)
-            self._ledger = Ledger()
+            self._settle()
+            self._held = Ledger()
             self._protocol.reset()
             self._repairer = self._usage_anchor = self._summary = self._compaction = None
             self._calibration.reset()
@@ -393,7 +374,7 @@ class MessageContextManager(ExtensionHub):
 
     def _room(self, held: bool = False) -> int:
         """Tokens left for unpinned groups (``held``: with a pinned group awaiting results)."""
-        ledger = self._ledger
+        ledger = self._held  # a deferred cut never drops a pinned group
         return self._cap - (ledger.pinned_total if held else ledger.pinned_complete_tokens())
 
     def _plan(self, emit: bool = False) -> ViewPlan:
@@ -513,8 +494,3 @@ class MessageContextManager(ExtensionHub):
             if self._listeners:
                 self._emit(change)
             self._after_change()
-
-
-def _interrupts(rec: Message) -> bool:
-    """A user turn that answers none of the open calls: the person moved on."""
-    return rec.role == "user" and not rec.result_ids

@@ -23,7 +23,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (1, ("messages", "models")),
     (2, ("counting", "_config")),
     (3, ("events", "host", "_hub", "stats", "budget", "providers", "cache")),
-    (4, ("manager",)),
+    (4, ("manager", "_tool_calls")),
     (5, ("oneshot",)),
     (6, ("compaction",)),
     (7, ("store",)),
