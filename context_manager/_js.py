@@ -9,6 +9,7 @@ helper here reproduces one of those rules; the fixtures in ``compat_fixtures/`` 
 
 from __future__ import annotations
 
+import codecs
 import math
 import re
 import sys
@@ -27,6 +28,8 @@ from .errors import ConfigurationError, InvalidMessageError
 _COMPACT = sys.implementation.name == "cpython"
 _WIDE = sys.getsizeof("\U00010000") - 4
 _size = str.__sizeof__
+# The codec's own encoder: ``str.encode`` spends as long again finding it by name on each call.
+_utf16 = codecs.lookup("utf-16-le").encode
 
 
 def utf16_len(text: str) -> int:
@@ -39,7 +42,7 @@ def utf16_len(text: str) -> int:
         return len(text)
     if _COMPACT and _size(text) < _WIDE + 4 * len(text):
         return len(text)  # stored with 1 or 2 bytes a character: no astral character
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+    return len(_utf16(text, "surrogatepass")[0]) // 2
 
 
 __all__ = [

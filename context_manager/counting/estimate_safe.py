@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import string
 
+from .._js import utf16_len
 from ..messages import Message
 from .base import TokenCounter
 from .framed import framed_tokens
@@ -75,7 +76,7 @@ def estimate_tokens(text: str) -> int:
     else:
         n = len(text)
         ascii_chars = len(raw.translate(None, _NON_ASCII))
-        n4 = len(text.encode("utf-16-le", "surrogatepass")) // 2 - n
+        n4 = utf16_len(text) - n  # astral characters (no encoding when there is none)
         rest = n - ascii_chars - n4  # 2- and 3-byte characters
         n3 = size - ascii_chars - 4 * n4 - 2 * rest
         n2 = rest - n3
