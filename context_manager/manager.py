@@ -249,11 +249,13 @@ class MessageContextManager(ToolCallHandling):
             if self._journal is not None:
                 self._journal.write(change)
         ledger, cut = self._held, self._cut  # ``cut``: kept while this add's FIFO cut may wait
-        if cut is not None and cut.room is None and ledger.total + tokens <= self._cap:
-            cut = None  # it all fits: nothing to cut
-        elif cut is not None and (not plain or pinned or self._listeners or self.on_evict):
-            self._settle()  # before this add, as the adds before it would have
-            cut = None
+        if cut is not None:
+            if not pinned and ledger.total + tokens <= self._cap:
+                cut = None  # it all fits: nothing to cut
+            elif not plain or pinned or self._listeners or self.on_evict:
+                self._settle()  # before this add, as the adds before it would have
+                cut.limit = -1  # this add may change what the limit assumed
+                cut = None
         if not plain:  # else the protocol, so whether a group is open, does not change
             protocol.commit(rec)
             ledger.open = bool(protocol.pending)
@@ -265,9 +267,8 @@ class MessageContextManager(ToolCallHandling):
         # with pruning, where a placeholder can outweigh the short result it replaces.
         evicted: Sequence[Any] = ()
         evicts = self._evicts
-        if cut is not None and (
-            (cut.room is not None and ledger.cum[-1] <= cut.limit) or cut.defer(ledger, self._cap)
-        ):
+        if cut is not None and (ledger.cum[-1] <= cut.limit or cut.defer(ledger, self._cap)):
+            cut.due = True
             evicts = 0  # left to the next read (see budget/deferred.py)
         if evicts and (evicts > 1 or ledger.total > self._cap or self._view.pruner is not None):
             evicted = self._view.evict(ledger, self._strategy, self._room(True))
@@ -289,7 +290,7 @@ class MessageContextManager(ToolCallHandling):
 
     def _settle(self) -> None:
         cut = self._cut
-        if cut is not None and cut.room is not None:
+        if cut is not None and cut.due:
             with self._lock:  # a reader takes the cut: not while an add runs
                 cut.settle(self._held)
 
@@ -369,8 +370,10 @@ class MessageContextManager(ToolCallHandling):
 
     def _recap(self) -> None:
         """What held messages may take, kept for adds: budget less fixed, system prompt, summary."""
-        system = self.token_count - self._ledger.total  # the system prompt and the summary
+        system = self.token_count - self._ledger.total  # (a deferred cut is taken on the old cap)
         self._cap = self._calibration.budget(self._budget_tokens) - self._fixed - system
+        if self._cut is not None:
+            self._cut.limit = -1  # it assumed the old cap
 
     def _room(self, held: bool = False) -> int:
         """Tokens left for unpinned groups (``held``: with a pinned group awaiting results)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
-from itertools import accumulate, chain, repeat
+from itertools import accumulate, chain
 from typing import Any
 
 from ..messages import Message
@@ -23,6 +23,8 @@ from .gathered import LastGather
 from .ranks import MessageRanks
 
 _COMPACT_MIN = 4096
+#: Up to this many groups, a cut drops them one by one: a run's slices and sums cost more.
+_FEW = 8
 
 
 class Level:
@@ -388,7 +390,7 @@ class Ledger:
         self.gathered = None
         originals = self.originals
         gone = originals[start:end]
-        originals[start:end] = repeat(None, end - start)
+        originals[start:end] = [None] * (end - start)
         return gone
 
     def group_of_seq(self, position: int) -> int:
@@ -407,6 +409,15 @@ class Ledger:
             return []
         if new_floor == floor + 1 and not pinned[floor] and floor != protected:
             evicted = self._drop_group(floor)  # the steady state of a full FIFO manager
+        elif new_floor - floor <= _FEW:  # (a cut after a turn or two): group by group
+            evicted = []
+            for g in range(floor, new_floor):
+                if pinned[g]:
+                    continue
+                if g == protected:
+                    self.kept_protected = g
+                    continue
+                evicted += self._drop_group(g)
         else:  # runs between the groups that stay: pinned ones and the latest user turn
             pins = self.pinned_groups
             stay = pins[bisect_left(pins, floor) : bisect_left(pins, new_floor)]

@@ -19,14 +19,21 @@ __all__ = ["DeferredCut"]
 
 
 class DeferredCut:
-    """The cut due over a run of adds: its room (None: nothing due) and how far it may grow."""
+    """Whether cuts are due, the room they were deferred at, and how far they may grow.
 
-    __slots__ = ("fifo", "limit", "room")
+    The limit outlives a cut: taking the cut keeps every assumption it rests on (the cut stops
+    short of the latest user turn; fewer tokens are held after it), so after a read the next
+    add compares two numbers again. The manager clears it (``limit = -1``) when the room or the
+    history changes otherwise: a new cap, a pin, a tool exchange or any add that cuts at once.
+    """
+
+    __slots__ = ("due", "fifo", "limit", "room")
 
     def __init__(self, fifo: FIFO) -> None:
         self.fifo = fifo
-        self.room: int | None = None
-        self.limit = 0  # how far ``cum[-1]`` may grow before the run is checked again
+        self.due = False  # adds since the last cut left theirs to the next read
+        self.room = 0  # the room those cuts are taken in
+        self.limit = -1  # how far ``cum[-1]`` may grow while they stay plain (-1: check again)
 
     def defer(self, ledger: Ledger, cap: int) -> bool:
         """After an add of an unpinned one-message group outside any tool exchange: True when
@@ -34,13 +41,17 @@ class DeferredCut:
         room, end = cap - ledger.pinned_total, ledger.cum[-1]
         limit = min(self.fifo.defer_limit(ledger, room), 2 * cap - ledger.total + end)
         if end <= limit:
-            self.room, self.limit = room, limit
+            self.room, self.limit, self.due = room, limit, True
             return True
         self.settle(ledger, len(ledger.group_start) - 1)  # the groups before this add
+        self.limit = -1
         return False
 
     def settle(self, ledger: Ledger, hi: int | None = None) -> None:
         """Take the cut due, on groups ``[0, hi)`` (default: all)."""
-        room, self.room = self.room, None
-        if room is not None:
-            ledger.evict_before(self.fifo.deferred_cut(ledger, room, hi))
+        if self.due:
+            self.due = False
+            cum = ledger.cum
+            ledger.evict_before(self.fifo.deferred_cut(ledger, self.room, hi))
+            if ledger.cum is not cum:  # compacted: the limit was in the old positions' sums
+                self.limit = -1

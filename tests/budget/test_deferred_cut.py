@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_manager import ContextOverflowError, InvalidMessageError, MessageContextManager
-from context_manager.budget import FIFO, calibration
+from context_manager.budget import FIFO, _ledger, calibration
 
 from ..conversations import conversation
 from ..test_properties import COUNTER, EXAMPLES, naive_fifo_held, positions, scenario
@@ -33,6 +33,11 @@ READERS = ["messages", "len", "token_count", "history", "stats", "context"]
 def test_deferred_cuts_match_the_naive_replay(data: Any, reads: list[str]) -> None:
     """``reads[i]`` reads after add ``i`` (past its end: nothing), so runs of unread adds
     of every length meet every reader."""
+    with mock.patch.object(_ledger, "_COMPACT_MIN", 4):  # compactions between reads too
+        _check_reads(data, reads)
+
+
+def _check_reads(data: Any, reads: list[str]) -> None:
     messages, pinned, _, budget, _ = data
     manager = MessageContextManager(budget, reserve_tokens=0, strategy="fifo")
     expected = naive_fifo_held(messages, pinned, budget)
@@ -132,7 +137,10 @@ def replay(
 def test_deferred_cuts_match_cuts_add_by_add_across_changes(
     messages: list[Any], budget: int, ops: list[tuple[str, Any]], at: list[int]
 ) -> None:
-    with mock.patch.object(calibration, "MIN_COUNTED", 0):  # learn from small contexts too
+    with (
+        mock.patch.object(calibration, "MIN_COUNTED", 0),  # learn from small contexts too
+        mock.patch.object(_ledger, "_COMPACT_MIN", 4),  # and compact the ledger often
+    ):
         deferred = replay(FIFO(), messages, ops, at, budget)
         asked = replay(AlwaysAskedFIFO(), messages, ops, at, budget)
     assert deferred == asked
@@ -217,7 +225,7 @@ def test_a_run_ends_with_its_own_cut_before_an_add_that_cannot_wait() -> None:
             for n in range(60):
                 manager.add(plain(n), pinned=n == 0)
             manager.add(last)
-        assert deferred._cut is not None and deferred._cut.room is None  # the run ended
+        assert deferred._cut is not None and not deferred._cut.due  # the run ended
         assert deferred.messages == eager.messages
 
 
@@ -237,3 +245,25 @@ def test_a_watcher_hears_of_each_eviction_from_the_add_that_makes_it() -> None:
                 manager.add(plain(n))
                 told.append(len(manager._held.originals) - manager._held.originals.count(None))
         assert heard["deferred"] == heard["eager"] and len(heard["eager"]) > 30
+
+
+def test_a_new_cap_or_a_compaction_clears_the_limit_of_the_cuts_to_come() -> None:
+    """The limit is in tokens of the room and positions of the time: a new cap (here a system
+    prompt, then a usage report) or a compaction of the ledger starts it over."""
+    traces: list[list[Any]] = []
+    for strategy in (FIFO(), AlwaysAskedFIFO()):
+        manager = MessageContextManager(400, reserve_tokens=0, strategy=strategy, calibrate=True)
+        trace: list[Any] = []
+        with mock.patch.object(_ledger, "_COMPACT_MIN", 8):
+            for n in range(200):
+                big = {"role": "assistant", "content": "big " * 250}  # pushes the turn out
+                manager.add(big if n % 50 == 25 else plain(n))
+                assert manager._held.total <= 2 * manager._cap  # what a cut may wait for
+                if n == 40:
+                    manager.set_system_prompt("s " * 300)
+                if n == 80:
+                    manager.record_usage(manager.context_tokens() * 2)
+                if n % 3 == 0:  # a read: the cut, and now and then a compaction of the ledger
+                    trace.append([m["content"] for m in manager.messages])
+        traces.append(trace)
+    assert traces[0] == traces[1]
