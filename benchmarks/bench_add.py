@@ -66,3 +66,25 @@ def test_add_plain(benchmark: Any, case: str) -> None:
 
     benchmark.pedantic(add_next, rounds=rounds, iterations=iterations, warmup_rounds=2)
     benchmark.extra_info["held_messages"] = len(manager)
+
+
+@pytest.mark.parametrize("strategy", ["fifo", "sliding_window"])
+def test_chat_turn(benchmark: Any, strategy: str) -> None:
+    """A chat backend's turn on a full manager: add the user's message, send the context, add the
+    reply. Reported next to ``test_add_plain``: a full FIFO manager's adds leave their cut to the
+    read that follows, so this is where the cut is paid."""
+    iterations, rounds = 100, 10 if QUICK else 40
+    pool = corpus.text_pool(200, 1_000 + 2 * iterations * (rounds + 2) + 2)
+    manager = MessageContextManager(20_000, counter="chars", strategy=strategy)
+    manager.extend(pool[:1_000])
+    feed = iter(pool[1_000:])
+    add, get = manager.add, manager.get_context
+
+    def turn() -> int:
+        add(next(feed))
+        sent = len(get())
+        add(next(feed))
+        return sent
+
+    benchmark.pedantic(turn, rounds=rounds, iterations=iterations, warmup_rounds=2)
+    benchmark.extra_info["held_messages"] = len(manager)
