@@ -215,11 +215,12 @@ class MessageContextManager(ToolCallHandling):
         lock.acquire()  # not ``with``: its two method calls cost 80 ns, a twentieth of an add
         try:
             index = self._added
-            hit = self._lane(message) if self._lane is not None else None
+            lane = self._lane
+            hit = lane(message) if lane is not None else None
             rec, tokens = (normalize(message, index), -1) if hit is None else hit
             if (
-                self._system is None
-                and rec.role in ("system", "developer")
+                rec.role in ("system", "developer")
+                and self._system is None
                 and not self._ledger.next_seq  # nothing added since the start or a clear
             ):
                 tokens = self._install_system(message, rec)
@@ -268,9 +269,8 @@ class MessageContextManager(ToolCallHandling):
         evicted: Sequence[Any] = ()
         evicts = self._evicts
         if cut is not None and (ledger.cum[-1] <= cut.limit or cut.defer(ledger, self._cap)):
-            cut.due = True
-            evicts = 0  # left to the next read (see budget/deferred.py)
-        if evicts and (evicts > 1 or ledger.total > self._cap or self._view.pruner is not None):
+            cut.due = True  # left to the next read (see budget/deferred.py)
+        elif evicts and (evicts > 1 or ledger.total > self._cap or self._view.pruner is not None):
             evicted = self._view.evict(ledger, self._strategy, self._room(True))
         if (released or evicted) and (self._listeners or self.on_evict is not None):
             gone = [*released, *evicted]
