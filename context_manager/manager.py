@@ -253,7 +253,7 @@ class MessageContextManager(ToolCallHandling):
         if cut is not None:
             if not pinned and ledger.total + tokens <= self._cap:
                 cut = None  # it all fits: nothing to cut
-            elif not plain or pinned or self._listeners or self.on_evict:
+            elif not plain or pinned or self._listeners or self.on_evict is not None:
                 self._settle()  # before this add, as the adds before it would have
                 cut.limit = -1  # this add may change what the limit assumed
                 cut = None

@@ -267,3 +267,22 @@ def test_a_new_cap_or_a_compaction_clears_the_limit_of_the_cuts_to_come() -> Non
                     trace.append([m["content"] for m in manager.messages])
         traces.append(trace)
     assert traces[0] == traces[1]
+
+
+def test_a_hook_that_is_falsy_is_still_told() -> None:
+    """``on_evict`` is compared with None, not tested for truth: a callable collection that is
+    empty at first (falsy) still hears of every eviction on the add that makes it."""
+
+    class Collect(list[Any]):
+        def __call__(self, gone: list[Any]) -> None:
+            self.extend(gone)
+
+    collect = Collect()
+    manager = MessageContextManager(400, reserve_tokens=0, strategy="fifo", on_evict=collect)
+    for n in range(100):
+        manager.add(plain(n))
+        assert (
+            len(collect) + len(manager._held.originals) - manager._held.originals.count(None)
+            == n + 1
+        )
+    assert len(collect) + len(manager) == 100
