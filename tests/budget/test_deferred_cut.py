@@ -23,7 +23,7 @@ from context_manager.budget import FIFO, _ledger, calibration
 
 from ..conversations import conversation
 from ..test_properties import COUNTER, EXAMPLES, naive_fifo_held, positions, scenario
-from .test_evict_shortcut import AlwaysAskedFIFO
+from .test_evict_shortcut import CAP_CHANGES, AlwaysAskedFIFO, change_cap
 
 READERS = ["messages", "len", "token_count", "history", "stats", "context"]
 
@@ -74,10 +74,7 @@ def _check_reads(data: Any, reads: list[str]) -> None:
 # room of its adds, and a watcher hears of the evictions of the adds after it arrives only.
 _OPS = st.lists(
     st.one_of(
-        st.tuples(st.just("system"), st.integers(0, 400)),
-        st.tuples(st.just("usage"), st.integers(60, 250)),  # billed, % of our count
-        st.tuples(st.just("summary"), st.integers(0, 400)),
-        st.tuples(st.just("clear"), st.booleans()),
+        *CAP_CHANGES,
         st.tuples(st.just("listen"), st.booleans()),  # on_evict, or subscribe
         st.tuples(st.just("read"), st.just(0)),
     ),
@@ -96,24 +93,14 @@ def replay(
         while pending and pending[0][0] <= i:
             _, (op, value) = pending.pop(0)
             try:
-                if op == "system":
-                    manager.set_system_prompt("s" * value)
-                elif op == "usage":
-                    manager.record_usage(max(1, manager.context_tokens() * value // 100))
-                elif op == "summary":
-                    held = manager.history()
-                    if held:
-                        manager.apply_compaction(
-                            {"role": "user", "content": "u" * value}, held[-1].index
-                        )
-                elif op == "clear":
-                    manager.clear(keep_system_prompt=value)
-                elif op == "listen" and value:
+                if op == "listen" and value:
                     manager.on_evict = lambda gone: told.append([id(m) for m in gone])
                 elif op == "listen":
                     manager.subscribe(lambda event: told.append(type(event).__name__))
-                else:
+                elif op == "read":
                     trace.append([id(m) for m in manager.messages])
+                else:
+                    change_cap(manager, op, value)
             except ContextOverflowError as exc:
                 trace.append((op, "overflow", exc.required))
         try:

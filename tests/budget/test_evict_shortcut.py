@@ -98,15 +98,27 @@ def test_the_shortcut_is_taken_and_evicts_when_over() -> None:
 # Changes to what held messages may take between adds: a new system prompt, a usage report
 # (with calibration on), a summary, a clear. The shortcut reads a kept cap that each refreshes;
 # the always-asked strategy reads it too (through the room), so the cap is also recomputed.
-_OPS = st.lists(
-    st.one_of(
-        st.tuples(st.just("system"), st.integers(0, 400)),
-        st.tuples(st.just("usage"), st.integers(60, 250)),  # billed, % of our count
-        st.tuples(st.just("summary"), st.integers(0, 400)),
-        st.tuples(st.just("clear"), st.booleans()),
-    ),
-    max_size=6,
+CAP_CHANGES = (
+    st.tuples(st.just("system"), st.integers(0, 400)),
+    st.tuples(st.just("usage"), st.integers(60, 250)),  # billed, % of our count
+    st.tuples(st.just("summary"), st.integers(0, 400)),
+    st.tuples(st.just("clear"), st.booleans()),
 )
+_OPS = st.lists(st.one_of(*CAP_CHANGES), max_size=6)
+
+
+def change_cap(manager: MessageContextManager, op: str, value: Any) -> None:
+    """Apply one of ``CAP_CHANGES``."""
+    if op == "system":
+        manager.set_system_prompt("s" * value)
+    elif op == "usage":
+        manager.record_usage(max(1, manager.context_tokens() * value // 100))
+    elif op == "summary":
+        held = manager.history()
+        if held:
+            manager.apply_compaction({"role": "user", "content": "u" * value}, held[-1].index)
+    else:
+        manager.clear(keep_system_prompt=value)
 
 
 def fresh_cap(manager: MessageContextManager) -> int:
@@ -130,18 +142,7 @@ def replay_with_changes(
         while pending and pending[0][0] <= i:
             _, (op, value) = pending.pop(0)
             try:
-                if op == "system":
-                    manager.set_system_prompt("s" * value)
-                elif op == "usage":
-                    manager.record_usage(max(1, manager.context_tokens() * value // 100))
-                elif op == "summary":
-                    held = manager.history()
-                    if held:
-                        manager.apply_compaction(
-                            {"role": "user", "content": "u" * value}, held[-1].index
-                        )
-                else:
-                    manager.clear(keep_system_prompt=value)
+                change_cap(manager, op, value)
             except ContextOverflowError as exc:
                 trace.append((op, "overflow", exc.required))
             trace.append((op, len(evicted), [id(m) for m in manager.messages]))
