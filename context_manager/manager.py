@@ -329,8 +329,7 @@ class MessageContextManager(ToolCallHandling):
         with self._lock:
             change = Cleared(bool(keep_system_prompt))
             self._write(change)
-            self._settle()
-            self._held = Ledger()
+            self._held = Ledger()  # a cut still due is taken on it by _recap below: nothing
             self._protocol.reset()
             self._repairer = self._usage_anchor = self._summary = self._compaction = None
             self._calibration.reset()

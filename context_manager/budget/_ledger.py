@@ -316,7 +316,7 @@ class Ledger:
                 self.pinned_total += tokens
             else:
                 cum.append(cum[-1] + tokens)
-        if rec.role != "user" or (rec.tool_results and not rec.text):  # ``is_user_turn``
+        if rec.role != "user" or not rec.is_user_turn:
             return ()
         released: Sequence[Any] = ()
         if self.kept_protected >= 0 and self.kept_protected != g:
