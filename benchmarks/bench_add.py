@@ -10,6 +10,7 @@ estimator, under each strategy with room and under FIFO evicting a turn on every
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -51,8 +52,12 @@ PLAIN = {"fifo": None, "sliding_window": None, "priority": None, "fifo-evicting"
 
 @pytest.mark.parametrize("case", list(PLAIN))
 def test_add_plain(benchmark: Any, case: str) -> None:
-    """Corpus texts as they come (a fifth hold emoji), after 1,000 of them; the harness (a call
-    and ``next``) adds about 0.1 us to what a loop of adds measures."""
+    """Corpus texts as they come (a fifth hold emoji), after 1,000 of them, 500 adds a round.
+
+    Each round ends with a read (``token_count``), timed with the round: adds in a run leave
+    writing to the ledger to the next read (``budget/pending.py``), which pays it here. The
+    harness (a call, ``next`` and the round check) adds about 0.15 us to a loop of adds.
+    """
     iterations, rounds = 500, 10 if QUICK else 40
     pool = corpus.text_pool(200, 1_000 + iterations * (rounds + 2) + 1)
     strategy, window = case.removesuffix("-evicting"), PLAIN[case] or 10**9
@@ -60,9 +65,13 @@ def test_add_plain(benchmark: Any, case: str) -> None:
     manager.extend(pool[:1_000])
     feed = iter(pool[1_000:])
     add = manager.add
+    calls = itertools.count(1)
 
     def add_next() -> int:
-        return add(next(feed))
+        tokens = add(next(feed))
+        if not next(calls) % iterations:  # the round's last add: read what the run left
+            assert manager.token_count > 0
+        return tokens
 
     benchmark.pedantic(add_next, rounds=rounds, iterations=iterations, warmup_rounds=2)
     benchmark.extra_info["held_messages"] = len(manager)

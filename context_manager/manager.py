@@ -28,6 +28,7 @@ from ._tool_calls import ToolCallHandling, interrupts
 from .budget._ledger import Ledger
 from .budget.calibration import Calibration
 from .budget.deferred import DeferredCut
+from .budget.pending import PendingAdds
 from .budget.plan import Shortfall
 from .budget.pruned import ViewPlan, plan_view, view_options
 from .budget.strategies import FIFO, Strategy, get_strategy
@@ -122,7 +123,7 @@ class MessageContextManager(ToolCallHandling):
         self._tools = checked_tools(tools)
         tools_tokens = self._counter.count_tools(list(self._tools)) if self._tools else 0
         self._fixed = self._counter.prompt_overhead + tools_tokens
-        self._held = Ledger()  # read through ``_ledger``, which takes any deferred cut first
+        self._held = Ledger()  # read through ``_ledger``: held adds and deferred cuts first
         self._protocol = ToolProtocol()
         self._repairer: Repairer | None = None
         self._system: tuple[Any, Message, int] | None = None
@@ -140,6 +141,7 @@ class MessageContextManager(ToolCallHandling):
         )
         fifo = self._strategy if self._evicts == 1 and self._view.pruner is None else None
         self._cut = DeferredCut(fifo) if isinstance(fifo, FIFO) else None
+        self._pending = PendingAdds(self._counter, self._evicts, self._cut, self._repair)
         self._recap()
         if system_prompt is not None:
             self.set_system_prompt(system_prompt)
@@ -214,6 +216,20 @@ class MessageContextManager(ToolCallHandling):
         lock = self._lock
         lock.acquire()  # not ``with``: its two method calls cost 80 ns, a twentieth of an add
         try:
+            if (
+                self._added >= (pending := self._pending).hold_from  # a run since the last read
+                and priority == 0
+                and pinned is False
+                and self._journal is None
+                and not self._listeners
+                and self.on_evict is None
+                and self.on_near_limit is None
+                and not self._protocol.pending
+            ):
+                tokens = pending.hold(message, self._held, self._cap)  # see budget/pending.py
+                if tokens >= 0:
+                    self._added += 1
+                    return tokens
             index = self._added
             lane = self._lane
             hit = lane(message) if lane is not None else None
@@ -239,6 +255,8 @@ class MessageContextManager(ToolCallHandling):
     def _store(
         self, message: Any, rec: Message, index: int, priority: int, pinned: bool, tokens: int = -1
     ) -> int:
+        if self._pending.items:  # held adds come first
+            self._pending.drain(self._held)
         protocol = self._protocol
         plain = protocol.outside(rec)  # the common case: a message outside any tool exchange
         joins = False if plain else protocol.check(rec, index)
@@ -284,15 +302,18 @@ class MessageContextManager(ToolCallHandling):
 
     @property
     def _ledger(self) -> Ledger:
-        """What is held, any deferred FIFO cut taken: every reader but ``add`` goes here."""
+        """What is held, held adds written and deferred cuts taken: every reader but add's."""
         self._settle()
         return self._held
 
     def _settle(self) -> None:
-        cut = self._cut
-        if cut is not None and cut.due:
-            with self._lock:  # a reader takes the cut: not while an add runs
-                cut.settle(self._held)
+        pending, cut = self._pending, self._cut
+        pending.hold_from = self._added + pending.run  # adds are held again after a run
+        if pending.items or (cut is not None and cut.due):
+            with self._lock:  # a reader drains and cuts: not while an add runs
+                pending.drain(self._held)
+                if cut is not None:
+                    cut.settle(self._held)
 
     def extend(self, messages: Iterable[Any]) -> None:
         """Add messages in order under one lock; on an invalid one, those before it stay added.
@@ -329,6 +350,7 @@ class MessageContextManager(ToolCallHandling):
         with self._lock:
             change = Cleared(bool(keep_system_prompt))
             self._write(change)
+            self._pending.clear()
             self._held = Ledger()  # a cut still due is taken on it by _recap below: nothing
             self._protocol.reset()
             self._repairer = self._usage_anchor = self._summary = self._compaction = None
@@ -396,7 +418,7 @@ class MessageContextManager(ToolCallHandling):
         """The caller's messages to send now: system prompt first, then what fits, in order."""
         with self._lock:
             plan = self._plan(emit=True)
-            out = plan.messages(self._ledger)  # a new list: the head goes in front (a memmove)
+            out = plan.messages(self._held)  # (settled by _plan) the head goes in front: a memmove
             head = [self._system[0]] if self._system else []
             if self._summary is not None:
                 head.append(self._summary[0])

@@ -327,6 +327,15 @@ class Ledger:
             self.turns.append(g)
         return released
 
+    def new_turns(self, groups: list[int]) -> None:
+        """:meth:`append`'s user-turn bookkeeping for new groups (ascending) that each start a
+        user turn, at once: nobody is told of the turn it releases (nobody listens)."""
+        if self.kept_protected >= 0:
+            self._drop_group(self.kept_protected)
+            self.kept_protected = -1
+        self.protected = groups[-1]
+        self.turns += groups
+
     def _grow_last(self, tokens: int, priority: int, pinned: bool) -> None:
         g = len(self.group_start) - 1
         self.group_tokens[g] += tokens
