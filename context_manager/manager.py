@@ -311,7 +311,7 @@ class MessageContextManager(ToolCallHandling):
         pending.hold_from = self._added + pending.run  # adds are held again after a run
         if pending.items or (cut is not None and cut.due):
             with self._lock:  # a reader drains and cuts: not while an add runs
-                pending.drain(self._held)
+                pending.drain(self._held)  # (returns at once when nothing is held)
                 if cut is not None:
                     cut.settle(self._held)
 
