@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast, overload
 
+from .budget.pending import PendingAdds
 from .budget.pruned import ViewOptions, view_options
 from .errors import ConfigurationError
 from .events import Change, Event, Journal, Listener
@@ -77,6 +78,7 @@ class ExtensionHub:
 
     _view: ViewOptions  # the manager's view settings (counter, pruning engine, window)
     _pruning: Any
+    _pending: PendingAdds  # its held adds (a FIFO manager with pruning holds none)
 
     def use_pruning(self, pruning: Any) -> None:
         """Switch the tool-result pruning of the view (``None``: off); history is unchanged.
@@ -89,6 +91,7 @@ class ExtensionHub:
             truncate, window, budget = view.truncate_newest, view.window, view.budget
             self._view = view_options(pruning, truncate, view.counter, window, budget)
             self._pruning = pruning
+            self._pending.pause(pruning is not None)
 
     def _write(self, change: Change) -> None:
         if self._journal is not None:

@@ -49,9 +49,9 @@ class DeferredCut:
 
     def settle(self, ledger: Ledger, hi: int | None = None) -> None:
         """Take the cut due, on groups ``[0, hi)`` (default: all)."""
-        if self.due:
-            self.due = False
+        if self.due:  # cleared after the cut: a reader that takes no lock waits on it meanwhile
             cum = ledger.cum
             ledger.evict_before(self.fifo.deferred_cut(ledger, self.room, hi))
+            self.due = False
             if ledger.cum is not cum:  # compacted: the limit was in the old positions' sums
                 self.limit = -1

@@ -45,7 +45,7 @@ _ROLES = ("user", "assistant")
 class PendingAdds:
     """The held adds (``items``: four values each) and what deciding to hold one needs."""
 
-    __slots__ = ("_cut", "_overhead", "_whole", "hold_from", "items", "run", "tokens")
+    __slots__ = ("_base", "_cut", "_overhead", "_whole", "hold_from", "items", "run", "tokens")
 
     def __init__(
         self, counter: TokenCounter, evicts: int, cut: DeferredCut | None, repair: bool
@@ -57,7 +57,7 @@ class PendingAdds:
         #: Only with the estimator (whole chars a token), no repair (it may rewrite a stream)
         #: and a strategy whose add decides nothing (``evicts`` 0) or FIFO with a ``cut`` that
         #: can wait; else the add index never reaches ``hold_from``.
-        self.run = RUN if plain and (evicts == 0 or cut is not None) else _NEVER
+        self.run = self._base = RUN if plain and (evicts == 0 or cut is not None) else _NEVER
         self._whole = int(cpt)
         self._overhead = getattr(counter, "message_overhead", 0)
         self._cut = cut
@@ -91,26 +91,35 @@ class PendingAdds:
     def clear(self) -> None:
         self.items, self.tokens = [], 0
 
+    def pause(self, paused: bool) -> None:
+        """Hold no more (``use_pruning``: a FIFO manager with a pruned view evicts on every add,
+        the pruned sums deciding), or again."""
+        self.run = self.hold_from = _NEVER if paused and self._cut is not None else self._base
+
     def drain(self, ledger: Ledger) -> None:
-        """Write every held add into ``ledger``, in order, as ``append`` would have."""
+        """Write every held add into ``ledger``, in order, as ``append`` would have.
+
+        ``items`` is emptied last: a reader that takes no lock (``token_count``) sees adds
+        still held until all of them are in the ledger, and waits on the lock meanwhile.
+        """
         items = self.items
         if not items:
             return
-        self.items, self.tokens = [], 0
         k = len(items) // 4
-        if k <= _ONE_BY_ONE:
-            append = ledger.append
-            for at in range(0, len(items), 4):
-                original, role, text, tokens_ = items[at : at + 4]
-                append(original, Message(role, text), tokens_, 0, False, False)
-            return
         # A record each, none of them garbage: a collection would walk the history for nothing.
-        paused = gc.isenabled()
+        paused = k > _ONE_BY_ONE and gc.isenabled()
         if paused:
             gc.disable()
         try:
-            _write_run(ledger, items, k)
+            if k > _ONE_BY_ONE:
+                _write_run(ledger, items, k)
+            else:
+                append = ledger.append
+                for at in range(0, len(items), 4):
+                    original, role, text, tokens_ = items[at : at + 4]
+                    append(original, Message(role, text), tokens_, 0, False, False)
         finally:
+            self.items, self.tokens = [], 0
             if paused:
                 gc.enable()
 

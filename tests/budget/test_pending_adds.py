@@ -12,13 +12,14 @@ import gc
 import math
 import threading
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from context_manager import InvalidMessageError, MessageContextManager, ToolResultPruning
-from context_manager.budget import pending
+from context_manager.budget import _ledger, pending
 from context_manager.counting import CharEstimator
 from context_manager.events import MessageAdded
 
@@ -33,7 +34,7 @@ LEDGER_STATE = [
 
 
 def never_holding(manager: MessageContextManager) -> MessageContextManager:
-    manager._pending.run = manager._pending.hold_from = NEVER
+    manager._pending.run = manager._pending.hold_from = manager._pending._base = NEVER
     return manager
 
 
@@ -67,6 +68,7 @@ OPS = st.one_of(
     st.tuples(st.just("many"), st.integers(1, 40)),
     st.tuples(st.sampled_from(["tools", "pinned", "priority", "system", "bad", "read"]), TEXTS),
     st.tuples(st.sampled_from(["clear", "context", "history", "stats"]), st.just("")),
+    st.tuples(st.just("pruning"), st.booleans()),  # a pruned FIFO view evicts on every add
 )
 
 
@@ -130,6 +132,8 @@ def _apply(manager: MessageContextManager, op: str, arg: Any, call: int) -> Any:
             return (len(manager), manager.token_count, manager.messages)
         if op == "clear":
             return manager.clear()
+        if op == "pruning":
+            return manager.use_pruning(ToolResultPruning() if arg else None)
         if op == "context":
             return manager.get_context()
         if op == "history":
@@ -340,3 +344,71 @@ def test_a_run_that_outgrows_the_room_a_read_left_still_cuts() -> None:
             if i in (15, second):
                 assert positions(manager.messages, messages) == expected[i]
         assert positions(manager.messages, messages) == expected[-1]
+
+
+def test_a_fifo_manager_given_pruning_holds_no_more() -> None:
+    """With a pruned view, FIFO evicts on the pruned sums on every add, even with room: the
+    adds after ``use_pruning`` take the usual path (and with ``None`` may be held again)."""
+    managers = [MessageContextManager(1_000, reserve_tokens=0) for _ in range(2)]
+    never_holding(managers[1])
+    for manager in managers:
+        for k in range(6):
+            call = {"id": f"c{k}", "type": "function", "function": {"name": "f", "arguments": ""}}
+            manager.add({"role": "user", "content": f"q{k}"})
+            manager.add({"role": "assistant", "content": None, "tool_calls": [call]})
+            manager.add({"role": "tool", "tool_call_id": f"c{k}", "content": "ok"})
+        manager.get_context()
+        manager.use_pruning(ToolResultPruning())
+        for i in range(120):
+            manager.add(plain(i, "y" * 20))
+        assert held(manager) == 0
+    assert ledger_state(managers[0]) == ledger_state(managers[1])
+    managers[0].use_pruning(None)
+    for i in range(20):
+        managers[0].add(plain(i))
+    assert held(managers[0]) > 0
+
+
+@pytest.mark.parametrize("run", [5, 50])  # written one by one, and at once
+def test_a_reader_without_the_lock_waits_for_a_drain(run: int) -> None:
+    """``token_count`` takes no lock: while another thread writes held adds into the ledger,
+    it must wait for them rather than read a half-written ledger."""
+    manager = MessageContextManager(10**6, counter="chars", strategy="sliding_window")
+    texts = [f"{i:040d}" for i in range(pending.RUN + run)]
+    for text in texts:
+        manager.add({"role": "user", "content": text})
+    assert held(manager) == run
+    seen: list[int] = []
+    reader = threading.Thread(target=lambda: seen.append(manager.token_count))
+    original = pending.Message
+
+    def record(role: str, text: str) -> Any:
+        if not reader.is_alive() and not seen:
+            reader.start()
+            reader.join(0.2)  # blocked on the lock, not done
+        return original(role, text)
+
+    with mock.patch.object(pending, "Message", record):
+        manager.add({"role": "user", "content": "x"}, priority=1)  # the usual path: drains
+    reader.join()
+    assert seen == [sum(map(js_tokens, texts)) + js_tokens("x")]  # after the add, all of it
+
+
+def test_a_reader_without_the_lock_waits_for_a_deferred_cut() -> None:
+    manager = MessageContextManager(400, reserve_tokens=0)  # FIFO: cuts wait for a read
+    for i in range(200):
+        manager.add(plain(i, "y" * 40))
+    seen: list[int] = []
+    reader = threading.Thread(target=lambda: seen.append(manager.token_count))
+    original = _ledger.Ledger.evict_before
+
+    def evict_before(ledger: Any, new_floor: int) -> Any:
+        if not reader.is_alive() and not seen:
+            reader.start()
+            reader.join(0.2)
+        return original(ledger, new_floor)
+
+    with mock.patch.object(_ledger.Ledger, "evict_before", evict_before):
+        assert len(manager) > 0  # takes the cut under the lock
+    reader.join()
+    assert seen == [manager.token_count] and manager.token_count <= 400
