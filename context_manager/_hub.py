@@ -13,12 +13,12 @@ from contextlib import AbstractContextManager
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast, overload
 
-from .budget.pending import PendingAdds
 from .budget.pruned import ViewOptions, view_options
 from .errors import ConfigurationError
 from .events import Change, Event, Journal, Listener
 
 if TYPE_CHECKING:
+    from .budget.pending import PendingAdds
     from .host import ManagerHost
 
 __all__ = ["ExtensionHub", "ReadOnly"]

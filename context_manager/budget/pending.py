@@ -112,7 +112,7 @@ class PendingAdds:
             gc.disable()
         try:
             if k > _ONE_BY_ONE:
-                _write_run(ledger, items, k)
+                _write_run(ledger, items, k, self.tokens)
             else:
                 append = ledger.append
                 for at in range(0, len(items), 4):
@@ -124,8 +124,9 @@ class PendingAdds:
                 gc.enable()
 
 
-def _write_run(ledger: Ledger, items: list[Any], k: int) -> None:
-    """``k`` held adds appended at once: each its own unpinned group of priority 0."""
+def _write_run(ledger: Ledger, items: list[Any], k: int, total: int) -> None:
+    """``k`` held adds of ``total`` tokens appended at once: each its own unpinned group of
+    priority 0."""
     roles, tokens = items[1::4], items[3::4]
     n, first = len(ledger.originals), len(ledger.group_start)
     ledger.originals += items[0::4]
@@ -133,7 +134,7 @@ def _write_run(ledger: Ledger, items: list[Any], k: int) -> None:
     ledger.tokens += tokens
     ledger.seq += range(ledger.next_seq, ledger.next_seq + k)
     ledger.next_seq += k
-    ledger.total += sum(tokens)
+    ledger.total += total
     ledger.group_start += range(n, n + k)
     ledger.group_tokens += tokens
     ledger.group_pinned += repeat(False, k)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import math
 import threading
+from types import SimpleNamespace
 from typing import Any
 from unittest import mock
 
@@ -191,16 +192,8 @@ def _watched(kind: str) -> MessageContextManager:
     elif kind == "on_near_limit":
         manager.on_near_limit = lambda stats: None
     elif kind == "journal":
-        manager.attach_journal(_Journal())
+        manager.attach_journal(SimpleNamespace(write=[].append))
     return manager
-
-
-class _Journal:
-    def __init__(self) -> None:
-        self.changes: list[Any] = []
-
-    def write(self, change: Any) -> None:
-        self.changes.append(change)
 
 
 @pytest.mark.parametrize("kind", ["subscriber", "on_evict", "on_near_limit", "journal"])
