@@ -9,12 +9,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import ConfigurationError
+from .messages.nesting import MAX_DEPTH, short_repr, too_deep
 from .models import get_model
 
 __all__ = [
     "CONFIG_KEYS",
     "DEFAULT_MAX_TOKENS",
     "budget_options",
+    "check_tool_nesting",
     "checked_hook",
     "checked_tools",
     "window_for",
@@ -103,11 +105,31 @@ def budget_options(
 
 
 def checked_tools(tools: Any) -> tuple[Any, ...] | None:
+    """Tool definitions as a tuple (None for none), refused when they nest too deeply.
+
+    Every counter serializes or walks the schemas, recursively; a schema that contains itself
+    or nests past :data:`~context_manager.messages.nesting.MAX_DEPTH` is refused here, once,
+    with the path, instead of as a ``RecursionError`` from whichever counter reads it first.
+    """
     if tools is None:
         return None
     if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
-        raise ConfigurationError(f"tools must be a list of tool definitions, got {tools!r}")
-    return tuple(tools) or None
+        raise ConfigurationError(
+            f"tools must be a list of tool definitions, got {short_repr(tools, 200)}"
+        )
+    defs = tuple(tools)
+    check_tool_nesting(defs)
+    return defs or None
+
+
+def check_tool_nesting(tools: Sequence[Any]) -> None:
+    """Raise ``ConfigurationError`` naming the tool and field that nest too deeply."""
+    where = too_deep(tools, root="tools")
+    if where is not None:
+        raise ConfigurationError(
+            f"tools: {where}; a tool definition may nest at most {MAX_DEPTH} levels of lists "
+            "and objects"
+        )
 
 
 def checked_hook(name: str, hook: Any) -> Any:

@@ -36,17 +36,11 @@ from .counting import TokenCounter, get_counter
 from .counting.fastlane import lane_for
 from .counting.usage import read_usage
 from .errors import ConfigurationError, ContextOverflowError, InvalidMessageError
-from .events import (
-    Cleared,
-    Compacted,
-    Evicted,
-    MessageAdded,
-    SystemPromptSet,
-    UsageRecorded,
-)
+from .events import Cleared, Compacted, Evicted, MessageAdded, SystemPromptSet, UsageRecorded
 from .host import HistoryItem
 from .messages import Message, normalize
 from .messages.groups import INTERRUPTED_RESULT, Repairer, ToolProtocol
+from .messages.normalize import with_index
 from .providers import ProviderRules, fuse_turns, get_provider
 from .stats import ContextStats
 
@@ -266,7 +260,11 @@ class MessageContextManager(ToolCallHandling):
         if self._journal is not None or self._listeners:
             change = MessageAdded(message, rec, index, tokens, pinned, priority)
             if self._journal is not None:
-                self._journal.write(change)
+                try:
+                    self._journal.write(change)
+                except InvalidMessageError as exc:  # the codec names the field, not the message
+                    with_index(exc, index)
+                    raise
         ledger, cut = self._held, self._cut  # ``cut``: kept while this add's FIFO cut may wait
         if cut is not None:
             if not pinned and ledger.total + tokens <= self._cap:

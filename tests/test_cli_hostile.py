@@ -74,3 +74,48 @@ def test_closed_pipe_is_quiet(tmp_path: Path) -> None:
     proc.wait(timeout=120)
     assert "Traceback" not in err and "BrokenPipe" not in err
     assert proc.returncode in (0, 141)
+
+
+DIGITS = sys.get_int_max_str_digits()
+TOO_LONG = b"9" * (DIGITS + 100)
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (  # JSONL: the line number, then the field
+            b'{"role": "user", "content": "ok"}\n{"role": "user", "content": "\\ud800"}\n',
+            "bad.json:2: ['content'] holds a lone surrogate (\\ud800) at position 0",
+        ),
+        (  # a JSON array: the message index, then the field
+            b'[{"role": "user", "content": [{"type": "text", "text": "a\\uDC00"}]}]',
+            "bad.json: message 0: ['content'][0]['text'] holds a lone surrogate (\\udc00)",
+        ),
+        (b'[{"role": "user", "content": "x", "n": ' + TOO_LONG + b"}]", "unreadable number"),
+        (b'{"role": "user", "content": "x", "n": ' + TOO_LONG + b"}\n", "bad.json:1: unreadable"),
+    ],
+    ids=["lone surrogate in JSONL", "lone surrogate in an array", "huge int", "huge int JSONL"],
+)
+@pytest.mark.parametrize("command", ["count", "trim", "stats", "check"])
+def test_lone_surrogates_and_unreadable_numbers_give_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, says: str, command: str
+) -> None:
+    if b"9999" in content and not DIGITS:
+        pytest.skip("Python runs without a digit limit")
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    assert main([command, str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing half-written
+    assert captured.err.startswith("context-manager: error: ") and says in captured.err
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+
+
+def test_escaped_surrogate_pair_is_one_character(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only a *lone* surrogate is refused: a pair decodes to one astral character."""
+    path = tmp_path / "emoji.jsonl"
+    path.write_bytes(b'{"role": "user", "content": "hi \\ud83d\\ude00"}\n')
+    assert main(["trim", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"role": "user", "content": "hi \U0001f600"}]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .._config import check_tool_nesting
 from .._js import utf16_len
 from ..errors import InvalidMessageError
 from ..messages import normalize
@@ -51,4 +52,6 @@ def count_tokens(
             f"messages must be a list of messages, got {type(messages).__name__}"
         )
     normalized = [normalize(message, index) for index, message in enumerate(messages)]
+    if isinstance(tools, Sequence) and not isinstance(tools, str | bytes):
+        check_tool_nesting(tools)  # the manager's check (a schema that contains itself...)
     return resolved.count_prompt(normalized, tools)

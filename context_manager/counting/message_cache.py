@@ -21,9 +21,11 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Hashable
+from itertools import repeat
 from typing import Any
 
 from ..messages import Message
+from ..messages.nesting import MAX_DEPTH
 from .base import TokenCounter
 from .estimate import CharEstimator
 
@@ -44,19 +46,29 @@ _LIST = object()
 _SCALARS = (int, float, bool)
 
 
-def _freeze(value: Any) -> Any:
+def _freeze(value: Any, depth: int = 1) -> Any:
+    """A hashable, tagged copy of a JSON-like value; ``_Unkeyable`` for anything else.
+
+    Past :data:`~context_manager.messages.nesting.MAX_DEPTH` levels (or in a value that contains
+    itself, which is endlessly deep) the message is not keyed: ``normalize`` then reads it and
+    raises the typed error, or accepts it when the deep part is a field it ignores.
+    """
     kind = type(value)
     if kind is str or value is None:
         return value
     if kind is dict:
+        if depth > MAX_DEPTH:
+            raise _Unkeyable
         items = []
         for key, item in value.items():
             if type(key) is not str:
                 raise _Unkeyable
-            items.append((key, _freeze(item)))
+            items.append((key, _freeze(item, depth + 1)))
         return (_DICT, tuple(items))
     if kind is list or kind is tuple:
-        return (_LIST, tuple(map(_freeze, value)))
+        if depth > MAX_DEPTH:
+            raise _Unkeyable
+        return (_LIST, tuple(map(_freeze, value, repeat(depth + 1))))
     if kind in _SCALARS:
         return (kind, value)  # 1, 1.0 and True are equal in Python, not as content
     raise _Unkeyable

@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from .._config import check_tool_nesting
 from .._js import utf16_len
 from ..counting.base import TokenCounter
 from ..errors import ConfigurationError, InvalidMessageError
@@ -151,6 +152,7 @@ def count_tokens_approximately(
         raise ConfigurationError(f"chars_per_token must be > 0, got {chars_per_token}")
     total = 0.0
     if tools:
+        check_tool_nesting(list(tools))  # a cyclic or too deep schema: typed, before dumps
         tool_chars = sum(len(json.dumps(dict(tool))) for tool in tools)
         total += math.ceil(tool_chars / chars_per_token)
     for index, message in enumerate(messages):

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import importlib
 import math
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any
 
 from ..errors import InvalidMessageError
+from .nesting import MAX_DEPTH, describe_nesting, format_path, short_repr, too_deep
 from .record import Image, Media, Message, ToolCall, ToolResult
 from .sdk import family
 
@@ -46,46 +48,89 @@ KNOWN_TYPES: dict[str, tuple[str, str]] = {
 _SPECIAL = ("dict", "langchain", "pydantic_ai", "record")
 
 
-def _path(path: tuple[Any, ...]) -> str:
-    return "".join(f"[{p!r}]" for p in path) or "the message"
+def _int_fits(value: int) -> bool:
+    """Whether Python can write ``value`` as text (its digit limit guards a quadratic step).
+
+    Fewer than three bits per allowed digit is always fine (a digit holds 3.3 bits), so only
+    integers near the limit pay for a conversion, and one over it fails before converting.
+    """
+    limit = sys.get_int_max_str_digits()
+    if not limit or value.bit_length() <= 3 * limit:
+        return True
+    try:
+        str(value)
+    except ValueError:
+        return False
+    return True
 
 
 def check_json(value: Any, path: tuple[Any, ...] = ()) -> None:
-    """Raise ``InvalidMessageError`` naming the first field that has no exact JSON form."""
-    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, path)]
+    """Raise ``InvalidMessageError`` naming the first field that has no exact JSON form.
+
+    One iterative pass, linear in the size of ``value``: each field keeps a link to its parent
+    (not a copy of its whole path), and the path is spelled out only for the error. Nesting
+    deeper than :data:`~.nesting.MAX_DEPTH` is refused (so is a value that contains itself,
+    which would otherwise never end), so whatever is stored can be read back and counted.
+    """
+    stack: list[tuple[Any, int, Any]] = [(value, 1, None)]
     while stack:
-        item, where = stack.pop()
-        if item is None or isinstance(item, bool | int):
-            continue
+        item, depth, link = stack.pop()
         if isinstance(item, str):
+            if item.isascii():
+                continue
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise InvalidMessageError(
-                    f"{_path(where)} holds a lone surrogate at position {exc.start}",
+                    f"{_where(path, link)} holds a lone surrogate at position {exc.start}",
                     hint="text must be valid Unicode to be stored; fix or drop that character",
                 ) from None
+        elif item is None or isinstance(item, bool):
+            continue
+        elif isinstance(item, int):
+            if not _int_fits(item):
+                raise InvalidMessageError(
+                    f"{_where(path, link)} is an integer of more than "
+                    f"{sys.get_int_max_str_digits()} digits, which Python cannot write as text",
+                    hint="store it as a string",
+                )
         elif isinstance(item, float):
             if not math.isfinite(item):
                 raise InvalidMessageError(
-                    f"{_path(where)} is {item!r}, which JSON cannot hold",
+                    f"{_where(path, link)} is {item!r}, which JSON cannot hold",
                     hint="store a finite number or a string",
                 )
-        elif isinstance(item, dict):
-            for key, child in item.items():
-                if not isinstance(key, str):
-                    raise InvalidMessageError(
-                        f"{_path(where)} has a non-string key {key!r}",
-                        hint="JSON object keys are strings; a stored dict must round-trip",
-                    )
-                stack.append((child, (*where, key)))
-        elif isinstance(item, list | tuple):  # a tuple stores as the same JSON as a list
-            stack.extend((child, (*where, i)) for i, child in enumerate(item))
+        elif isinstance(item, dict | list | tuple):
+            if depth > MAX_DEPTH:
+                raise InvalidMessageError(
+                    too_deep(value) or f"{_where(path, link)} is nested too deeply",
+                    hint=f"a stored message nests at most {MAX_DEPTH} levels of lists and objects",
+                )
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        raise InvalidMessageError(
+                            f"{_where(path, link)} has a non-string key {short_repr(key, 60)}",
+                            hint="JSON object keys are strings; a stored dict must round-trip",
+                        )
+                    stack.append((child, depth + 1, (link, key)))
+            else:  # a tuple stores as the same JSON as a list
+                stack.extend((child, depth + 1, (link, i)) for i, child in enumerate(item))
         else:
             raise InvalidMessageError(
-                f"{_path(where)} is a {type(item).__name__}, which has no exact JSON form",
+                f"{_where(path, link)} is a {type(item).__name__}, which has no exact JSON form",
                 hint="convert it (e.g. a datetime to an ISO string) before adding the message",
             )
+
+
+def _where(prefix: tuple[Any, ...], link: Any) -> str:
+    """The path of a field from its parent links (built only when reporting an error)."""
+    keys: list[Any] = []
+    while link is not None:
+        link, key = link
+        keys.append(key)
+    keys.reverse()
+    return format_path([*prefix, *keys])
 
 
 def _known_class(tag: str) -> type[Any]:
@@ -106,6 +151,19 @@ def _tag_of(message: Any) -> str | None:
     return None
 
 
+def _dump(message: Any, tag: str) -> Any:
+    """The JSON form of an SDK object, by the SDK's own serializer."""
+    if tag == "langchain":
+        from langchain_core.messages import message_to_dict
+
+        return message_to_dict(message)
+    if tag == "pydantic_ai":
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        return ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
+    return message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
 def encode(message: Any) -> tuple[Any, str | None]:
     """``(payload, tag)``: the JSON to store and the type tag (None for a plain dict)."""
     if isinstance(message, dict):
@@ -118,22 +176,22 @@ def encode(message: Any) -> tuple[Any, str | None]:
         check_json(data)
         return data, "record"
     tag = _tag_of(message)
-    if tag == "langchain":
-        from langchain_core.messages import message_to_dict
-
-        payload: Any = message_to_dict(message)
-    elif tag == "pydantic_ai":
-        from pydantic_ai.messages import ModelMessagesTypeAdapter
-
-        payload = ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
-    elif tag is not None:
-        payload = message.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    else:
+    if tag is None:
         raise InvalidMessageError(
             f"{type(message).__module__}.{type(message).__qualname__} cannot be stored losslessly",
             hint="store its dict form (e.g. .model_dump(mode='json')) or one of the SDK types "
             "in context_manager.messages.codec.KNOWN_TYPES",
         )
+    try:
+        payload = _dump(message, tag)
+    except InvalidMessageError:
+        raise
+    except RecursionError:  # the SDK's serializer recursed through a self-containing value
+        raise InvalidMessageError(
+            f"a {tag} message cannot be stored: {describe_nesting(message)}"
+        ) from None
+    except (ValueError, TypeError) as exc:  # e.g. pydantic's "Circular reference detected"
+        raise InvalidMessageError(f"a {tag} message cannot be stored: {exc}") from None
     check_json(payload)
     return payload, tag
 

@@ -21,6 +21,7 @@ from .._js import utf16_len
 from ..errors import InvalidMessageError
 from .gemini import from_content, is_gemini_content
 from .media import image_of, media_of
+from .nesting import describe_nesting
 from .record import _ROLE_SET, ROLES, Image, Media, Message, ToolCall, ToolResult, to_json_text
 from .responses import ITEM_TYPES, from_item
 from .sdk import family, pydantic_ai_record, sdk_dict
@@ -319,12 +320,41 @@ def _from_langchain(msg: Any, index: int | None) -> Message:
 
 
 def normalize(message: Any, index: int | None = None) -> Message:
-    """Turn one accepted message into a :class:`Message`; raise ``InvalidMessageError`` if not."""
+    """Turn one accepted message into a :class:`Message`; raise ``InvalidMessageError`` if not.
+
+    Every reader of a message funnels through here, so this is where a message that nests too
+    deeply or contains itself becomes a typed error naming ``index`` and the field: the readers
+    below recurse (Python stops them after a bounded number of frames, so the cost stays linear)
+    and :func:`~.nesting.describe_nesting` finds the field without recursing. An error raised
+    without an index (e.g. by ``to_json_text``) gets ``index`` added.
+    """
     if type(message) is dict and len(message) == 2:
         # Fast path for the commonest shape, {"role": ..., "content": "text"}.
         role, content = message.get("role"), message.get("content")
         if type(content) is str and type(role) is str and role in _ROLE_SET and role != "tool":
             return Message(role, content)
+    try:
+        return _read(message, index)
+    except RecursionError:
+        error = InvalidMessageError(describe_nesting(message), index=index)
+    except InvalidMessageError as exc:
+        if isinstance(exc.__cause__, RecursionError):  # from to_json_text: name it from the root
+            error = InvalidMessageError(describe_nesting(message), index=index)
+        else:
+            with_index(exc, index)
+            raise
+    raise error  # outside the handler: no thousand-frame RecursionError chained to it
+
+
+def with_index(exc: InvalidMessageError, index: int | None) -> InvalidMessageError:
+    """``exc``, now naming message ``index`` if it named none (a field path alone is no "where")."""
+    if exc.index is None and index is not None:
+        exc.index = index
+        exc.args = (f"message {index}: {exc.args[0] if exc.args else exc.reason}",)
+    return exc
+
+
+def _read(message: Any, index: int | None) -> Message:
     if isinstance(message, Message):
         return message
     if isinstance(message, Mapping):

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from .._js import js_stringify
 from ..errors import InvalidMessageError
+from .nesting import describe_nesting
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 _ROLE_SET = frozenset(ROLES)
@@ -146,5 +147,22 @@ def to_json_text(value: Any) -> str:
 
     Python's ``json.dumps`` differs on floats (``1.0`` vs ``1``, ``1e-05`` vs ``0.00001``),
     integer-like keys and lone surrogates, and token counts must match the TypeScript side.
+
+    A value that contains itself or nests deeper than the stack allows, an integer over
+    Python's digit limit and a key with no text form raise ``InvalidMessageError`` naming the
+    field (the serializer recurses, and Python stops it after a bounded number of frames, so
+    this is linear too); ``normalize`` adds the message's index.
     """
-    return js_stringify(value)
+    try:
+        return js_stringify(value)
+    except InvalidMessageError:
+        raise
+    except RecursionError:
+        # Chained to a bare RecursionError (not the one caught, which holds a thousand frames)
+        # so that ``normalize`` can tell and name the field from the message's own root.
+        raise InvalidMessageError(describe_nesting(value, "the value")) from RecursionError()
+    except ValueError as exc:  # an int past sys.get_int_max_str_digits(), or a key like 1.5
+        raise InvalidMessageError(
+            f"a value has no JSON text: {exc}",
+            hint="send long integers as strings, and give objects string keys",
+        ) from None

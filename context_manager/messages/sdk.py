@@ -46,7 +46,12 @@ def sdk_dict(obj: Any, index: int | None) -> dict[str, Any]:
             hint="pass a message object (e.g. response.choices[0].message, a Responses output "
             "item, an Anthropic Message) or its dict",
         )
-    data = dump(mode="json", by_alias=True, exclude_none=True)
+    try:
+        data = dump(mode="json", by_alias=True, exclude_none=True)
+    except (ValueError, TypeError) as exc:  # pydantic's "Circular reference detected", ...
+        raise InvalidMessageError(
+            f"{type(obj).__name__} cannot be read as JSON: {exc}", index=index
+        ) from None
     if not isinstance(data, dict):  # pragma: no cover - pydantic models dump to dicts
         raise InvalidMessageError(f"{type(obj).__name__} did not dump to an object", index=index)
     return data

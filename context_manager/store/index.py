@@ -334,6 +334,12 @@ class SessionIndex:
                 path=where,
                 line=exc.lineno,
             ) from None
+        except ValueError as exc:  # an integer past sys.get_int_max_str_digits() (4,300)
+            raise StoreCorruptionError(
+                f"{where}: unreadable number ({exc}); restore it from a backup or delete it to "
+                "start a new index",
+                path=where,
+            ) from None
         if not isinstance(data, dict):
             raise StoreCorruptionError(f"{where}: must hold a JSON object", path=where)
         return {
@@ -343,10 +349,16 @@ class SessionIndex:
         }
 
     def _write(self, entries: dict[str, SessionEntry]) -> None:
-        text = (
-            json.dumps({k: e.to_json() for k, e in entries.items()}, indent=2, ensure_ascii=False)
-            + "\n"
-        )
+        try:
+            text = json.dumps(
+                {k: e.to_json() for k, e in entries.items()}, indent=2, ensure_ascii=False
+            )
+        except (RecursionError, ValueError, TypeError) as exc:  # a field kept from another tool
+            raise StoreError(
+                f"{self.path}: an entry cannot be written as JSON ({type(exc).__name__}: "
+                f"{str(exc)[:200]}); nothing was written"
+            ) from None
+        text += "\n"
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError as exc:
