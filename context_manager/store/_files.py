@@ -15,6 +15,11 @@ Why one module: the guarantees below only hold if every open uses them, so no ot
   instant the target holds the old or the new complete content.
 - Temporary files left by a crash are removed by :func:`remove_stale_temps`, which callers run
   under the same lock every writer holds (so no live temp file of another writer is removed).
+- A path with a NUL character raises :class:`~context_manager.errors.ConfigurationError` (it
+  can only come from the caller's target; ``os`` would raise a bare ``ValueError``).
+- A SQLite database file is only ever *created* here (:func:`create_private`), never opened:
+  POSIX record locks belong to the process, so closing any descriptor of the database would drop
+  the locks of every live SQLite connection of this process to it.
 """
 
 from __future__ import annotations
@@ -27,12 +32,28 @@ import secrets
 import stat
 from pathlib import Path
 
-from ..errors import StoreError
+from ..errors import ConfigurationError, StoreError
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+#: ``link`` errors meaning "this file system has no hard links" (FAT, some FUSE mounts).
+_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
+
+
+def check_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a :class:`Path`; a NUL character is refused with a typed error.
+
+    No file system allows a NUL in a name, so it can only come from the caller's target (or a
+    value passed along unchecked); ``os`` would raise a bare ``ValueError`` much later.
+    """
+    text = os.fspath(path)
+    if "\x00" in text:
+        raise ConfigurationError(
+            f"the store path {text!r:.200} contains a NUL character (\\x00); no file can have it"
+        )
+    return Path(text)
 
 
 def symlink_error(path: Path) -> StoreError:
@@ -43,12 +64,12 @@ def symlink_error(path: Path) -> StoreError:
 
 
 def _typed(exc: OSError, path: Path, doing: str) -> StoreError:
-    if exc.errno == errno.ELOOP or (exc.errno == errno.EMLINK and _is_link(path)):
+    if exc.errno == errno.ELOOP or (exc.errno == errno.EMLINK and is_link(path)):
         return symlink_error(path)
     return StoreError(f"{path}: cannot {doing}: {exc.strerror or exc}")
 
 
-def _is_link(path: Path) -> bool:
+def is_link(path: Path) -> bool:
     try:
         return stat.S_ISLNK(os.lstat(path).st_mode)
     except OSError:
@@ -57,6 +78,7 @@ def _is_link(path: Path) -> bool:
 
 def ensure_directory(directory: Path) -> None:
     """Create ``directory`` (and parents) as ``0700`` when missing."""
+    check_path(directory)
     missing = []
     current = Path(directory)
     while not current.exists() and current != current.parent:
@@ -72,6 +94,7 @@ def ensure_directory(directory: Path) -> None:
 
 def open_file(path: Path, flags: int) -> int:
     """``os.open`` with ``O_NOFOLLOW | O_CLOEXEC`` and mode ``0600``; typed errors."""
+    check_path(path)
     try:
         return os.open(path, flags | _NOFOLLOW | _CLOEXEC, FILE_MODE)
     except OSError as exc:
@@ -80,6 +103,7 @@ def open_file(path: Path, flags: int) -> int:
 
 def read_bytes(path: Path) -> bytes | None:
     """The whole file, or None when it does not exist; symlinks refused."""
+    check_path(path)
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
     except FileNotFoundError:
@@ -130,7 +154,8 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
 
     A symlink at ``path`` is refused rather than replaced by a regular file.
     """
-    if _is_link(path):
+    check_path(path)
+    if is_link(path):
         raise symlink_error(path)
     tmp = temp_name(path)
     fd = open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
@@ -153,6 +178,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
 def copy_exclusive(source: Path, target: Path) -> bool:
     """Copy ``source`` to a new ``target`` (False if ``target`` exists); for filesystems
     without hard links. ``O_EXCL`` keeps it from overwriting anything."""
+    check_path(target)
     data = read_bytes(source) or b""
     try:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
@@ -173,6 +199,7 @@ def remove_stale_temps(path: Path) -> list[Path]:
 
     Call with the lock every writer of ``path`` holds while its temporary file exists.
     """
+    check_path(path)
     pattern = re.compile(rf"^\.{re.escape(path.name)}\.[0-9A-Za-z]+\.tmp$")
     removed: list[Path] = []
     try:
@@ -186,3 +213,63 @@ def remove_stale_temps(path: Path) -> list[Path]:
                 os.unlink(stale)  # unlink never follows a link: a planted link is just removed
                 removed.append(stale)
     return removed
+
+
+def create_private(path: Path) -> bool:
+    """Create ``path`` empty and ``0600`` when missing (True if this call created it), without
+    ever holding a descriptor of the file at ``path``; a symlink there is refused.
+
+    Why so roundabout: this is for a SQLite database that live connections of this process may
+    already use. POSIX record locks belong to the process, so closing *any* descriptor of that
+    file (even one opened just to create it) silently drops all of their locks; another process
+    can then checkpoint and delete the WAL under them (SQLite's "How To Corrupt", 2.2). So an
+    existing file is only ``lstat``-ed, and a new one is made as a private temporary file,
+    closed, and hard-linked into place: ``link`` fails on any existing name (file or planted
+    link) instead of replacing it, and by then no descriptor of the inode is open. Without hard
+    links, ``O_CREAT | O_EXCL`` is the fallback: its descriptor is closed at once and only a
+    connection opened in those microseconds (on a file that did not exist before) could lose
+    its locks. A crash between creating and removing the temporary file leaves it behind, empty.
+    """
+    check_path(path)
+    for _ in range(2):  # pass 2 when another creator won the race: check what it made
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise _typed(exc, path, "inspect") from exc
+        else:
+            if stat.S_ISLNK(st.st_mode):
+                raise symlink_error(path)
+            return False
+        if _link_new_file(path):
+            fsync_directory(path.parent)
+            return True
+    return False
+
+
+def _link_new_file(path: Path) -> bool:
+    """One attempt of :func:`create_private`'s creation; False when ``path`` appeared first."""
+    tmp = temp_name(path)
+    os.close(open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    try:
+        # Link the name itself, never what it points to: had someone swapped our temporary file
+        # for a link, ``path`` becomes a link too and the caller's lstat refuses it.
+        os.link(tmp, path, follow_symlinks=os.link not in os.supports_follow_symlinks)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise _typed(exc, path, "create") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise _typed(exc, path, "create") from exc
+    os.close(fd)
+    return True

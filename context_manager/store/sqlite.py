@@ -6,23 +6,52 @@ lock instead of failing. Every write is one ``BEGIN IMMEDIATE`` transaction (the
 algorithm are in ``_sql.py``). ``synchronous=NORMAL`` (default, ``fsync="checkpoint"``): a
 committed record survives the process being killed; ``fsync="always"`` uses ``FULL`` so it also
 survives power loss.
+
+Nothing here opens the database file (or its ``-wal`` / ``-shm``) except SQLite itself. POSIX
+record locks belong to the *process*: closing any descriptor of the file drops every lock this
+process's live connections hold on it, and another process may then checkpoint and delete the
+WAL under them (disk I/O errors, short reads, a malformed database). A web worker opens a store per
+request while older ones are still alive, so a stray ``open``/``close`` per store is fatal. The
+file is therefore created by :func:`._files.create_private` (0600, never opened afterwards) and
+SQLite is told ``mode=rw`` so that it never creates it itself (it would use 0644).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from ..errors import ConfigurationError, ContextManagerError, StoreError
 from . import _files
-from ._sql import Cursor, SqlStore, schema
+from ._sql import Cursor, SqlStore
 from .protocol import DEFAULT_SESSION
 
 __all__ = ["SqliteStore"]
+
+#: SQLite keeps the busy timeout in milliseconds in a C ``int``.
+_MAX_BUSY_TIMEOUT = (2**31 - 1) // 1000
+
+
+def _check_busy_timeout(value: object) -> float:
+    """Seconds to wait for a lock; a bool, NaN, infinity or negative value is a caller's bug."""
+    seconds = math.nan
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int beyond float range
+            seconds = math.inf
+    if not 0 <= seconds <= _MAX_BUSY_TIMEOUT:  # NaN fails this too
+        shown = f"{value!r:.60}" if not isinstance(value, int) or seconds < math.inf else "<int>"
+        raise ConfigurationError(
+            f"busy_timeout={shown}: give the seconds to wait for a locked database, "
+            f"a number from 0 to {_MAX_BUSY_TIMEOUT}"
+        )
+    return seconds
 
 
 class SqliteStore(SqlStore):
@@ -40,27 +69,37 @@ class SqliteStore(SqlStore):
         super().__init__(session, prefix=prefix)
         if fsync not in ("always", "checkpoint", "never"):
             raise ConfigurationError(f"fsync={fsync!r}: use always, checkpoint or never")
-        self.path = Path(path)
+        timeout = _check_busy_timeout(busy_timeout)
+        if not isinstance(path, str | os.PathLike):
+            raise ConfigurationError(f"path must be a str or os.PathLike, got {path!r:.60}")
+        self.path = _files.check_path(path)
         self._lock = threading.RLock()  # one connection; a store object may serve threads
         synchronous = {"always": "FULL", "checkpoint": "NORMAL", "never": "OFF"}[fsync]
         # Private like the JSONL files (0600 in a 0700 directory, no symlinks); SQLite gives its
-        # -wal / -shm files the database file's permissions.
+        # -wal / -shm files the database file's permissions. Never open the file here (see the
+        # module docstring): create it when missing, and refuse a link by lstat before and after.
         _files.ensure_directory(self.path.parent)
-        os.close(_files.open_file(self.path, os.O_RDWR | os.O_CREAT))
+        _files.create_private(self.path)
+        uri = f"{self.path.absolute().as_uri()}?mode=rw"  # rw: SQLite must not create it (0644)
         try:
             self._conn = sqlite3.connect(
-                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+                uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
             )
-            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot open the SQLite store: {exc}") from exc
+        try:
+            if _files.is_link(self.path):  # swapped in after the check: SQLite followed it
+                raise _files.symlink_error(self.path)
+            self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
             with self._transaction(write=True) as cur:
-                for statement in schema(self.prefix, bigint="INTEGER", real="REAL"):
-                    cur.execute(statement)
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot open the SQLite store: {exc}") from exc
-        except OSError as exc:
-            raise StoreError(f"{self.path}: cannot open: {exc.strerror or exc}") from exc
+                self.create_schema(cur, bigint="INTEGER", real="REAL")
+        except BaseException as exc:
+            self._conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"{self.path}: cannot open the SQLite store: {exc}") from exc
+            raise
 
     @property
     def target(self) -> str:

@@ -352,3 +352,101 @@ def test_callbacks_are_not_replayed_on_open(tmp_path: Path) -> None:
     assert evicted == [] and near == []
     reopened.add({"role": "user", "content": "new " * 30})
     assert evicted and near  # live events still arrive
+
+
+# --- SQLite file handling and typed errors for bad options / paths ------------------------------
+# (imports inside the tests: this section was appended, the file's import block is left alone)
+def test_dangling_symlink_at_the_database_path_is_refused_and_nothing_created(
+    tmp_path: Path,
+) -> None:
+    """The database file is created without opening it; a planted link must not be followed."""
+    (tmp_path / "link.db").symlink_to(tmp_path / "missing.db")
+    with pytest.raises(StoreError, match="symbolic link"):
+        open_manager(f"sqlite:///{tmp_path}/link.db")
+    assert sorted(os.listdir(tmp_path)) == ["link.db"]
+
+
+def test_new_sqlite_database_leaves_only_its_own_files(tmp_path: Path) -> None:
+    from context_manager.store.sqlite import SqliteStore
+
+    old = os.umask(0o022)
+    try:
+        store = SqliteStore(tmp_path / "db" / "new.db")
+        store.close()
+    finally:
+        os.umask(old)
+    assert sorted(os.listdir(tmp_path / "db")) == ["new.db"]  # no temporary file left behind
+    assert mode(tmp_path / "db" / "new.db") == 0o600
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, -1, -0.5, "30", True, None])
+def test_bad_busy_timeout_is_a_configuration_error(tmp_path: Path, value: object) -> None:
+    from context_manager.errors import ConfigurationError
+    from context_manager.store import open_store
+    from context_manager.store.sqlite import SqliteStore
+
+    path = tmp_path / "chat.db"
+    with pytest.raises(ConfigurationError, match="busy_timeout"):
+        open_store(f"sqlite:///{path}", busy_timeout=value)
+    with pytest.raises(ConfigurationError, match="busy_timeout"):
+        SqliteStore(path, busy_timeout=value)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="busy_timeout"):
+        open_manager(f"sqlite:///{path}", store_options={"busy_timeout": value})
+    assert not path.exists()  # refused before anything was created
+
+
+def test_good_busy_timeouts_are_accepted(tmp_path: Path) -> None:
+    from context_manager.store import open_store
+
+    for value in (0, 0.25, 5):
+        store = open_store(f"sqlite:///{tmp_path}/chat.db", session="s", busy_timeout=value)
+        assert store.session == "s"
+        store.close()
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "a\x00b.jsonl",  # a JSONL log
+        "dir\x00x/",  # a directory of sessions
+        "sub\x00dir/context.jsonl",  # NUL in a directory level
+        "sqlite:///{tmp}/a\x00b.db",
+        "sqlite:///{tmp}/d\x00ir/chat.db",
+    ],
+)
+def test_nul_in_a_store_path_is_a_configuration_error(tmp_path: Path, target: str) -> None:
+    from context_manager.errors import ConfigurationError
+    from context_manager.store import open_store
+
+    text = target.format(tmp=tmp_path) if "{tmp}" in target else f"{tmp_path}/{target}"
+    with pytest.raises(ConfigurationError, match="NUL"):
+        open_store(text, session="s")
+    with pytest.raises(ConfigurationError, match="NUL"):
+        open_store(text)
+    with pytest.raises(ConfigurationError, match="NUL"):
+        open_manager(text)
+    with pytest.raises(ConfigurationError, match="NUL"):
+        open_manager(text, session="s")
+    assert os.listdir(tmp_path) == []
+
+
+def test_nul_in_a_path_given_to_a_store_class_is_a_configuration_error(tmp_path: Path) -> None:
+    from context_manager.errors import ConfigurationError
+    from context_manager.store.sqlite import SqliteStore
+
+    with pytest.raises(ConfigurationError, match="NUL"):
+        SqliteStore(f"{tmp_path}/a\x00.db")
+    with pytest.raises(ConfigurationError, match="NUL"):
+        SqliteStore(tmp_path / "d\x00" / "chat.db")
+    with pytest.raises(ConfigurationError, match="NUL"):
+        JsonlLog(f"{tmp_path}/a\x00.jsonl").restore()
+    with pytest.raises(ConfigurationError, match="NUL"):
+        JsonlLog(tmp_path / "d\x00", session="s")
+    with pytest.raises(ConfigurationError, match="NUL"):
+        SessionIndex(tmp_path / "d\x00" / "sessions.json")
+    index = SessionIndex(tmp_path / "sessions\x00.json")
+    with pytest.raises(ConfigurationError, match="NUL"):
+        index.load()
+    with pytest.raises(ConfigurationError, match="NUL"):
+        index.resolve("k")
+    assert os.listdir(tmp_path) == []
