@@ -15,6 +15,7 @@ import argparse
 import io
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from importlib import resources
@@ -24,6 +25,7 @@ from typing import Any, TextIO
 from .errors import ContextManagerError
 from .manager import MessageContextManager
 from .messages import normalize
+from .messages.nesting import format_path
 from .stats import ContextStats
 
 SAMPLE = "sample_conversation.json"
@@ -69,8 +71,13 @@ def _parse_messages(text: str, name: str) -> list[Any]:
             raise CliError(f"{name}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
         except RecursionError:
             raise CliError(f"{name}: JSON nested too deeply to be a message list") from None
+        except ValueError as exc:  # an integer past Python's 4,300-digit limit
+            raise CliError(f"{name}: unreadable number: {exc}") from None
         if not isinstance(data, list):
             raise CliError(f"{name}: expected a JSON array of messages")
+        if _SURROGATE_ESCAPE.search(text):
+            for index, item in enumerate(data):
+                _refuse_lone_surrogates(item, f"{name}: message {index}")
         return data
     messages: list[Any] = []
     for number, line in enumerate(text.splitlines(), 1):
@@ -82,10 +89,50 @@ def _parse_messages(text: str, name: str) -> list[Any]:
             raise CliError(f"{name}:{number}: invalid JSON line: {exc.msg}") from None
         except RecursionError:
             raise CliError(f"{name}:{number}: JSON nested too deeply") from None
+        except ValueError as exc:  # an integer past Python's 4,300-digit limit
+            raise CliError(f"{name}:{number}: unreadable number: {exc}") from None
         if isinstance(item, dict) and str(item.get("role", "")).startswith("_"):
             continue  # metadata lines of a session log
+        if _SURROGATE_ESCAPE.search(line):
+            _refuse_lone_surrogates(item, f"{name}:{number}")
         messages.append(item)
     return messages
+
+
+#: A JSON escape of a UTF-16 surrogate (``\ud800``-``\udfff``): a pair decodes to one character,
+#: a lone one to a string that cannot be written out again. Only lines holding one are walked.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _refuse_lone_surrogates(value: Any, where: str) -> None:
+    """Raise ``CliError`` naming the field of a parsed message that holds a lone surrogate.
+
+    JSON allows the escape, but no UTF-8 output (``trim``'s JSON, a provider request) can carry
+    it, so the file is refused as a whole, like a file that is not UTF-8. Iterative, with parent
+    links for the path: linear however deep the file nests.
+    """
+    stack: list[tuple[Any, Any]] = [(value, None)]
+    while stack:
+        item, link = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                stack.append((key, link))  # a key's problem is reported at its object
+                stack.append((child, (link, key)))
+        elif isinstance(item, list):
+            stack.extend((child, (link, i)) for i, child in enumerate(item))
+        elif isinstance(item, str) and not item.isascii():
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                keys: list[Any] = []
+                while link is not None:
+                    link, key = link
+                    keys.append(key)
+                path = format_path(keys[::-1])
+                raise CliError(
+                    f"{where}: {path} holds a lone surrogate (\\u{ord(item[exc.start]):04x}) at "
+                    f"position {exc.start}; surrogate escapes must come in pairs: fix or drop it"
+                ) from None
 
 
 def usage_bar(stats: ContextStats, width: int = 30) -> str:
@@ -237,6 +284,30 @@ def cmd_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``sessions list`` / ``sessions copy``, with every error shown without credentials.
+
+    The targets are URLs that may hold a password, and a client library's error may quote the
+    URL or a piece of it; the stores already leave it out, and this is the last guard before
+    the terminal (and CI logs): any error's text has the targets' credentials replaced by
+    ``***`` and is raised without its chain.
+    """
+    from .store._urls import redact, secrets_in
+
+    targets = [getattr(args, name, None) for name in ("target", "source", "dest")]
+    secrets = {s for t in targets if isinstance(t, str) for s in secrets_in(t)}
+    try:
+        return _sessions(args, out, err)
+    except Exception as exc:
+        text = _one_line(exc)
+        safe = redact(text, secrets)
+        if isinstance(exc, ContextManagerError) and safe == text:
+            raise
+        if not isinstance(exc, ContextManagerError):
+            safe = f"{type(exc).__name__}: {safe}"
+        raise CliError(safe) from None
+
+
+def _sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .store.copy import copy_session
     from .store.targets import open_store
 

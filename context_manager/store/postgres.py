@@ -9,17 +9,30 @@ advisory lock, so workers starting together do not race on ``CREATE TABLE``.
 Writes lock the session's row (``SELECT ... FOR UPDATE``), so appends to one session are
 serialized while other sessions proceed in parallel. A committed record survives the worker
 being killed; power-loss durability is the server's (``synchronous_commit``).
+
+Connection poolers: psycopg prepares a statement on the server after its fifth run on one
+connection, and a pooler in transaction mode (PgBouncer, most managed and Kubernetes setups)
+hands the next transaction to another server connection, where that name is unknown or already
+taken (``prepared statement "_pg3_0" already exists``). So server-side prepares are off by
+default (``prepare=False``); ``prepare=True`` turns them back on for direct connections, where
+they save little for these short statements (measured in ``docs/guide/stores.md``).
+
+The URL is checked (``_urls.postgres_url``) before libpq sees it and every error text is built
+without the password: libpq quotes malformed URLs, password included, in its own errors.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ConfigurationError, ContextManagerError, StoreError
-from ._sql import Cursor, SqlStore, schema
+from ._sql import ConnectionLost, Cursor, SqlStore
+from ._urls import postgres_url
 from .protocol import DEFAULT_SESSION
 
 __all__ = ["PostgresStore"]
@@ -43,6 +56,10 @@ class PostgresStore(SqlStore):
     placeholder = "%s"
     lock_clause = " FOR UPDATE"
     share_clause = " FOR SHARE"
+    columns_query = (
+        "SELECT column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name = %s"
+    )
 
     def __init__(
         self,
@@ -52,40 +69,64 @@ class PostgresStore(SqlStore):
         prefix: str = "context_",
         create: bool = True,
         connect_timeout: float = 10.0,
+        prepare: bool = False,
     ) -> None:
         super().__init__(session, prefix=prefix)
+        if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, (int, float)):
+            raise ConfigurationError(f"connect_timeout must be seconds, got {connect_timeout!r}")
+        if not 0 < connect_timeout < math.inf:
+            raise ConfigurationError(
+                f"connect_timeout must be a finite number > 0, got {connect_timeout!r}"
+            )
+        if not isinstance(prepare, bool):
+            raise ConfigurationError(f"prepare must be True or False, got {prepare!r}")
+        self._url_info = postgres_url(url)  # ConfigurationError, never quoting the URL
         psycopg = _psycopg()
         self._error: type[Exception] = psycopg.Error
         self._url = url
         self._lock = threading.RLock()
-        try:
-            self._conn = psycopg.connect(
-                url, autocommit=True, connect_timeout=max(1, int(connect_timeout))
-            )
-        except psycopg.Error as exc:
-            raise StoreError(f"{self.target}: cannot connect to PostgreSQL: {exc}") from exc
+        self._connect_timeout = max(1, int(connect_timeout))
+        # psycopg's default (prepare after 5 runs) unless off: None never prepares.
+        self._prepare_threshold: int | None = 5 if prepare else None
+        self._conn = self._open_connection()
         if create:
             self.create_tables()
 
     @property
     def target(self) -> str:
-        """The URL without its password."""
-        try:
-            from psycopg.conninfo import conninfo_to_dict
-
-            info = conninfo_to_dict(self._url)
-        except Exception:
-            return "postgresql://"
-        user = f"{info['user']}@" if info.get("user") else ""
-        port = f":{info['port']}" if info.get("port") else ""
-        return f"postgresql://{user}{info.get('host', '')}{port}/{info.get('dbname', '')}"
+        """The URL without its password or query: ``postgresql://user@host:port/dbname``."""
+        return self._url_info.display
 
     def create_tables(self) -> None:
         """Create the tables if they do not exist (idempotent, safe from several workers)."""
         with self._transaction(write=True) as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
-            for statement in schema(self.prefix):
-                cur.execute(statement)
+            self.create_schema(cur)
+
+    def _open_connection(self) -> Any:
+        """A new connection; its error names the target and keeps libpq's reason, without the
+        password (and without chaining libpq's exception if that would print it)."""
+        psycopg = _psycopg()
+        try:
+            return psycopg.connect(
+                self._url,
+                autocommit=True,
+                connect_timeout=self._connect_timeout,
+                prepare_threshold=self._prepare_threshold,
+            )
+        except psycopg.Error as exc:
+            reason = self._url_info.redact(" ".join(str(exc).split()))
+            raise StoreError(
+                f"{self.target}: cannot connect to PostgreSQL: {reason}"
+            ) from self._url_info.cause(exc)
+
+    def _reconnect(self) -> None:
+        """A new connection after the old one broke (the server restarted, a proxy or pooler
+        dropped it); the broken one is closed."""
+        with self._lock:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = self._open_connection()
 
     @contextmanager
     def _transaction(self, *, write: bool) -> Iterator[Cursor]:
@@ -96,10 +137,15 @@ class PostgresStore(SqlStore):
             except ContextManagerError:
                 raise
             except self._error as exc:
+                if self._conn.broken or self._conn.closed:
+                    # COMMIT may have reached the server before the reply was lost.
+                    raise ConnectionLost(
+                        f"{self.target}: the connection to PostgreSQL was lost"
+                    ) from None
                 raise StoreError(
                     f"{self.target} session {self.session!r}: PostgreSQL failed: "
-                    f"{str(exc).strip()}; nothing was changed"
-                ) from exc
+                    f"{self._url_info.redact(str(exc).strip())}; nothing was changed"
+                ) from self._url_info.cause(exc)
 
     def close(self) -> None:
         self._conn.close()

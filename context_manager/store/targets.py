@@ -19,6 +19,8 @@ import re
 from typing import Any
 
 from ..errors import ConfigurationError
+from ._files import check_path
+from ._urls import describe
 from .jsonl import FsyncMode, JsonlLog
 from .log import SessionLog, StoreLog
 from .protocol import DEFAULT_SESSION, Store
@@ -56,9 +58,10 @@ def open_store(
         from .sqlite import SqliteStore
 
         path = text[len("sqlite://") :]
+        check_path(path)  # NUL: a typed error, not ValueError from os
         if not path.startswith("/") or path == "/":
             raise ConfigurationError(
-                f"{text}: write sqlite:///relative.db or sqlite:////absolute/path.db"
+                f"{describe(text)}: write sqlite:///relative.db or sqlite:////absolute/path.db"
             )
         return SqliteStore(path[1:], name, fsync=fsync, **options)
     if text.startswith(("redis://", "rediss://")):
@@ -70,7 +73,10 @@ def open_store(
 
         return PostgresStore(text, name, **options)
     if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text):
-        raise ConfigurationError(f"{text}: unknown scheme; use a path or one of {_SCHEMES}")
+        raise ConfigurationError(
+            f"{describe(text)}: unknown scheme; use a path or one of {_SCHEMES}"
+        )
+    check_path(text)
     strict = options.pop("strict", False)
     integrity = options.pop("integrity", False)
     if options:

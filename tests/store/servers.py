@@ -1,16 +1,18 @@
-"""Real servers for the store tests and benchmarks: a ``redis-server`` and a PostgreSQL cluster
-(initdb + pg_ctl), each on a free loopback port in a temporary directory, started once per
-test session.
+"""Real servers for the store tests and benchmarks: a ``redis-server``, a PostgreSQL cluster
+(initdb + pg_ctl) and a PgBouncer in front of it, each on a free loopback port in a temporary
+directory, started once per test session.
 
-PostgreSQL refuses to run as root, so when the tests run as root the cluster is owned by and run
-as the ``postgres`` user (``runuser``). Where a binary is absent the dependent tests skip with a
-loud reason naming the package to install (``.ci/run`` installs both, so CI always runs them).
+PostgreSQL and PgBouncer refuse to run as root, so when the tests run as root they are owned by
+and run as the ``postgres`` user (``runuser``). Where a binary is absent the dependent tests skip
+with a loud reason naming the package to install (``.ci/run`` installs all three, so CI always
+runs them).
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -19,6 +21,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 
 def _free_port() -> int:
@@ -90,18 +93,23 @@ def _pg_bindir() -> Path | None:
     return None
 
 
+def _as_postgres_user() -> list[str]:
+    """The command prefix that drops root to the ``postgres`` user (nothing when not root)."""
+    if os.geteuid() != 0:
+        return []
+    runuser = shutil.which("runuser")
+    if runuser is None:
+        raise Unavailable("running as root without runuser to drop to the postgres user")
+    return [runuser, "-u", "postgres", "--"]
+
+
 @contextmanager
 def postgres_server() -> Iterator[str]:
     """A throwaway PostgreSQL cluster (initdb + pg_ctl) on a free loopback port; yields its URL."""
     bindir = _pg_bindir()
     if bindir is None:
         raise Unavailable("initdb/pg_ctl not found (apt-get install postgresql)")
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        runuser = shutil.which("runuser")
-        if runuser is None:
-            raise Unavailable("running as root without runuser to drop to the postgres user")
-        as_user = [runuser, "-u", "postgres", "--"]
+    as_user = _as_postgres_user()
     port = _free_port()
     directory = tempfile.mkdtemp(prefix="cm-pg-")
     data, log = Path(directory, "data"), Path(directory, "server.log")
@@ -150,4 +158,76 @@ def postgres_server() -> Iterator[str]:
             capture_output=True,
             check=False,
         )
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextmanager
+def pgbouncer_server(postgres_url: str, *, pool_size: int = 2) -> Iterator[str]:
+    """A PgBouncer in **transaction** pooling mode in front of ``postgres_url``; yields its URL.
+
+    Transaction mode is what managed poolers and most Kubernetes setups run: each transaction
+    may get a different server connection, so anything a client leaves on its server connection
+    (a prepared statement, a ``SET``) is seen by the next client. A small ``pool_size`` makes
+    clients share server connections often, so such leaks show up within a few requests.
+    """
+    binary = shutil.which("pgbouncer") or next(
+        (p for p in ("/usr/sbin/pgbouncer", "/usr/bin/pgbouncer") if os.access(p, os.X_OK)), None
+    )
+    if binary is None:
+        raise Unavailable("pgbouncer not installed (apt-get install pgbouncer)")
+    target = urlsplit(postgres_url)
+    user = target.username or "postgres"
+    as_user = _as_postgres_user()
+    # PgBouncer 1.21+ can track protocol-level prepared statements (max_prepared_statements);
+    # 0 turns that off, as in the many deployments that run an older pooler or leave it off.
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False)
+    found = re.search(r"(\d+)\.(\d+)", version.stdout)
+    tracks = found is not None and (int(found[1]), int(found[2])) >= (1, 21)
+    port = _free_port()
+    directory = tempfile.mkdtemp(prefix="cm-pgbouncer-")
+    if as_user:
+        shutil.chown(directory, "postgres", "postgres")
+    log = Path(directory, "pgbouncer.log")
+    Path(directory, "userlist.txt").write_text(f'"{user}" ""\n')
+    Path(directory, "pgbouncer.ini").write_text(
+        "[databases]\n"
+        f"* = host={target.hostname} port={target.port}\n"
+        "[pgbouncer]\n"
+        "listen_addr = 127.0.0.1\n"
+        f"listen_port = {port}\n"
+        "unix_socket_dir =\n"
+        "auth_type = trust\n"
+        f"auth_file = {directory}/userlist.txt\n"
+        "pool_mode = transaction\n"
+        f"default_pool_size = {pool_size}\n"
+        "max_client_conn = 1000\n"
+        "log_connections = 0\n"
+        "log_disconnections = 0\n"
+        + ("max_prepared_statements = 0\n" if tracks else "")
+        + f"logfile = {log}\n"
+        f"pidfile = {directory}/pgbouncer.pid\n"
+    )
+    if as_user:
+        for name in ("userlist.txt", "pgbouncer.ini"):
+            shutil.chown(Path(directory, name), "postgres", "postgres")
+    # -q: log to the file only (a pipe nobody reads would fill up and stall the pooler).
+    process = subprocess.Popen(
+        [*as_user, binary, "-q", str(Path(directory, "pgbouncer.ini"))],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        try:
+            _wait_port(port, timeout=15)
+        except RuntimeError:
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
+            raise RuntimeError(f"pgbouncer did not start: {tail}") from None
+        yield urlunsplit(target._replace(netloc=f"{user}@127.0.0.1:{port}"))
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
         shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,354 @@
+"""Store URLs: checked before a client library sees them, shown without their credentials.
+
+Why this exists: libpq and redis-py put the URL, or the piece they choke on, into their error
+text (``invalid percent-encoded token: "<the password>"``), and a store used to append that text
+to its own error, so a malformed URL printed its password in tracebacks, logs and CLI output.
+Everything that turns a URL or a library's error into text we show goes through here:
+
+* :func:`postgres_url` and :func:`redis_url` check a URL the way the client library will read
+  it and raise :class:`ConfigurationError` naming what is wrong. Those messages never quote the
+  URL or a part of it: in a malformed URL we cannot tell where the password ends (an unencoded
+  ``/`` makes libpq read the password's first half as a port), so any echoed piece might be a
+  piece of the password.
+* :class:`StoreUrl` carries the password-free form for messages (``display``) and every form
+  of the credentials found in the URL (``secrets``); :meth:`StoreUrl.redact` removes them from
+  a library's error text and :meth:`StoreUrl.cause` says whether that error may be chained.
+* :func:`secrets_in` and :func:`describe` do the same for any target text (the CLI, unknown
+  schemes), without checking it.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, unquote, unquote_plus
+
+from ..errors import ConfigurationError
+
+__all__ = [
+    "REDACTED",
+    "StoreUrl",
+    "describe",
+    "postgres_url",
+    "redact",
+    "redis_url",
+    "safe_cause",
+    "secrets_in",
+]
+
+#: What a credential is replaced with in any text we show.
+REDACTED = "***"
+
+# Query / key=value parameters whose value is a credential (password=, sslpassword=, token=...).
+_SECRET_KEY = re.compile(r"pass|pwd|secret|token", re.IGNORECASE)
+_QUERY_PARAM = re.compile(r"(?:^|[?&;])([^=&;?#]*)=([^&;#]*)")
+# libpq key=value form: password=xyz or password='x y\'z'.
+_DSN_PARAM = re.compile(r"([A-Za-z_]+)\s*=\s*('(?:[^'\\]|\\.)*'?|\S*)")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
+
+
+@dataclass(frozen=True)
+class StoreUrl:
+    """A checked store URL: its scheme, a form safe to show, and the credentials it holds."""
+
+    scheme: str
+    #: The URL without password and query (``postgresql://app@db:5432/chat``).
+    display: str
+    #: Every credential in the URL, raw and percent-decoded, longest first.
+    secrets: tuple[str, ...]
+
+    def redact(self, text: str) -> str:
+        """``text`` (a client library's error) with every credential replaced by ``***``."""
+        return redact(text, self.secrets)
+
+    def cause(self, exc: BaseException) -> BaseException | None:
+        """``exc`` if chaining it is safe, else ``None`` (for ``raise ... from``)."""
+        return safe_cause(exc, self.secrets)
+
+
+def _variants(raw: str, *, plus: bool = False) -> set[str]:
+    """A credential as written and as each decoder (libpq, urllib, redis-py) will read it."""
+    found = {raw, unquote(raw), unquote(raw, errors="replace")}
+    if plus:
+        found.add(unquote_plus(raw))
+    return {value for value in found if value}
+
+
+def _after_scheme(url: str) -> tuple[str, str] | None:
+    match = _SCHEME.match(url)
+    return (match.group(1).lower(), url[match.end() :]) if match else None
+
+
+def _password_of(userinfo: str) -> str:
+    return userinfo.partition(":")[2] if ":" in userinfo else ""
+
+
+def secrets_in(text: str) -> tuple[str, ...]:
+    """Every credential-looking part of ``text`` (a URL or a libpq key=value string).
+
+    Malformed URLs are read every way a client library might read them (libpq ends the
+    user:password part at the first ``@``, urllib and redis-py at the last ``@`` of the host
+    part, and a password with an unencoded ``/`` ends at an ``@`` further on), so the password
+    is found whichever reading a library's error text comes from. Query and key=value
+    parameters named like a credential (``password``, ``sslpassword``, ``token``...) count too.
+    Longest first, so replacing them in order never leaves a piece of a longer one behind.
+    """
+    found: set[str] = set()
+    split = _after_scheme(text)
+    if split is not None:
+        rest = split[1]
+        userinfos = []
+        at, slash = rest.find("@"), rest.find("/")
+        if at >= 0 and (slash < 0 or at < slash):  # libpq
+            userinfos.append(rest[:at])
+        netloc = re.split(r"[/?#]", rest, maxsplit=1)[0]
+        if "@" in netloc:  # urllib / redis-py
+            userinfos.append(netloc.rpartition("@")[0])
+        if "@" in rest:  # a password holding / ? or # ends at a later @
+            userinfos.append(rest.rpartition("@")[0])
+        for userinfo in userinfos:
+            password = _password_of(userinfo)
+            if password:
+                found |= _variants(password)
+        for key, value in _QUERY_PARAM.findall(rest):
+            if _SECRET_KEY.search(unquote(key)) and value:
+                found |= _variants(value, plus=True)
+    else:
+        for key, value in _DSN_PARAM.findall(text):
+            if _SECRET_KEY.search(key) and value:
+                found.add(value)
+                if value.startswith("'"):
+                    found.add(re.sub(r"\\(.)", r"\1", value.strip("'")))
+    return tuple(sorted((s for s in found if s), key=len, reverse=True))
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each of ``secrets`` replaced by ``***`` (longest first)."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def safe_cause(exc: BaseException, secrets: Iterable[str]) -> BaseException | None:
+    """``exc`` when its printed traceback (chain included) holds none of ``secrets``, else None.
+
+    A library's own exception stays chained for debugging unless printing it would show a
+    credential: a user printing our error's traceback also prints the chained cause.
+    """
+    printed = "".join(traceback.format_exception(exc))
+    return None if any(s and s in printed for s in secrets) else exc
+
+
+def describe(text: str) -> str:
+    """Any target text, safe to show: the credentials it holds replaced by ``***``."""
+    return redact(text, secrets_in(text))
+
+
+def _scrub(text: str, secrets: Iterable[str]) -> str:
+    """A library's parse error without what it quotes (a quoted piece may be part of the
+    password even when the whole password is not in it) and without the credentials."""
+    return " ".join(_QUOTED.sub('"…"', redact(text, secrets)).split())
+
+
+def _check_text(url: str, kind: str) -> None:
+    """A NUL ends the string for libpq and hiredis, so what follows it would be dropped."""
+    if "\x00" in url:
+        raise ConfigurationError(f"a {kind} URL must not contain a NUL character")
+
+
+def _check_port(port: str, scheme: str, *, allow_empty: bool) -> None:
+    if port == "" and allow_empty:
+        return
+    if not (port.isascii() and port.isdigit()):
+        raise ConfigurationError(f"{scheme} URL: the port is not a number (host:port, digits)")
+    if not 1 <= int(port) <= 65535:
+        raise ConfigurationError(f"{scheme} URL: the port is out of range (1-65535)")
+
+
+def _split_host_port(hostport: str, scheme: str) -> tuple[str, str]:
+    """``host[:port]`` or ``[v6][:port]``: the host and the port text (may be empty)."""
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        if end < 0:
+            raise ConfigurationError(f"{scheme} URL: an IPv6 host is missing its closing ]")
+        host, after = hostport[1:end], hostport[end + 1 :]
+        if after and not after.startswith(":"):
+            raise ConfigurationError(f"{scheme} URL: unexpected text after the IPv6 host's ]")
+        return host, after[1:]
+    if "]" in hostport:
+        raise ConfigurationError(f"{scheme} URL: a ] without [ in the host")
+    host, _, port = hostport.partition(":")
+    return host, port
+
+
+def _check_userinfo(userinfo: str, scheme: str) -> None:
+    if any(c.isspace() for c in userinfo):
+        raise ConfigurationError(
+            f"{scheme} URL: the user name or password contains a space; percent-encode it (%20)"
+        )
+    if _BAD_PERCENT.search(userinfo):
+        raise ConfigurationError(
+            f"{scheme} URL: the user name or password has a % not followed by two hex digits; "
+            "write a literal % as %25"
+        )
+    if "%00" in userinfo:
+        raise ConfigurationError(f"{scheme} URL: the user name or password contains %00")
+
+
+def _check_host(host: str, scheme: str) -> None:
+    if any(c.isspace() for c in host):
+        raise ConfigurationError(f"{scheme} URL: the host contains a space")
+    if host and not host.startswith("/") and ":" not in host:  # a socket directory, IPv6
+        try:
+            host.encode("idna")
+        except UnicodeError:
+            raise ConfigurationError(f"{scheme} URL: the host is not a valid DNS name") from None
+
+
+_PG_SCHEMES = ("postgresql", "postgres")
+_ENCODE_HINT = "percent-encode @ / ? # in the password (%40 %2F %3F %23)"
+
+
+def postgres_url(url: str) -> StoreUrl:
+    """Check a PostgreSQL URL (or libpq key=value string) as libpq will read it.
+
+    libpq's own parse is the final word (``conninfo_to_dict``, no connection), but it runs
+    after our checks so the common mistakes get a message that names the fix; its own error
+    text is kept without anything it quotes. Beyond what libpq rejects, we reject what libpq
+    would accept but misread so that a piece of the password ends up somewhere it is printed
+    (an ``@`` in a host, port or database name means the password had an unencoded ``@``,
+    ``/`` or ``#``), and ports that are not numbers in range (libpq only finds out when it
+    connects, and then quotes the bad "port").
+    """
+    if not isinstance(url, str):
+        raise ConfigurationError(
+            f"a PostgreSQL target is a postgresql:// URL string, got {type(url).__name__}"
+        )
+    _check_text(url, "PostgreSQL")
+    secrets = set(secrets_in(url))
+    split = _after_scheme(url)
+    scheme = "postgresql"
+    if split is not None:
+        scheme, rest = split
+        if scheme not in _PG_SCHEMES:
+            raise ConfigurationError(f"{scheme}:// is not a PostgreSQL URL; use postgresql://")
+        at, slash = rest.find("@"), rest.find("/")
+        userinfo = rest[:at] if at >= 0 and (slash < 0 or at < slash) else ""
+        if userinfo:
+            _check_userinfo(userinfo, scheme)
+        hosts = re.split(r"[/?]", rest[len(userinfo) + 1 if userinfo else 0 :], maxsplit=1)[0]
+        if "@" in hosts:
+            raise ConfigurationError(f"{scheme} URL: an @ in the host part; {_ENCODE_HINT}")
+        for hostport in hosts.split(","):
+            host, port = _split_host_port(hostport, scheme)
+            _check_host(unquote(host), scheme)
+            _check_port(port, scheme, allow_empty=True)
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        info: dict[str, Any] = conninfo_to_dict(url)
+    except ImportError:
+        raise ConfigurationError(
+            "postgresql:// targets need psycopg 3: pip install 'context-manager[stores]'"
+        ) from None
+    except UnicodeDecodeError:
+        raise ConfigurationError(
+            f"{scheme} URL: a percent-encoded part is not UTF-8 text (%FF and the like)"
+        ) from None
+    except Exception as exc:  # psycopg.ProgrammingError: libpq cannot parse it
+        raise ConfigurationError(
+            f"{scheme} URL rejected by libpq: {_scrub(str(exc), secrets)}"
+        ) from None
+    for key in ("password", "sslpassword"):
+        if info.get(key):
+            secrets.add(str(info[key]))
+    for key in ("host", "hostaddr", "port", "dbname", "options"):
+        if "@" in str(info.get(key, "")):
+            what = {"dbname": "database name"}.get(key, key)
+            raise ConfigurationError(f"{scheme} URL: an @ in the {what}; {_ENCODE_HINT}")
+    for port in str(info.get("port") or "").split(","):
+        _check_port(port, scheme, allow_empty=True)
+    for host in str(info.get("host") or "").split(","):
+        _check_host(host, scheme)
+    user = f"{info['user']}@" if info.get("user") else ""
+    hosts = str(info.get("host") or "")
+    ports = str(info.get("port") or "")
+    shown = ",".join(
+        (f"[{h}]" if ":" in h else h) + (f":{p}" if p else "")
+        for h, p in zip(hosts.split(","), _spread(ports, hosts), strict=True)
+    )
+    display = f"postgresql://{user}{shown}/{info.get('dbname', '')}"
+    return StoreUrl(scheme, redact(display, secrets), _ordered(secrets))
+
+
+def _spread(ports: str, hosts: str) -> list[str]:
+    """libpq's port list against its host list: one port for all, or one per host."""
+    count = len(hosts.split(","))
+    parts = ports.split(",") if ports else [""]
+    return parts if len(parts) == count else [parts[0]] * count
+
+
+def _ordered(secrets: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+
+
+_REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
+def redis_url(url: str) -> StoreUrl:
+    """Check a Redis URL as redis-py will read it (``urllib.parse``: the last ``@`` of the
+    host part ends the credentials).
+
+    redis-py raises a bare ``ValueError`` for a bad port or an unclosed ``[`` (from urllib),
+    ignores a database number that is not a number (you silently get database 0) and fails
+    only at the first command on a host that is not a valid DNS name; each is a
+    :class:`ConfigurationError` here, raised before any client exists.
+    """
+    if not isinstance(url, str):
+        raise ConfigurationError(
+            f"a Redis target is a redis:// URL string, got {type(url).__name__}"
+        )
+    _check_text(url, "Redis")
+    secrets = set(secrets_in(url))
+    split = _after_scheme(url)
+    if split is None or split[0] not in _REDIS_SCHEMES:
+        raise ConfigurationError("a Redis URL starts with redis://, rediss:// or unix://")
+    scheme, rest = split
+    end = re.search(r"[/?#]", rest)
+    netloc, tail = (rest[: end.start()], rest[end.start() :]) if end else (rest, "")
+    userinfo, at, hostport = netloc.rpartition("@")
+    if at and ("[" in userinfo or "]" in userinfo):
+        raise ConfigurationError(
+            f"{scheme} URL: the user name or password contains [ or ]; percent-encode them "
+            "(%5B %5D)"
+        )
+    path, _, query = tail.partition("?")
+    path = path.partition("#")[0]
+    if "@" in path:
+        raise ConfigurationError(f"{scheme} URL: an @ after the host; {_ENCODE_HINT}")
+    db = unquote(path).replace("/", "")
+    host = port = ""
+    if scheme != "unix":
+        host, port = _split_host_port(hostport, scheme)
+        _check_host(unquote(host), scheme)
+        _check_port(port, scheme, allow_empty=True)
+        if db and not (db.isascii() and db.isdigit()):
+            raise ConfigurationError(
+                f"{scheme} URL: the database number (the path, /0 to /15 by default) is not a "
+                "number"
+            )
+    for key, value in parse_qsl(query.partition("#")[0]):
+        if key == "db" and not (value.isascii() and value.isdigit()):
+            raise ConfigurationError(f"{scheme} URL: db= is not a number")
+    if scheme == "unix":
+        display = f"unix://{path}"
+    else:
+        shown = f"[{host}]" if ":" in host else host
+        display = f"{scheme}://{shown}{':' + port if port else ''}{path}"
+    return StoreUrl(scheme, redact(display, secrets), _ordered(secrets))
