@@ -60,9 +60,23 @@ class StoreCorruptionError(StoreError):
 class StoreConflictError(StoreError):
     """Another worker changed the session since this writer last read it; nothing was written.
 
-    Raised before anything is written (and before memory changes), so nothing is lost. Reload
-    (reopen the session, or ``manager.store.reload(manager)``) and redo the change.
+    Raised before anything is written (and before memory changes), so nothing is lost. Catch up
+    (``manager.store.reload(manager)``) and redo the change: :func:`context_manager.store.
+    retrying` does both, with a jittered backoff.
     """
+
+
+class StoreOutcomeUnknownError(StoreError):
+    """The connection broke while a write was in flight: it **may have been applied**.
+
+    Every record carries a client-made id (``record_ids``) and every backend refuses to store an
+    id twice, so redoing the same write is safe. :func:`context_manager.store.retrying` does the
+    whole dance (reload, check whether ``record_ids`` landed, redo only if they did not).
+    """
+
+    def __init__(self, message: str, *, record_ids: tuple[str, ...] = ()) -> None:
+        self.record_ids = record_ids
+        super().__init__(message)
 
 
 class SessionNotFoundError(StoreError, KeyError):

@@ -7,13 +7,14 @@ docs/guide/persistence.md: the format and guarantees.
 
 from __future__ import annotations
 
-from ..errors import CheckpointNotFoundError, StoreConflictError
+from ..errors import CheckpointNotFoundError, StoreConflictError, StoreOutcomeUnknownError
 from .copy import copy_session
 from .index import ResetPolicy, SessionEntry, SessionIndex
 from .jsonl import FSYNC_MODES, FsyncMode, JsonlLog
 from .log import StoreLog
 from .protocol import Batch, Head, Store
 from .records import RestoredLog, StoredMessage
+from .retry import retrying
 from .session import SessionStore, open_session
 from .targets import open_store
 
@@ -32,8 +33,10 @@ __all__ = [
     "Store",
     "StoreConflictError",
     "StoreLog",
+    "StoreOutcomeUnknownError",
     "StoredMessage",
     "copy_session",
     "open_session",
     "open_store",
+    "retrying",
 ]

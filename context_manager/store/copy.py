@@ -7,12 +7,12 @@ manager. The destination session must be empty: a copy never merges two historie
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 from ..errors import ConfigurationError
 from .protocol import Store
+from .records import logger, read_record
 from .targets import open_store
 
 __all__ = ["copy_session"]
@@ -28,18 +28,26 @@ def copy_session(
     to_session: str | None = None,
 ) -> int:
     """Copy ``session`` from ``source`` to ``destination`` (as ``to_session``); returns the
-    number of records copied. Unreadable JSONL lines are skipped with the reader's warning."""
+    number of records copied. A record that cannot be read (malformed, nested too deeply, an
+    integer too long, a CRC that does not match) is skipped with a warning naming its position,
+    on every backend, as a restore would skip it. Records keep their ids, so the destination
+    refuses a record it already holds like any retried write."""
     src = open_store(source, session=session)
     dst = open_store(destination, session=to_session if to_session is not None else session)
     try:
         records: list[dict[str, Any]] = []
-        for _, line in src.load().lines:
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue  # the JSONL reader reports corrupt lines; a copy keeps the good ones
-            if isinstance(value, dict):
-                records.append(value)
+        for position, line in src.load().lines:
+            value = read_record(line)
+            if isinstance(value, str):
+                logger.warning(
+                    "%s session %r: not copying record %d: %s",
+                    src.target,
+                    src.session,
+                    position,
+                    value,
+                )
+                continue
+            records.append(value)
         if dst.load().lines:
             raise ConfigurationError(
                 f"{dst.target}: session {dst.session!r} already has records; copy into a new "

@@ -15,9 +15,14 @@ Why it is built this way:
   rotated files are never overwritten), the new content is written to a temporary file and renamed
   over the log. At every instant the log path holds either the old or the new complete file.
 - It is the JSONL backend of the record-level :class:`~.protocol.Store` contract: the head is
-  (file inode, line count, byte length). With ``detect_conflicts=True`` (how
-  ``MessageContextManager.open`` uses it) a write raises ``StoreConflictError`` when the file is
-  not the one this object last read or wrote (another process appended, reverted or cleared).
+  (file inode, line count, byte length, a CRC-32 of the file's last 4 KiB). With
+  ``detect_conflicts=True`` (how ``MessageContextManager.open`` uses it) a write raises
+  ``StoreConflictError`` when the file is not the one this object last read or wrote (another
+  process appended, reverted or cleared). Length alone can repeat: a torn last line cut off and
+  replaced by another writer's line of the same length. The tail's CRC cannot (a torn line never
+  ends in a newline, a complete one always does; session records also carry random ids).
+- Exactly once: an append whose first record carries an id (``_cm.id``) that the lines written
+  since this object's view already hold writes nothing and returns their positions.
   A batch of records is one ``os.write``; a writer killed inside it can leave a torn last line,
   which is never acknowledged and is cut off by the next writer.
 - With ``session=`` the log lives at ``<root>/<session>/context.jsonl`` (Kimi CLI's layout), and
@@ -37,11 +42,12 @@ import contextlib
 import errno
 import os
 import re
-from collections.abc import Mapping, Sequence
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import CheckpointNotFoundError, ConfigurationError, StoreConflictError
+from ..errors import CheckpointNotFoundError, ConfigurationError, StoreConflictError, StoreError
 from . import _files
 from .lock import LogLock
 from .protocol import Batch, Head, check_session_id
@@ -55,8 +61,30 @@ from .records import (
     encode_meta,
     logger,
     parse_record,
+    record_id,
     split_lines,
 )
+
+#: How much of the file's end the head's CRC covers (one ``pread`` per conditional append).
+TAIL_BYTES = 4096
+#: How far before its view a writer looks for a record id it is asked to store again.
+SEARCH_BACK = 1 << 20
+
+
+def _mark(tail: bytes) -> str:
+    return f"{zlib.crc32(tail[-TAIL_BYTES:]):08x}"
+
+
+@contextlib.contextmanager
+def _io(path: Path, doing: str) -> Iterator[None]:
+    """``OSError`` (a full disk, a file size limit, EIO) as a typed ``StoreError``."""
+    try:
+        yield
+    except OSError as exc:
+        raise StoreError(
+            f"{path}: cannot {doing}: {exc.strerror or exc}; nothing was written"
+        ) from None
+
 
 FsyncMode = Literal["always", "checkpoint", "never"]
 #: ``always``: fsync after every record — an acknowledged record survives power loss / OS crash.
@@ -104,8 +132,8 @@ class JsonlLog(RecordWriter):
         self.path = Path(path)
         self._session = session if session is not None else self.path.stem
         self.detect_conflicts = detect_conflicts
-        # (inode or None when absent, byte length, complete lines) as last read or written.
-        self._view: tuple[int | None, int, int] | None = None
+        # (inode or None when absent, byte length, lines, tail CRC) as last read or written.
+        self._view: tuple[int | None, int, int, str] | None = None
         self.fsync: FsyncMode = fsync
         self.strict = strict
         self.integrity = integrity
@@ -147,7 +175,7 @@ class JsonlLog(RecordWriter):
         data = _files.read_bytes(self.path)
         inode = self._now()[0] if data is not None else None
         data = data or b""
-        self._view = (inode, len(data), data.count(b"\n"))
+        self._view = (inode, len(data), data.count(b"\n"), _mark(data))
         return data
 
     # ------------------------------------------------------------------ Store protocol
@@ -168,8 +196,8 @@ class JsonlLog(RecordWriter):
     def head(self) -> Head | None:
         if self._view is None:
             return None
-        inode, size, lines = self._view
-        return Head(inode or 0, lines, size)
+        inode, size, lines, mark = self._view
+        return Head(inode or 0, lines, size, mark)
 
     def load(self, start: int = 0) -> Batch:
         with self._lock.held():
@@ -184,9 +212,33 @@ class JsonlLog(RecordWriter):
                 batch.lines.append((number - 1, raw))
         return batch
 
+    def load_after(self, head: Head) -> Batch | None:
+        """The lines after ``head`` when the file is the same one and its first ``head.offset``
+        bytes end as they did (the tail CRC); a cut torn tail or a rotation means None."""
+        with self._lock.held():
+            data = self._read_all()
+            now = self.head
+        assert now is not None
+        before = data[: head.offset]
+        if (
+            now.generation != head.generation
+            or len(data) < head.offset
+            or before.count(b"\n") != head.position
+            or _mark(before) != head.epoch
+        ):
+            return None
+        batch = Batch(now)
+        for number, raw, complete in split_lines(data[head.offset :]):
+            if not complete:
+                batch.torn_tail = True
+            else:
+                batch.lines.append((head.position + number - 1, raw))
+        return batch
+
     def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
         data = b"".join(dump_record(record, integrity=self.integrity) for record in records)
-        first = self._append(data, durable=durable)
+        rid = record_id(records[0]) if records else None
+        first = self._append(data, durable=durable, rid=rid)
         return list(range(first, first + len(records)))
 
     def sessions(self) -> list[str]:
@@ -206,11 +258,13 @@ class JsonlLog(RecordWriter):
 
     # ------------------------------------------------------------------ writing
     def _put(self, record: dict[str, Any], durable: bool) -> None:
-        self._append(dump_record(record, integrity=self.integrity), durable=durable)
+        self._append(
+            dump_record(record, integrity=self.integrity), durable=durable, rid=record_id(record)
+        )
 
     def checkpoint(self) -> int:
         """Append the next checkpoint marker and return its id (0, 1, 2, ...)."""
-        with self._lock.held():
+        with self._lock.held(), _io(self.path, "write a checkpoint"):
             if self.detect_conflicts and self._view is not None:
                 self._check_view()  # before next_checkpoint_id reads (and catches up)
             checkpoint_id = self.next_checkpoint_id
@@ -219,9 +273,13 @@ class JsonlLog(RecordWriter):
             self._next_checkpoint_id = checkpoint_id + 1
             return checkpoint_id
 
-    def _append(self, line: bytes, *, durable: bool) -> int:
+    def _append(self, line: bytes, *, durable: bool, rid: str | None = None) -> int:
         """Write ``line`` (one or more records); returns the position of the first one."""
-        with self._lock.held():
+        with self._lock.held(), _io(self.path, "append"):
+            if rid is not None and self._view is not None:
+                stored = self._stored_at(rid, line.count(b"\n"))
+                if stored is not None:
+                    return stored
             if self.detect_conflicts and self._view is not None:
                 self._check_view()
             elif self._view is None or self._moved():
@@ -241,8 +299,53 @@ class JsonlLog(RecordWriter):
                     os.ftruncate(fd, start)
                 raise
             st = os.fstat(fd)
-            self._view = (st.st_ino, st.st_size, lines + line.count(b"\n"))
+            end = st.st_size
+            tail = os.pread(fd, min(end, TAIL_BYTES), end - min(end, TAIL_BYTES))
+            self._view = (st.st_ino, end, lines + line.count(b"\n"), _mark(tail))
             return lines
+
+    def _stored_at(self, rid: str, count: int) -> int | None:
+        """The position of a batch of ``count`` lines starting with record id ``rid``, when the
+        file holds it near its end (a retry of a write that did land), or None.
+
+        It looks at the lines appended since this object's view and the last
+        :data:`SEARCH_BACK` bytes before it: a retry follows its write closely, and a scan of
+        the whole file per append would make appends linear in the history. When the batch
+        ends past the view, the view moves to the end of the batch, not of the file: lines
+        written after it are still unseen, so the next conditional write is refused.
+        """
+        assert self._view is not None
+        inode, size, lines, _ = self._view
+        now_inode, now_size = self._now()
+        if now_inode != inode or now_size < size:
+            return None
+        start = max(0, size - SEARCH_BACK)
+        fd = self._descriptor()
+        region = os.pread(fd, now_size - start, start)
+        found = region.find(rid.encode())
+        if found < 0:
+            return None
+        line_start = region.rfind(b"\n", 0, found) + 1
+        line_end = region.find(b"\n", found)
+        if line_end < 0:
+            return None  # a torn line is not stored
+        try:
+            if record_id(parse_record(region[line_start : line_end + 1])) != rid:
+                return None
+        except Exception:  # an unreadable line is not ours
+            return None
+        position = lines - region[: size - start].count(b"\n") + region[:line_start].count(b"\n")
+        end = line_start
+        for _ in range(count):
+            newline = region.find(b"\n", end)
+            if newline < 0:
+                return None
+            end = newline + 1
+        absolute = start + end
+        if absolute > size:
+            tail = os.pread(fd, min(absolute, TAIL_BYTES), absolute - min(absolute, TAIL_BYTES))
+            self._view = (inode, absolute, position + count, _mark(tail))
+        return position
 
     def _now(self) -> tuple[int | None, int]:
         try:
@@ -257,9 +360,15 @@ class JsonlLog(RecordWriter):
 
     def _check_view(self) -> None:
         assert self._view is not None
-        inode, size, _ = self._view
+        inode, size, _, mark = self._view
         now = self._now()
-        if now != (inode, size) and not (inode is None and now[1] == 0):
+        changed = now != (inode, size) and not (inode is None and now[1] == 0)
+        if not changed and size:  # same length: is it the same content at the end?
+            fd = self._descriptor()
+            changed = (
+                _mark(os.pread(fd, min(size, TAIL_BYTES), size - min(size, TAIL_BYTES))) != mark
+            )
+        if changed:
             raise StoreConflictError(
                 f"{self.path}: another writer changed the log since this one read it "
                 f"({size} -> {now[1]} bytes{', file replaced' if now[0] != inode else ''}); "
@@ -321,7 +430,7 @@ class JsonlLog(RecordWriter):
         Corrupt lines are dropped from the rewritten file (with the warning restore gives).
         Returns the state of the rewritten log; checkpoint ids from ``checkpoint_id`` on are reused.
         """
-        with self._lock.held():
+        with self._lock.held(), _io(self.path, "revert"):
             data = self._read_all()
             replayer = Replayer(str(self.path), strict=self.strict)
             kept: list[bytes] = []
@@ -346,7 +455,7 @@ class JsonlLog(RecordWriter):
 
     def clear(self) -> None:
         """Rotate the file and start an empty log (checkpoint ids restart at 0)."""
-        with self._lock.held():
+        with self._lock.held(), _io(self.path, "clear"):
             self._rotate_and_replace(b"")
             self._next_checkpoint_id = 0
 
@@ -356,7 +465,7 @@ class JsonlLog(RecordWriter):
         rotated = self._rotate() if self.path.exists() else None
         _files.atomic_write(self.path, content, durable=self.fsync != "never")
         self._close_fd()
-        self._view = (os.stat(self.path).st_ino, len(content), content.count(b"\n"))
+        self._view = (os.stat(self.path).st_ino, len(content), content.count(b"\n"), _mark(content))
         return rotated
 
     def _rotate(self) -> Path:
@@ -383,11 +492,14 @@ class JsonlLog(RecordWriter):
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        with self._lock.held():
-            if self._fd is not None and self.fsync != "never":
-                os.fsync(self._fd)
-            self._close_fd()
-        self._lock.close()
+        try:
+            with self._lock.held(), _io(self.path, "flush on close"):
+                if self._fd is not None and self.fsync != "never":
+                    os.fsync(self._fd)
+        finally:
+            with contextlib.suppress(OSError):
+                self._close_fd()
+            self._lock.close()
 
     def _close_fd(self) -> None:
         if self._fd is not None:

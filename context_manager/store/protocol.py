@@ -23,6 +23,8 @@ never writes after history it has not seen. ``revert_to`` and ``clear`` are not 
 out of date. A store that has not loaded anything yet appends blindly (no view to be stale).
 We chose the typed error over a silent catch-up because the writer's caller holds state built
 from its view (a manager's memory); only the caller knows how to redo its work on fresh state.
+A head never matches again once the session changed (``Head.epoch``), and appends are exactly
+once (record ids; see :meth:`Store.append`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
 
-__all__ = ["DEFAULT_SESSION", "Batch", "Head", "Store", "check_session_id"]
+__all__ = ["DEFAULT_SESSION", "Batch", "Head", "Store", "check_session_id", "extends"]
 
 #: The session a database target uses when ``session=`` is not given.
 DEFAULT_SESSION = "default"
@@ -64,6 +66,20 @@ class Head:
     position: int
     #: Backend bookkeeping that must also match (JSONL: the file's byte length; else 0).
     offset: int = 0
+    #: A value that never repeats for a new state of the session, so a head cannot match again
+    #: after the session changed and came back to the same generation and position (ABA):
+    #: JSONL: a digest of the file's last bytes; Redis and SQL: a random epoch drawn when the
+    #: session (or its generation) is created, so an expired or deleted session rebuilt to the
+    #: same position has another one.
+    epoch: str = ""
+
+
+def extends(new: Head, old: Head) -> bool:
+    """True when a session at ``new`` holds everything it held at ``old`` unchanged, plus
+    maybe more: same generation and epoch (nothing rewritten, not rebuilt), not shorter."""
+    return (
+        new.generation == old.generation and new.epoch == old.epoch and new.position >= old.position
+    )
 
 
 @dataclass(slots=True)
@@ -104,11 +120,21 @@ class Store(Protocol):
         """The current generation's records at positions ``>= start``; updates :attr:`head`."""
         ...
 
+    def load_after(self, head: Head) -> Batch | None:
+        """The records after ``head`` when the session still extends it (nothing before it
+        was rewritten, the generation is the same, it was not rebuilt after expiring), else
+        None: the caller must read everything again. Updates :attr:`head` when it reads."""
+        ...
+
     def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
         """Append ``records`` in one atomic step and return their positions.
 
-        Raises ``StoreConflictError`` (nothing written) when the session moved past
-        :attr:`head`. ``durable`` asks for the strongest persistence the backend offers.
+        Exactly once: when the first record carries an id (``_cm.id``, see
+        ``records.record_id``) that the current generation already holds, nothing is written and
+        the positions it was stored at are returned (a retry of a write whose reply was lost).
+        Otherwise raises ``StoreConflictError`` (nothing written) when the session moved past
+        :attr:`head`, and ``StoreOutcomeUnknownError`` when the connection broke with the write
+        in flight. ``durable`` asks for the strongest persistence the backend offers.
         """
         ...
 

@@ -13,12 +13,18 @@ restore puts a message back with its trimming attributes; Kimi ignores unknown k
 use ``json.dumps`` defaults exactly as Kimi writes them; message lines are compact UTF-8 JSON.
 Unknown ``_`` roles are skipped silently, so newer writers do not break older readers. Every line
 we write has a ``content`` key: Kimi's reader aborts its whole restore on a line without one.
+
+A record written by a session (``SessionStore``) also carries ``"_cm": {"id": "<22 chars>"}``: a
+client-made random id that makes appends exactly-once. Every backend refuses to store an id twice
+in a generation, so a write whose reply was lost (a dropped connection after the commit) can be
+sent again without storing the record twice. Kimi ignores the key like the others.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import secrets
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -42,6 +48,31 @@ CRC_KEY = "crc"
 META_ROLES = (SYSTEM_PROMPT, USAGE, CHECKPOINT)
 #: Largest |priority| a line may carry (priorities beyond it are certainly not ours).
 MAX_PRIORITY = 2**53
+#: Key of the client-made record id inside ``_cm``.
+ID_KEY = "id"
+
+
+def new_record_id() -> str:
+    """A random record id: 128 bits (22 URL-safe characters), never reused by chance."""
+    return secrets.token_urlsafe(16)
+
+
+def record_id(record: Mapping[str, Any]) -> str | None:
+    """The client-made id a record carries in ``_cm``, or None (written by another tool)."""
+    attrs = record.get(ATTRS_KEY)
+    if isinstance(attrs, Mapping):
+        rid = attrs.get(ID_KEY)
+        if isinstance(rid, str):
+            return rid
+    return None
+
+
+def _with_id(record: dict[str, Any], rid: str | None) -> dict[str, Any]:
+    if rid is not None:
+        attrs = dict(record.get(ATTRS_KEY) or {})
+        attrs[ID_KEY] = rid
+        record[ATTRS_KEY] = attrs
+    return record
 
 
 def _dumps(record: Mapping[str, Any]) -> str:
@@ -170,14 +201,21 @@ class RecordWriter:
         pinned: bool = False,
         priority: int = 0,
         extra: Mapping[str, Any] | None = None,
+        record_id: str | None = None,
     ) -> None:
         record = message_record(message, pinned=pinned, priority=priority, extra=extra)
-        self._put(record, False)
+        self._put(_with_id(record, record_id), False)
 
-    def append_usage(self, token_count: int) -> None:
-        self._put({"role": USAGE, "token_count": int(token_count)}, False)
+    def append_usage(self, token_count: int, *, record_id: str | None = None) -> None:
+        self._put(_with_id({"role": USAGE, "token_count": int(token_count)}, record_id), False)
 
-    def write_system_prompt(self, text: str, original: Mapping[str, Any] | None = None) -> None:
+    def write_system_prompt(
+        self,
+        text: str,
+        original: Mapping[str, Any] | None = None,
+        *,
+        record_id: str | None = None,
+    ) -> None:
         """Append a ``_system_prompt`` record; on restore the last one wins (as in Kimi CLI).
 
         ``original`` (the encoded message and its type tag) is kept in ``_cm`` when the prompt
@@ -186,10 +224,10 @@ class RecordWriter:
         record: dict[str, Any] = {"role": SYSTEM_PROMPT, "content": text}
         if original is not None:
             record[ATTRS_KEY] = dict(original)
-        self._put(record, True)
+        self._put(_with_id(record, record_id), True)
 
-    def append_compaction(self, entry: Mapping[str, Any]) -> None:
-        self._put(compaction_record(entry), True)
+    def append_compaction(self, entry: Mapping[str, Any], *, record_id: str | None = None) -> None:
+        self._put(_with_id(compaction_record(entry), record_id), True)
 
 
 @dataclass(slots=True)
@@ -200,6 +238,8 @@ class StoredMessage:
     pinned: bool = False
     priority: int = 0
     line: int = 0
+    #: The client-made id the line carried (None for lines written by other tools).
+    record_id: str | None = None
 
 
 @dataclass
@@ -269,6 +309,8 @@ def parse_record(raw: bytes) -> dict[str, Any]:
         raise _Invalid("JSON nested too deeply") from None
     except _Invalid:
         raise
+    except ValueError as exc:  # an integer past sys.get_int_max_str_digits() (4,300 digits)
+        raise _Invalid(f"unreadable number ({exc})") from None
     if not isinstance(value, dict):
         raise _Invalid(f"a line must be a JSON object, got {type(value).__name__}")
     if verify_crc(value) is False:
@@ -296,6 +338,15 @@ def parse_record(raw: bytes) -> dict[str, Any]:
     return value
 
 
+def read_record(raw: bytes) -> dict[str, Any] | str:
+    """The record a stored line holds, or the reason it cannot be read (:func:`parse_record`'s
+    rules, for readers that skip a bad line with a warning instead of replaying it)."""
+    try:
+        return parse_record(raw)
+    except _Invalid as exc:
+        return str(exc)
+
+
 def _no_constant(name: str) -> Any:
     raise _Invalid(f"bare {name} is not JSON")
 
@@ -313,6 +364,8 @@ def _check_attrs(attrs: Any) -> None:
         raise _Invalid(f"'{ATTRS_KEY}.priority' must be an integer, got {priority!r:.40}")
     if "type" in attrs and not isinstance(attrs["type"], str):
         raise _Invalid(f"'{ATTRS_KEY}.type' must be a string")
+    if ID_KEY in attrs and not isinstance(attrs[ID_KEY], str):
+        raise _Invalid(f"'{ATTRS_KEY}.{ID_KEY}' must be a string")
 
 
 def _is_int(value: Any) -> bool:
@@ -391,11 +444,13 @@ class Replayer:
                 except InvalidMessageError as exc:
                     self._bad_line(number, str(exc), True)
                     return
+            rid = attrs.get(ID_KEY)
             stored = StoredMessage(
                 message,
                 pinned=bool(attrs.get("pinned", False)),
                 priority=int(attrs.get("priority", 0)),
                 line=number,
+                record_id=rid if isinstance(rid, str) else None,
             )
             state.messages.append(stored)
             self.sequence.append(stored)

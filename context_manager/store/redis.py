@@ -2,7 +2,10 @@
 
 ``redis://host:6379/0`` (``rediss://`` for TLS). Each generation of a session is one Redis list
 of JSON lines, ``<prefix>{<session>}:g:<N>``; ``<prefix>{<session>}:gen`` holds the current
-generation and ``<prefix>{<session>}:ck:<N>`` maps checkpoint ids to positions; the sorted set
+generation, ``<prefix>{<session>}:epoch`` a random value drawn when the session's keys are made
+(so a session rebuilt after expiring is told apart from the one a stale writer saw),
+``<prefix>{<session>}:ck:<N>`` maps checkpoint ids to positions and ``<prefix>{<session>}:id:<N>``
+the first record id of each write to its position (exactly-once retries); the sorted set
 ``<prefix>sessions`` lists sessions by last write. All of a session's keys share the hash tag
 ``{<session>}``, so they live in one cluster slot.
 
@@ -17,30 +20,57 @@ loses an acknowledged record (the script ran before the reply).
 
 from __future__ import annotations
 
+import logging
+import secrets
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import CheckpointNotFoundError, ConfigurationError, StoreConflictError, StoreError
-from .protocol import DEFAULT_SESSION, Batch, Head, check_session_id
-from .records import CHECKPOINT, dump_record
+from ..errors import (
+    CheckpointNotFoundError,
+    ConfigurationError,
+    StoreConflictError,
+    StoreError,
+    StoreOutcomeUnknownError,
+)
+from ._urls import redis_url
+from .protocol import DEFAULT_SESSION, Batch, Head, check_session_id, extends
+from .records import CHECKPOINT, dump_record, record_id
 
 __all__ = ["RedisStore"]
 
+# Every script reads the session's epoch: a random value drawn when the session's keys are
+# created (ARGV new_epoch), so a session that expired (ttl) and was rebuilt to the same
+# generation and position has another one and a stale writer's view cannot match it again (ABA).
+# A view read while the session did not exist (epoch '') matches it only while it is still empty.
+
 # ARGV: base, index, session, expect_gen ('' = blind), expect_pos, ttl, now, mode,
-# then (body, checkpoint id or '') pairs. Returns {ok, generation, next position, checkpoint id}.
+# expect_epoch, new_epoch, first record id ('' = none), then (body, checkpoint id or '') pairs.
+# Returns {status, generation, next position, checkpoint id, epoch}: status 1 written, 0 stale
+# view (nothing written), 2 the first id is already stored (a retry: nothing written).
 _APPEND = """
 local base = ARGV[1]
 local gen = tonumber(redis.call('GET', base .. 'gen') or '0')
+local epoch = redis.call('GET', base .. 'epoch')
 local list = base .. 'g:' .. gen
 local ck = base .. 'ck:' .. gen
+local ids = base .. 'id:' .. gen
 local len = redis.call('LLEN', list)
-if ARGV[4] ~= '' and (tonumber(ARGV[4]) ~= gen or tonumber(ARGV[5]) ~= len) then
-  return {0, gen, len, -1}
+local count = (#ARGV - 11) / 2
+if ARGV[11] ~= '' then
+  local at = redis.call('HGET', ids, ARGV[11])
+  if at then return {2, gen, tonumber(at) + count, -1, epoch or ''} end
 end
+if ARGV[4] ~= '' then
+  local same = tonumber(ARGV[4]) == gen and tonumber(ARGV[5]) == len
+  if ARGV[9] ~= (epoch or '') and not (ARGV[9] == '' and gen == 0 and len == 0) then
+    same = false
+  end
+  if not same then return {0, gen, len, -1, epoch or ''} end
+end
+if not epoch then epoch = ARGV[10] end
 local pos = len
 local made = -1
 if ARGV[8] == 'checkpoint' then
@@ -49,8 +79,9 @@ if ARGV[8] == 'checkpoint' then
   redis.call('HSET', ck, tostring(made), pos, 'next', made + 1)
   pos = pos + 1
 else
+  if ARGV[11] ~= '' then redis.call('HSET', ids, ARGV[11], pos) end
   local bodies = {}
-  for i = 9, #ARGV, 2 do
+  for i = 12, #ARGV, 2 do
     bodies[#bodies + 1] = ARGV[i]
     if ARGV[i + 1] ~= '' then
       local id = tonumber(ARGV[i + 1])
@@ -66,31 +97,35 @@ else
   end
 end
 redis.call('SET', base .. 'gen', gen)
+redis.call('SET', base .. 'epoch', epoch)
 redis.call('ZADD', ARGV[2], ARGV[7], ARGV[3])
 local ttl = tonumber(ARGV[6])
 if ttl > 0 then
-  redis.call('EXPIRE', base .. 'gen', ttl)
-  redis.call('EXPIRE', list, ttl)
-  if redis.call('EXISTS', ck) == 1 then redis.call('EXPIRE', ck, ttl) end
+  for _, key in ipairs({base .. 'gen', base .. 'epoch', list, ck, ids}) do
+    if redis.call('EXISTS', key) == 1 then redis.call('EXPIRE', key, ttl) end
+  end
 end
-return {1, gen, pos, made}
+return {1, gen, pos, made, epoch}
 """
 
-# ARGV: base, index, session, checkpoint id ('' = clear), ttl, now.
-# Returns {ok, new generation, next position, checkpoints in the old generation}.
+# ARGV: base, index, session, checkpoint id ('' = clear), ttl, now, new_epoch.
+# Returns {ok, new generation, next position, checkpoints in the old generation, epoch}.
 _ROTATE = """
 local base = ARGV[1]
 local gen = tonumber(redis.call('GET', base .. 'gen') or '0')
+local epoch = redis.call('GET', base .. 'epoch') or ARGV[7]
 local list = base .. 'g:' .. gen
 local ck = base .. 'ck:' .. gen
+local ids = base .. 'id:' .. gen
 local ng = gen + 1
 local nlist = base .. 'g:' .. ng
 local nck = base .. 'ck:' .. ng
+local nids = base .. 'id:' .. ng
 local cut = 0
 if ARGV[4] ~= '' then
   local found = redis.call('HGET', ck, ARGV[4])
   if not found then
-    return {0, gen, 0, tonumber(redis.call('HGET', ck, 'next') or '0')}
+    return {0, gen, 0, tonumber(redis.call('HGET', ck, 'next') or '0'), epoch}
   end
   cut = tonumber(found)
   local i = 0
@@ -106,29 +141,46 @@ if ARGV[4] ~= '' then
     end
   end
   redis.call('HSET', nck, 'next', ARGV[4])
+  local known = redis.call('HGETALL', ids)
+  for k = 1, #known, 2 do
+    if tonumber(known[k + 1]) < cut then redis.call('HSET', nids, known[k], known[k + 1]) end
+  end
 end
 redis.call('SET', base .. 'gen', ng)
+redis.call('SET', base .. 'epoch', epoch)
 redis.call('ZADD', ARGV[2], ARGV[6], ARGV[3])
 local ttl = tonumber(ARGV[5])
 if ttl > 0 then
-  for _, key in ipairs({base .. 'gen', nlist, nck, list, ck}) do
+  for _, key in ipairs({base .. 'gen', base .. 'epoch', nlist, nck, nids, list, ck, ids}) do
     if redis.call('EXISTS', key) == 1 then redis.call('EXPIRE', key, ttl) end
   end
 end
-return {1, ng, cut, 0}
+return {1, ng, cut, 0, epoch}
 """
 
-# ARGV: base, start. Returns {generation, length, lines...}.
+# ARGV: base, start. Returns {generation, length, epoch, lines...}.
 _LOAD = """
 local base = ARGV[1]
 local gen = tonumber(redis.call('GET', base .. 'gen') or '0')
 local list = base .. 'g:' .. gen
-local out = {gen, redis.call('LLEN', list)}
+local out = {gen, redis.call('LLEN', list), redis.call('GET', base .. 'epoch') or ''}
 for _, item in ipairs(redis.call('LRANGE', list, tonumber(ARGV[2]), -1)) do
   out[#out + 1] = item
 end
 return out
 """
+
+
+logger = logging.getLogger("context_manager.store")
+
+# Servers already warned about (by target, without credentials): the warning is about the
+# server, so once per process is enough; per-request stores would otherwise repeat it.
+_WARNED: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _redis() -> Any:
@@ -158,8 +210,12 @@ class RedisStore:
             raise ConfigurationError(f"ttl must be a positive number of seconds, got {ttl!r}")
         if not isinstance(prefix, str) or "{" in prefix or "}" in prefix:
             raise ConfigurationError(f"prefix must be a string without braces, got {prefix!r}")
+        # Checked before redis-py sees it: a bad port, bracket or database number is a
+        # ConfigurationError that does not quote the URL (redis-py's ValueError may).
+        self._url_info = redis_url(url)
         redis = _redis()
         self._error: type[Exception] = redis.RedisError
+        self._lost: tuple[type[Exception], ...] = (redis.ConnectionError, redis.TimeoutError)
         self._url = url
         self.ttl = ttl
         self.prefix = prefix
@@ -167,13 +223,23 @@ class RedisStore:
         self._index = f"{prefix}sessions"
         self._head: Head | None = None
         self._lock = threading.RLock()
+        self._persistence_checked = False
         try:
             self._client = client if client is not None else redis.Redis.from_url(url)
+        except (ValueError, TypeError) as exc:  # a query option redis-py cannot read
+            reason = self._url_info.redact(str(exc))
+            raise ConfigurationError(
+                f"{self.target}: redis-py cannot use the URL: {reason}"
+            ) from self._url_info.cause(exc)
+        try:
             self._append = self._client.register_script(_APPEND)
             self._rotate = self._client.register_script(_ROTATE)
             self._load = self._client.register_script(_LOAD)
         except (ValueError, self._error) as exc:
-            raise StoreError(f"{self.target}: cannot use Redis: {exc}") from exc
+            reason = self._url_info.redact(str(exc))
+            raise StoreError(
+                f"{self.target}: cannot use Redis: {reason}"
+            ) from self._url_info.cause(exc)
 
     @property
     def session(self) -> str:
@@ -181,27 +247,75 @@ class RedisStore:
 
     @property
     def target(self) -> str:
-        parts = urlsplit(self._url)
-        host = parts.hostname or ""
-        netloc = f"{host}:{parts.port}" if parts.port else host
-        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+        """The URL without credentials or query: ``redis://host:port/db``."""
+        return self._url_info.display
 
     @property
     def head(self) -> Head | None:
         return self._head
 
     @contextmanager
-    def _errors(self) -> Iterator[None]:
+    def _errors(self, record_ids: tuple[str, ...] | None = None) -> Iterator[None]:
+        """Typed errors; ``record_ids`` marks a write, whose outcome a broken connection leaves
+        unknown (the script may have run before the reply was lost)."""
         with self._lock:
             try:
                 yield
+            except self._lost as exc:
+                reason = self._url_info.redact(str(exc))
+                if record_ids is None:
+                    raise StoreError(
+                        f"{self.target} session {self._session!r}: Redis is unreachable: {reason}"
+                    ) from None
+                raise StoreOutcomeUnknownError(
+                    f"{self.target} session {self._session!r}: the connection to Redis broke "
+                    f"while a write was in flight ({reason}); it may have been applied. Reload "
+                    "the session; its records carry ids, so sending the same write again cannot "
+                    "store it twice",
+                    record_ids=record_ids,
+                ) from None
             except self._error as exc:
+                reason = self._url_info.redact(str(exc))
                 raise StoreError(
-                    f"{self.target} session {self._session!r}: Redis failed: {exc}; the change "
-                    "may not have been applied if the connection broke after the script ran"
-                ) from exc
+                    f"{self.target} session {self._session!r}: Redis failed: {reason}; nothing "
+                    "was changed"
+                ) from None
 
-    def _run_append(self, mode: str, pairs: list[str]) -> tuple[int, int, int]:
+    def _check_persistence(self) -> None:
+        """Log one warning per server when it would lose acknowledged records on a restart.
+
+        Without ``appendonly yes`` a restarted Redis comes back with its last RDB snapshot (or
+        empty, with ``save ""``): every session written since then is gone, and a worker that
+        reloads carries on with an empty history. Managed services that refuse ``CONFIG`` are
+        not judged (their persistence is the provider's setting).
+        """
+        self._persistence_checked = True
+        try:
+            config = self._client.config_get("appendonly")
+            snapshots = self._client.config_get("save")
+        except self._error:
+            return
+        appendonly = _text(config.get("appendonly", config.get(b"appendonly", "")))
+        if appendonly == "yes":
+            return
+        with _WARNED_LOCK:
+            if self.target in _WARNED:
+                return
+            _WARNED.add(self.target)
+        save = _text(snapshots.get("save", snapshots.get(b"save", "")))
+        logger.warning(
+            "%s has appendonly off: a Redis restart loses every session write since %s. "
+            "Set appendonly yes (appendfsync everysec loses at most a second, always nothing); "
+            "see docs/guide/stores.md",
+            self.target,
+            f"the last RDB snapshot (save {save!r})" if save else "it started (no snapshots)",
+        )
+
+    def _run_append(
+        self, mode: str, pairs: list[str], rids: tuple[str, ...] = ()
+    ) -> tuple[int, int, int]:
+        if not self._persistence_checked:
+            self._check_persistence()
         view = self._head
         args: list[Any] = [
             self._base,
@@ -212,27 +326,47 @@ class RedisStore:
             self.ttl or 0,
             time.time(),
             mode,
+            "" if view is None else view.epoch,
+            secrets.token_hex(8),
+            rids[0] if rids else "",
             *pairs,
         ]
-        with self._errors():
-            ok, generation, position, made = self._append(args=args)
-        if not ok:
+        try:
+            with self._errors(rids):
+                status, generation, position, made, epoch = self._append(args=args)
+        except StoreOutcomeUnknownError:
+            if not rids:
+                raise
+            # The script may have run; its records carry ids, so running it again is safe: it
+            # finds the first id and writes nothing (the client reconnects on its own).
+            with self._errors(rids):
+                status, generation, position, made, epoch = self._append(args=args)
+        epoch = epoch.decode() if isinstance(epoch, bytes) else str(epoch)
+        if not status:
             assert view is not None
             raise StoreConflictError(
                 f"{self.target} session {self._session!r}: another writer changed it since "
                 f"this one read it (generation/position {view.generation}/{view.position} -> "
-                f"{generation}/{position}); nothing was written: reload the session and retry"
+                f"{generation}/{position}{'' if epoch == view.epoch else ', recreated'}); "
+                "nothing was written: reload the session and retry"
             )
-        self._head = Head(int(generation), int(position))
+        self._head = Head(int(generation), int(position), epoch=epoch)
         return int(generation), int(position), int(made)
 
     def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
         pairs: list[str] = []
+        rids: list[str] = []
         for record in records:
             pairs.append(dump_record(record)[:-1].decode("utf-8"))
             checkpoint = record.get("id") if record.get("role") == CHECKPOINT else None
             pairs.append("" if checkpoint is None else str(int(checkpoint)))
-        _, end, _ = self._run_append("append", pairs)
+            rid = record_id(record)
+            if rid is not None:
+                rids.append(rid)
+        # The script indexes a batch by its first record's id (records of a batch are
+        # contiguous), which is what a retry of the same batch looks up.
+        first = record_id(records[0]) if records else None
+        _, end, _ = self._run_append("append", pairs, tuple(rids) if first else ())
         return list(range(end - len(records), end))
 
     def checkpoint(self) -> int:
@@ -246,15 +380,17 @@ class RedisStore:
             "" if checkpoint_id is None else int(checkpoint_id),
             self.ttl or 0,
             time.time(),
+            secrets.token_hex(8),
         ]
-        with self._errors():
-            ok, generation, position, count = self._rotate(args=args)
+        with self._errors(()):
+            ok, generation, position, count, epoch = self._rotate(args=args)
         if not ok:
             raise CheckpointNotFoundError(
                 f"{self.target} session {self._session!r}: checkpoint {checkpoint_id} does not "
                 f"exist (the session has {count} checkpoints, ids from 0); pick an existing id"
             )
-        self._head = Head(int(generation), int(position))
+        epoch = epoch.decode() if isinstance(epoch, bytes) else str(epoch)
+        self._head = Head(int(generation), int(position), epoch=epoch)
         return self._head
 
     def revert_to(self, checkpoint_id: int) -> Head:
@@ -266,12 +402,17 @@ class RedisStore:
     def load(self, start: int = 0) -> Batch:
         with self._errors():
             reply = self._load(args=[self._base, max(0, int(start))])
-        self._head = Head(int(reply[0]), int(reply[1]))
-        first = self._head.position - (len(reply) - 2)
+        epoch = reply[2].decode() if isinstance(reply[2], bytes) else str(reply[2])
+        self._head = Head(int(reply[0]), int(reply[1]), epoch=epoch)
+        first = self._head.position - (len(reply) - 3)
         return Batch(
             self._head,
-            [(first + i, bytes(line) + b"\n") for i, line in enumerate(reply[2:])],
+            [(first + i, bytes(line) + b"\n") for i, line in enumerate(reply[3:])],
         )
+
+    def load_after(self, head: Head) -> Batch | None:
+        batch = self.load(head.position)
+        return batch if extends(batch.head, head) else None
 
     def sessions(self) -> list[str]:
         with self._errors():

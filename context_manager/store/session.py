@@ -24,7 +24,18 @@ from ..messages.codec import decode, encode
 from .jsonl import FsyncMode
 from .log import SessionLog
 from .protocol import Store
-from .records import CHECKPOINT, COMPACTION, SYSTEM_PROMPT, USAGE, RestoredLog, StoredMessage
+from .records import (
+    ATTRS_KEY,
+    CHECKPOINT,
+    COMPACTION,
+    SYSTEM_PROMPT,
+    USAGE,
+    Replayer,
+    RestoredLog,
+    StoredMessage,
+    new_record_id,
+    record_id,
+)
 
 logger = logging.getLogger("context_manager.store")
 
@@ -83,10 +94,15 @@ class SessionStore:
 
     def _write(self, change: Change) -> None:
         log = self.log
+        rid = new_record_id()  # exactly-once: every backend refuses to store an id twice
         if isinstance(change, MessageAdded):
             payload, tag = encode(change.message)
+            if tag is None and ATTRS_KEY in payload:
+                tag = "dict"  # the message's own "_cm" key: keep it inside the wrapper, intact
             if tag is None:
-                log.append_message(payload, pinned=change.pinned, priority=change.priority)
+                log.append_message(
+                    payload, pinned=change.pinned, priority=change.priority, record_id=rid
+                )
             else:  # Kimi-readable wrapper; the object itself travels in _cm
                 wrapper: dict[str, Any] = {"role": change.record.role, "content": None}
                 if change.record.tool_call_id is not None:
@@ -96,19 +112,21 @@ class SessionStore:
                     pinned=change.pinned,
                     priority=change.priority,
                     extra={"type": tag, "payload": payload},
+                    record_id=rid,
                 )
         elif isinstance(change, SystemPromptSet):
-            log.write_system_prompt(change.record.text, _system_original(change.message))
+            original = _system_original(change.message)
+            log.write_system_prompt(change.record.text, original, record_id=rid)
         elif isinstance(change, UsageRecorded):
-            log.append_usage(change.input_tokens)
+            log.append_usage(change.input_tokens, record_id=rid)
         elif isinstance(change, Cleared):
             log.clear()
             manager = self._manager
             if change.keep_system_prompt and manager is not None and manager.system_prompt:
                 original = _system_original(manager.system_message)
-                log.write_system_prompt(manager.system_prompt, original)
+                log.write_system_prompt(manager.system_prompt, original, record_id=rid)
         elif isinstance(change, Compacted):
-            log.append_compaction(_compaction_record(change))
+            log.append_compaction(_compaction_record(change), record_id=rid)
 
     def checkpoint(self) -> int:
         return self.log.checkpoint()
@@ -121,24 +139,71 @@ class SessionStore:
         """
         with manager.locked():
             self.log.revert_to(checkpoint_id)
-            self.reload(manager)
+            self._reload(manager, (), full=True)
 
     def reload(self, manager: ManagerHost) -> None:
-        """Rebuild ``manager`` from the store as it is now: the retry after a
+        """Bring ``manager`` up to date with the store: the retry after a
         ``StoreConflictError`` (another worker wrote since this one read), then redo the change.
+
+        When the session still extends what this worker last saw (same generation, nothing
+        rewritten), only the records after that point are read and applied; otherwise (a
+        revert, a clear, an expired and rebuilt session, a compaction among the new records)
+        the manager is rebuilt from every record.
         """
+        self._reload(manager, ())
+
+    def _reload(self, manager: ManagerHost, wanted: tuple[str, ...], *, full: bool = False) -> bool:
+        """:meth:`reload`; True when every id in ``wanted`` is among the records it read."""
         with manager.locked():
+            store = self.log.store
+            head = store.head
+            batch = store.load_after(head) if head is not None and not full else None
+            if batch is not None:
+                replayer = Replayer(self.log.target, strict=self.log.strict)
+                for position, raw in batch.lines:
+                    replayer.feed(position + 1, raw, True)
+                sequence = replayer.sequence
+                if not any(_rewinds(item) for item in sequence):
+                    found = _holds(sequence, wanted)
+                    self._apply(manager, sequence, fresh=False)
+                    return found
             restored, sequence = self.log.read()
             self.restored = restored
-            manager.attach_journal(None)
-            try:
+            self._apply(manager, sequence, fresh=True)
+            return _holds(sequence, wanted)
+
+    def _apply(self, manager: ManagerHost, sequence: Sequence_, *, fresh: bool) -> None:
+        manager.attach_journal(None)
+        try:
+            if fresh:
                 manager.clear(keep_system_prompt=False)
-                replay(manager, sequence, strict=self.log.strict, path=self.log.target)
-            finally:
-                manager.attach_journal(self)
+            replay(manager, sequence, strict=self.log.strict, path=self.log.target)
+        finally:
+            manager.attach_journal(self)
+
+    def landed(self, manager: ManagerHost, record_ids: tuple[str, ...]) -> bool:
+        """Reload ``manager`` (see :meth:`reload`) and say whether the records ``record_ids``
+        (from a ``StoreOutcomeUnknownError``) are stored: if so the write took effect and the
+        reload brought it into memory; if not, redo it."""
+        return self._reload(manager, record_ids)
 
     def close(self) -> None:
         self.log.close()
+
+
+def _rewinds(item: StoredMessage | dict[str, Any]) -> bool:
+    """A record an incremental reload cannot apply on top of memory (a compaction's indices
+    count every message line of the generation)."""
+    return isinstance(item, dict) and item.get("role") == COMPACTION
+
+
+def _holds(sequence: Sequence_, wanted: tuple[str, ...]) -> bool:
+    if not wanted:
+        return False
+    ids = {
+        item.record_id if isinstance(item, StoredMessage) else record_id(item) for item in sequence
+    }
+    return all(rid in ids for rid in wanted)
 
 
 def _compaction_record(change: Compacted) -> dict[str, Any]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from .servers import Unavailable, postgres_server, redis_server
+from .backends import BACKENDS, Backend, make_backend
+from .servers import Unavailable, pgbouncer_server, postgres_server, redis_server
 
 
 @pytest.fixture(scope="session")
@@ -27,3 +29,19 @@ def postgres_url() -> Iterator[str]:
             yield url
     except Unavailable as exc:
         pytest.skip(f"POSTGRES TESTS SKIPPED: {exc}")
+
+
+@pytest.fixture(scope="session")
+def pgbouncer_url(postgres_url: str) -> Iterator[str]:
+    """A PgBouncer in transaction pooling mode in front of the test PostgreSQL."""
+    try:
+        with pgbouncer_server(postgres_url) as url:
+            yield url
+    except Unavailable as exc:
+        pytest.skip(f"PGBOUNCER TESTS SKIPPED: {exc}")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """Each of the four backends in turn (``backends.py``)."""
+    return make_backend(request, tmp_path)

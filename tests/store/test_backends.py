@@ -8,12 +8,10 @@ see each other's sessions.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,46 +28,7 @@ from context_manager.errors import (
 from context_manager.store.protocol import Store
 from context_manager.store.targets import open_store
 
-BACKENDS = ["jsonl", "sqlite", "redis", "postgres"]
-FORK = multiprocessing.get_context("fork")
-
-
-@dataclass
-class Backend:
-    name: str
-    target: str
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def store(self, session: str = "s1") -> Store:
-        return open_store(self.target, session=session, **self.options)
-
-    def manager(self, session: str = "s1", **options: Any) -> MessageContextManager:
-        options.setdefault("max_tokens", 1_000_000)
-        return MessageContextManager.open(
-            self.target, session=session, store_options=dict(self.options), **options
-        )
-
-    def generations(self, store: Store) -> int:
-        if self.name == "jsonl":
-            assert isinstance(store.target, str)
-            return 1 + len(list(Path(store.target).parent.glob("context_*.jsonl")))
-        return len(store.generations())  # type: ignore[attr-defined]
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    tag = "t" + uuid.uuid4().hex[:10]
-    if request.param == "jsonl":
-        return Backend("jsonl", str(tmp_path / "sessions"))
-    if request.param == "sqlite":
-        return Backend("sqlite", f"sqlite:///{tmp_path}/store.db")
-    if request.param == "redis":
-        return Backend("redis", request.getfixturevalue("redis_url"), {"prefix": f"{tag}:"})
-    return Backend("postgres", request.getfixturevalue("postgres_url"), {"prefix": f"{tag}_"})
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
+from .backends import FORK, Backend, user
 
 
 def parsed(store: Store, start: int = 0) -> list[tuple[int, dict[str, Any]]]:

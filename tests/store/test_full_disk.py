@@ -63,3 +63,45 @@ def test_full_disk_every_add_persists_or_raises_store_error(tmp_path: Path, fsyn
     restored = [m["content"] for m in MessageContextManager.open(path).messages]
     assert restored == result["acked"]  # every acknowledged add is on disk, nothing else
     assert path.stat().st_size <= 6000
+
+
+CHECKPOINTS = textwrap.dedent(
+    """
+    import json, resource, signal, sys
+    from context_manager.errors import StoreError
+    from context_manager.manager import MessageContextManager
+
+    path, limit = sys.argv[1], int(sys.argv[2])
+    manager = MessageContextManager.open(path, max_tokens=10_000_000)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    made, refused, reasons = [], 0, set()
+    for i in range(300):
+        try:
+            manager.add({"role": "user", "content": f"turn {i} " + "y" * 40})
+            made.append(manager.checkpoint())
+        except StoreError as exc:  # anything else escapes and fails the test
+            refused += 1
+            reasons.add(type(exc).__name__)
+    print(json.dumps({"made": made, "refused": refused, "reasons": sorted(reasons)}))
+    """
+)
+
+
+def test_checkpoints_on_a_full_disk_raise_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "context.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, "-c", CHECKPOINTS, str(path), "4000"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["refused"] > 100
+    assert result["reasons"] == ["StoreError"]
+    assert result["made"] == list(range(len(result["made"])))  # ids stay consecutive
+    reopened = MessageContextManager.open(path)
+    assert reopened.store.log.next_checkpoint_id == len(result["made"])

@@ -27,7 +27,18 @@ RESULT = {"role": "tool", "tool_call_id": "c1", "content": "a.txt"}
 
 
 def records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    """The file's records without their record ids, each checked to be one and distinct."""
+    out = [json.loads(line) for line in path.read_text().splitlines()]
+    ids = []
+    for record in out:
+        attrs = record.get("_cm")
+        if isinstance(attrs, dict) and "id" in attrs:
+            ids.append(attrs.pop("id"))
+            if not attrs:
+                del record["_cm"]
+    assert all(isinstance(i, str) and len(i) == 22 for i in ids)
+    assert len(set(ids)) == len(ids)
+    return out
 
 
 def open_manager(path: Path, **options: Any) -> MessageContextManager:

@@ -1,0 +1,59 @@
+"""The backends every store test runs against, as one value the tests share (``backend``
+fixture in ``conftest.py``): JSONL, SQLite, a real Redis, a real PostgreSQL."""
+
+from __future__ import annotations
+
+import multiprocessing
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_manager import MessageContextManager
+from context_manager.store.protocol import Store
+from context_manager.store.targets import open_store
+
+BACKENDS = ["jsonl", "sqlite", "redis", "postgres"]
+FORK = multiprocessing.get_context("fork")
+
+
+@dataclass
+class Backend:
+    name: str
+    target: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def store(self, session: str = "s1") -> Store:
+        return open_store(self.target, session=session, **self.options)
+
+    def manager(self, session: str = "s1", **options: Any) -> MessageContextManager:
+        options.setdefault("max_tokens", 1_000_000)
+        return MessageContextManager.open(
+            self.target, session=session, store_options=dict(self.options), **options
+        )
+
+    def generations(self, store: Store) -> int:
+        if self.name == "jsonl":
+            assert isinstance(store.target, str)
+            return 1 + len(list(Path(store.target).parent.glob("context_*.jsonl")))
+        return len(store.generations())  # type: ignore[attr-defined]
+
+
+def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """The ``backend`` fixture's value: each test gets its own namespace (a directory, a
+    database file, a Redis key prefix, a table prefix), so tests do not see each other's
+    sessions."""
+    tag = "t" + uuid.uuid4().hex[:10]
+    if request.param == "jsonl":
+        return Backend("jsonl", str(tmp_path / "sessions"))
+    if request.param == "sqlite":
+        return Backend("sqlite", f"sqlite:///{tmp_path}/store.db")
+    if request.param == "redis":
+        return Backend("redis", request.getfixturevalue("redis_url"), {"prefix": f"{tag}:"})
+    return Backend("postgres", request.getfixturevalue("postgres_url"), {"prefix": f"{tag}_"})
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
