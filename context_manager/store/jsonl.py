@@ -47,7 +47,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import CheckpointNotFoundError, ConfigurationError, StoreConflictError, StoreError
+from ..errors import (
+    CheckpointNotFoundError,
+    ConfigurationError,
+    StoreConflictError,
+    StoreError,
+    StoreOutcomeUnknownError,
+)
 from . import _files
 from .lock import LogLock
 from .protocol import Batch, Head, check_session_id
@@ -291,12 +297,21 @@ class JsonlLog(RecordWriter):
                 _write_all(fd, line)
                 if self.fsync == "always" or (durable and self.fsync == "checkpoint"):
                     os.fsync(fd)
-            except OSError:
+            except OSError as exc:
                 # Disk full / file too large after part of the line: take the part back, so
-                # the file holds exactly the acknowledged lines (best effort: a crash right
-                # here leaves a torn tail, which readers ignore and the next writer cuts).
-                with contextlib.suppress(OSError):
+                # the file holds exactly the acknowledged lines (a crash right here leaves a
+                # torn tail, which readers ignore and the next writer cuts).
+                try:
                     os.ftruncate(fd, start)
+                except OSError:
+                    if os.fstat(fd).st_size > start and rid is not None:
+                        # the line may be whole (fsync failed after it was written) and the cut
+                        # failed too: say so; its id makes sending it again safe
+                        raise StoreOutcomeUnknownError(
+                            f"{self.path}: a write failed ({exc.strerror or exc}) and could "
+                            "not be taken back; it may have been applied",
+                            record_ids=(rid,),
+                        ) from None
                 raise
             st = os.fstat(fd)
             end = st.st_size

@@ -98,7 +98,16 @@ class PostgresStore(SqlStore):
         return self._url_info.display
 
     def create_tables(self) -> None:
-        """Create the tables if they do not exist (idempotent, safe from several workers)."""
+        """Create the tables if they do not exist (idempotent, safe from several workers).
+
+        A per-request open usually finds them: one catalog lookup of the index made last
+        answers that without the DDL lock, which would otherwise make every open in the
+        cluster wait for every other.
+        """
+        with self._transaction(write=False) as cur:
+            cur.execute("SELECT to_regclass(%s)", (f"{self.prefix}records_rid",))
+            if cur.fetchone()[0] is not None:
+                return
         with self._transaction(write=True) as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
             self.create_schema(cur)
