@@ -42,7 +42,6 @@ import contextlib
 import errno
 import os
 import re
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -55,6 +54,7 @@ from ..errors import (
     StoreOutcomeUnknownError,
 )
 from . import _files
+from ._tail import SEARCH_BACK, find_batch, mark, mark_at
 from .lock import LogLock
 from .protocol import Batch, Head, check_session_id
 from .records import (
@@ -70,15 +70,6 @@ from .records import (
     record_id,
     split_lines,
 )
-
-#: How much of the file's end the head's CRC covers (one ``pread`` per conditional append).
-TAIL_BYTES = 4096
-#: How far before its view a writer looks for a record id it is asked to store again.
-SEARCH_BACK = 1 << 20
-
-
-def _mark(tail: bytes) -> str:
-    return f"{zlib.crc32(tail[-TAIL_BYTES:]):08x}"
 
 
 @contextlib.contextmanager
@@ -181,7 +172,7 @@ class JsonlLog(RecordWriter):
         data = _files.read_bytes(self.path)
         inode = self._now()[0] if data is not None else None
         data = data or b""
-        self._view = (inode, len(data), data.count(b"\n"), _mark(data))
+        self._view = (inode, len(data), data.count(b"\n"), mark(data))
         return data
 
     # ------------------------------------------------------------------ Store protocol
@@ -230,7 +221,7 @@ class JsonlLog(RecordWriter):
             now.generation != head.generation
             or len(data) < head.offset
             or before.count(b"\n") != head.position
-            or _mark(before) != head.epoch
+            or mark(before) != head.epoch
         ):
             return None
         batch = Batch(now)
@@ -314,21 +305,15 @@ class JsonlLog(RecordWriter):
                         ) from None
                 raise
             st = os.fstat(fd)
-            end = st.st_size
-            tail = os.pread(fd, min(end, TAIL_BYTES), end - min(end, TAIL_BYTES))
-            self._view = (st.st_ino, end, lines + line.count(b"\n"), _mark(tail))
+            after = lines + line.count(b"\n")
+            self._view = (st.st_ino, st.st_size, after, mark_at(fd, st.st_size))
             return lines
 
     def _stored_at(self, rid: str, count: int) -> int | None:
-        """The position of a batch of ``count`` lines starting with record id ``rid``, when the
-        file holds it near its end (a retry of a write that did land), or None.
-
-        It looks at the lines appended since this object's view and the last
-        :data:`SEARCH_BACK` bytes before it: a retry follows its write closely, and a scan of
-        the whole file per append would make appends linear in the history. When the batch
-        ends past the view, the view moves to the end of the batch, not of the file: lines
-        written after it are still unseen, so the next conditional write is refused.
-        """
+        """The position of a batch of ``count`` lines starting with record id ``rid`` in the
+        lines since this object's view or the :data:`~._tail.SEARCH_BACK` bytes before it (a
+        retry of a write that did land), or None. When the batch ends past the view, the view
+        moves to the end of the batch, not of the file: lines written after it are unseen."""
         assert self._view is not None
         inode, size, lines, _ = self._view
         now_inode, now_size = self._now()
@@ -337,29 +322,13 @@ class JsonlLog(RecordWriter):
         start = max(0, size - SEARCH_BACK)
         fd = self._descriptor()
         region = os.pread(fd, now_size - start, start)
-        found = region.find(rid.encode())
-        if found < 0:
+        found = find_batch(region, rid, count)
+        if found is None:
             return None
-        line_start = region.rfind(b"\n", 0, found) + 1
-        line_end = region.find(b"\n", found)
-        if line_end < 0:
-            return None  # a torn line is not stored
-        try:
-            if record_id(parse_record(region[line_start : line_end + 1])) != rid:
-                return None
-        except Exception:  # an unreadable line is not ours
-            return None
-        position = lines - region[: size - start].count(b"\n") + region[:line_start].count(b"\n")
-        end = line_start
-        for _ in range(count):
-            newline = region.find(b"\n", end)
-            if newline < 0:
-                return None
-            end = newline + 1
-        absolute = start + end
-        if absolute > size:
-            tail = os.pread(fd, min(absolute, TAIL_BYTES), absolute - min(absolute, TAIL_BYTES))
-            self._view = (inode, absolute, position + count, _mark(tail))
+        first, end = found
+        position = lines - region[: size - start].count(b"\n") + region[:first].count(b"\n")
+        if start + end > size:
+            self._view = (inode, start + end, position + count, mark_at(fd, start + end))
         return position
 
     def _now(self) -> tuple[int | None, int]:
@@ -375,14 +344,11 @@ class JsonlLog(RecordWriter):
 
     def _check_view(self) -> None:
         assert self._view is not None
-        inode, size, _, mark = self._view
+        inode, size, _, epoch = self._view
         now = self._now()
         changed = now != (inode, size) and not (inode is None and now[1] == 0)
         if not changed and size:  # same length: is it the same content at the end?
-            fd = self._descriptor()
-            changed = (
-                _mark(os.pread(fd, min(size, TAIL_BYTES), size - min(size, TAIL_BYTES))) != mark
-            )
+            changed = mark_at(self._descriptor(), size) != epoch
         if changed:
             raise StoreConflictError(
                 f"{self.path}: another writer changed the log since this one read it "
@@ -480,7 +446,7 @@ class JsonlLog(RecordWriter):
         rotated = self._rotate() if self.path.exists() else None
         _files.atomic_write(self.path, content, durable=self.fsync != "never")
         self._close_fd()
-        self._view = (os.stat(self.path).st_ino, len(content), content.count(b"\n"), _mark(content))
+        self._view = (os.stat(self.path).st_ino, len(content), content.count(b"\n"), mark(content))
         return rotated
 
     def _rotate(self) -> Path:

@@ -41,6 +41,10 @@ from .records import CHECKPOINT, dump_record, record_id
 
 __all__ = ["RedisStore"]
 
+# Each script is declared with one key, ``<prefix>{<session>}:gen`` (KEYS[1]), and touches only
+# keys with the session's hash tag, so on Redis Cluster it runs on the node that owns the
+# session's slot; the sessions index (another slot) is written apart (:meth:`_indexed`).
+# ARGV[1] is the key prefix ``<prefix>{<session>}:``; ARGV[2] and ARGV[3] are not read.
 # Every script reads the session's epoch: a random value drawn when the session's keys are
 # created (ARGV new_epoch), so a session that expired (ttl) and was rebuilt to the same
 # generation and position has another one and a stale writer's view cannot match it again (ABA).
@@ -98,7 +102,6 @@ else
 end
 redis.call('SET', base .. 'gen', gen)
 redis.call('SET', base .. 'epoch', epoch)
-redis.call('ZADD', ARGV[2], ARGV[7], ARGV[3])
 local ttl = tonumber(ARGV[6])
 if ttl > 0 then
   for _, key in ipairs({base .. 'gen', base .. 'epoch', list, ck, ids}) do
@@ -148,7 +151,6 @@ if ARGV[4] ~= '' then
 end
 redis.call('SET', base .. 'gen', ng)
 redis.call('SET', base .. 'epoch', epoch)
-redis.call('ZADD', ARGV[2], ARGV[6], ARGV[3])
 local ttl = tonumber(ARGV[5])
 if ttl > 0 then
   for _, key in ipairs({base .. 'gen', base .. 'epoch', nlist, nck, nids, list, ck, ids}) do
@@ -204,17 +206,24 @@ class RedisStore:
         prefix: str = "cm:",
         ttl: int | None = None,
         client: Any = None,
+        cluster: bool = False,
     ) -> None:
         self._session = check_session_id(session)
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
             raise ConfigurationError(f"ttl must be a positive number of seconds, got {ttl!r}")
+        if not isinstance(cluster, bool):
+            raise ConfigurationError(f"cluster must be True or False, got {cluster!r}")
         if not isinstance(prefix, str) or "{" in prefix or "}" in prefix:
             raise ConfigurationError(f"prefix must be a string without braces, got {prefix!r}")
         # Checked before redis-py sees it: a bad port, bracket or database number is a
         # ConfigurationError that does not quote the URL (redis-py's ValueError may).
         self._url_info = redis_url(url)
         redis = _redis()
-        self._error: type[Exception] = redis.RedisError
+        # RedisClusterException (no slot covers a key, no node reachable) is not a RedisError.
+        self._error: tuple[type[Exception], ...] = (
+            redis.RedisError,
+            redis.exceptions.RedisClusterException,
+        )
         self._lost: tuple[type[Exception], ...] = (redis.ConnectionError, redis.TimeoutError)
         self._url = url
         self.ttl = ttl
@@ -224,8 +233,21 @@ class RedisStore:
         self._head: Head | None = None
         self._lock = threading.RLock()
         self._persistence_checked = False
+        self._listed = False
+        self._keys = [f"{self._base}gen"]
         try:
-            self._client = client if client is not None else redis.Redis.from_url(url)
+            if client is not None:  # the caller's: this store never closes it
+                self._client = client
+            elif cluster:
+                from redis.cluster import RedisCluster
+
+                self._client = RedisCluster.from_url(url)
+            else:
+                self._client = redis.Redis.from_url(url)
+            self._owns_client = client is None
+        except self._error as exc:  # a cluster client asks its nodes for the slots at once
+            reason = self._url_info.redact(str(exc))
+            raise StoreError(f"{self.target}: cannot reach Redis: {reason}") from None
         except (ValueError, TypeError) as exc:  # a query option redis-py cannot read
             reason = self._url_info.redact(str(exc))
             raise ConfigurationError(
@@ -235,7 +257,7 @@ class RedisStore:
             self._append = self._client.register_script(_APPEND)
             self._rotate = self._client.register_script(_ROTATE)
             self._load = self._client.register_script(_LOAD)
-        except (ValueError, self._error) as exc:
+        except (ValueError, *self._error) as exc:
             reason = self._url_info.redact(str(exc))
             raise StoreError(
                 f"{self.target}: cannot use Redis: {reason}"
@@ -333,14 +355,14 @@ class RedisStore:
         ]
         try:
             with self._errors(rids):
-                status, generation, position, made, epoch = self._append(args=args)
+                status, generation, position, made, epoch = self._append(self._keys, args)
         except StoreOutcomeUnknownError:
             if not rids:
                 raise
             # The script may have run; its records carry ids, so running it again is safe: it
             # finds the first id and writes nothing (the client reconnects on its own).
             with self._errors(rids):
-                status, generation, position, made, epoch = self._append(args=args)
+                status, generation, position, made, epoch = self._append(self._keys, args)
         epoch = epoch.decode() if isinstance(epoch, bytes) else str(epoch)
         if not status:
             assert view is not None
@@ -351,6 +373,7 @@ class RedisStore:
                 "nothing was written: reload the session and retry"
             )
         self._head = Head(int(generation), int(position), epoch=epoch)
+        self._indexed()
         return int(generation), int(position), int(made)
 
     def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
@@ -372,6 +395,21 @@ class RedisStore:
     def checkpoint(self) -> int:
         return self._run_append("checkpoint", [])[2]
 
+    def _indexed(self) -> None:
+        """List the session in ``<prefix>sessions`` after this store's first write.
+
+        Apart from the write scripts because the index lives in another cluster slot; once per
+        store object because its only use is listing (an expired session is dropped from it by
+        :meth:`sessions`). A failure here loses no record, so it is not an error of the write.
+        """
+        if self._listed:
+            return
+        try:
+            self._client.zadd(self._index, {self._session: time.time()})
+            self._listed = True
+        except self._error as exc:
+            logger.debug("%s: sessions index not updated: %s", self.target, exc)
+
     def _run_rotate(self, checkpoint_id: int | None) -> Head:
         args = [
             self._base,
@@ -383,7 +421,7 @@ class RedisStore:
             secrets.token_hex(8),
         ]
         with self._errors(()):
-            ok, generation, position, count, epoch = self._rotate(args=args)
+            ok, generation, position, count, epoch = self._rotate(self._keys, args)
         if not ok:
             raise CheckpointNotFoundError(
                 f"{self.target} session {self._session!r}: checkpoint {checkpoint_id} does not "
@@ -391,6 +429,7 @@ class RedisStore:
             )
         epoch = epoch.decode() if isinstance(epoch, bytes) else str(epoch)
         self._head = Head(int(generation), int(position), epoch=epoch)
+        self._indexed()
         return self._head
 
     def revert_to(self, checkpoint_id: int) -> Head:
@@ -401,7 +440,7 @@ class RedisStore:
 
     def load(self, start: int = 0) -> Batch:
         with self._errors():
-            reply = self._load(args=[self._base, max(0, int(start))])
+            reply = self._load(self._keys, [self._base, max(0, int(start))])
         epoch = reply[2].decode() if isinstance(reply[2], bytes) else str(reply[2])
         self._head = Head(int(reply[0]), int(reply[1]), epoch=epoch)
         first = self._head.position - (len(reply) - 3)
@@ -436,8 +475,10 @@ class RedisStore:
         return sorted(int(k.decode().rsplit(":", 1)[1]) for k in keys)
 
     def close(self) -> None:
-        with self._errors():
-            self._client.close()
+        """Close the client this store made; a caller's ``client=`` stays open (it is theirs)."""
+        if self._owns_client:
+            with self._errors():
+                self._client.close()
 
     def __enter__(self) -> RedisStore:
         return self

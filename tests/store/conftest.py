@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from .backends import BACKENDS, Backend, make_backend
-from .servers import Unavailable, pgbouncer_server, postgres_server, redis_server
+from .servers import (
+    RedisCluster,
+    Unavailable,
+    pgbouncer_server,
+    postgres_server,
+    redis_cluster,
+    redis_server,
+)
 
 
 @pytest.fixture(scope="session")
@@ -45,3 +52,14 @@ def pgbouncer_url(postgres_url: str) -> Iterator[str]:
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     """Each of the four backends in turn (``backends.py``)."""
     return make_backend(request, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def redis_cluster_nodes() -> Iterator[RedisCluster]:
+    """A real three-node Redis Cluster (``servers.redis_cluster``), one per test module."""
+    pytest.importorskip("redis", reason="REDIS TESTS SKIPPED: pip install redis")
+    try:
+        with redis_cluster() as cluster:
+            yield cluster
+    except Unavailable as exc:
+        pytest.skip(f"REDIS CLUSTER TESTS SKIPPED: {exc}")

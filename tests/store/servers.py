@@ -231,3 +231,110 @@ def pgbouncer_server(postgres_url: str, *, pool_size: int = 2) -> Iterator[str]:
             process.kill()
             process.wait(10)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+class RedisCluster:
+    """Three ``redis-server --cluster-enabled yes`` primaries joined by ``redis-cli --cluster
+    create``; each node can be killed and started again on its own directory and port."""
+
+    def __init__(self, directory: Path, binary: str, cli: str) -> None:
+        self.directory = directory
+        self.binary = binary
+        self.cli = cli
+        self.ports = [_free_port() for _ in range(3)]
+        self.processes: dict[int, subprocess.Popen[bytes]] = {}
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.ports[0]}/0"
+
+    def start(self, port: int) -> None:
+        node_dir = self.directory / str(port)
+        node_dir.mkdir(exist_ok=True)
+        self.processes[port] = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(node_dir),
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "2000",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _wait_port(port)
+
+    def kill(self, port: int) -> None:
+        process = self.processes.pop(port)
+        process.kill()
+        process.wait(10)
+
+    def wait_ok(self, timeout: float = 30.0) -> None:
+        """Until every node reports ``cluster_state:ok`` (all slots covered and agreed)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            states = [
+                subprocess.run(
+                    [self.cli, "-p", str(port), "cluster", "info"],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                ).stdout
+                for port in self.ports
+            ]
+            if all("cluster_state:ok" in state for state in states):
+                return
+            time.sleep(0.1)
+        raise RuntimeError("the Redis cluster did not reach cluster_state:ok")
+
+    def close(self) -> None:
+        for port in list(self.processes):
+            self.kill(port)
+
+
+@contextmanager
+def redis_cluster() -> Iterator[RedisCluster]:
+    """A real three-node Redis Cluster on loopback (``redis-cli --cluster create``)."""
+    binary, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+    if binary is None or cli is None:
+        raise Unavailable("redis-server / redis-cli not installed (apt-get install redis-server)")
+    with tempfile.TemporaryDirectory(prefix="cm-redis-cluster-") as directory:
+        cluster = RedisCluster(Path(directory), binary, cli)
+        try:
+            for port in cluster.ports:
+                cluster.start(port)
+            created = subprocess.run(
+                [
+                    cli,
+                    "--cluster",
+                    "create",
+                    *(f"127.0.0.1:{port}" for port in cluster.ports),
+                    "--cluster-replicas",
+                    "0",
+                    "--cluster-yes",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            if created.returncode != 0:
+                raise RuntimeError(f"redis-cli --cluster create failed: {created.stdout[-500:]}")
+            cluster.wait_ok()
+            yield cluster
+        finally:
+            cluster.close()

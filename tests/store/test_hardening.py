@@ -341,13 +341,18 @@ def test_lone_surrogate_is_refused_and_memory_unchanged(tmp_path: Path) -> None:
 
 def test_callbacks_are_not_replayed_on_open(tmp_path: Path) -> None:
     path = tmp_path / "context.jsonl"
-    manager = MessageContextManager.open(path, max_tokens=200, reserve_tokens=0)
+    manager = MessageContextManager.open(path, max_tokens=200, reserve_tokens=0, strategy="fifo")
     for i in range(40):
         manager.add({"role": "user", "content": f"message number {i} " * 3})
     evicted: list[Any] = []
     near: list[Any] = []
     reopened = MessageContextManager.open(
-        path, max_tokens=200, reserve_tokens=0, on_evict=evicted.append, on_near_limit=near.append
+        path,
+        max_tokens=200,
+        reserve_tokens=0,
+        strategy="fifo",
+        on_evict=evicted.append,
+        on_near_limit=near.append,
     )
     assert evicted == [] and near == []
     reopened.add({"role": "user", "content": "new " * 30})
