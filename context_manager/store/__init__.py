@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..errors import CheckpointNotFoundError, StoreConflictError, StoreOutcomeUnknownError
 from .copy import copy_session
+from .handle import StoreHandle
 from .index import ResetPolicy, SessionEntry, SessionIndex
 from .jsonl import FSYNC_MODES, FsyncMode, JsonlLog
 from .log import StoreLog
@@ -16,7 +17,7 @@ from .protocol import Batch, Head, Store
 from .records import RestoredLog, StoredMessage
 from .retry import retrying
 from .session import SessionStore, open_session
-from .targets import open_store
+from .targets import connect, open_store
 
 __all__ = [
     "FSYNC_MODES",
@@ -32,9 +33,11 @@ __all__ = [
     "SessionStore",
     "Store",
     "StoreConflictError",
+    "StoreHandle",
     "StoreLog",
     "StoreOutcomeUnknownError",
     "StoredMessage",
+    "connect",
     "copy_session",
     "open_session",
     "open_store",

@@ -35,7 +35,7 @@ from ._sql import ConnectionLost, Cursor, SqlStore
 from ._urls import postgres_url
 from .protocol import DEFAULT_SESSION
 
-__all__ = ["PostgresStore"]
+__all__ = ["ConnectionPool", "PostgresStore"]
 
 _DDL_LOCK = 0x636D5F7374  # any constant: serializes CREATE TABLE among workers
 
@@ -48,6 +48,101 @@ def _psycopg() -> Any:
             "postgresql:// targets need psycopg 3: pip install 'context-manager[stores]'"
         ) from exc
     return psycopg
+
+
+def _checked_connect_options(connect_timeout: object, prepare: object) -> tuple[int, int | None]:
+    if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, (int, float)):
+        raise ConfigurationError(f"connect_timeout must be seconds, got {connect_timeout!r}")
+    if not 0 < connect_timeout < math.inf:
+        raise ConfigurationError(
+            f"connect_timeout must be a finite number > 0, got {connect_timeout!r}"
+        )
+    if not isinstance(prepare, bool):
+        raise ConfigurationError(f"prepare must be True or False, got {prepare!r}")
+    # psycopg's default (prepare after 5 runs) unless off: None never prepares.
+    return max(1, int(connect_timeout)), (5 if prepare else None)
+
+
+class ConnectionPool:
+    """Connections to one PostgreSQL URL, reused by the session stores of one process.
+
+    A per-request session borrows a connection (:meth:`acquire`) and gives it back on close
+    (:meth:`release`), so a request pays no connect (a TCP and auth round trip or three) and no
+    table check. Idle connections are kept up to ``max_idle``; a broken one, or one left inside
+    a transaction, is closed instead of reused. Made by :func:`~context_manager.store.connect`.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        connect_timeout: float = 10.0,
+        prepare: bool = False,
+        max_idle: int = 8,
+    ) -> None:
+        self._url_info = postgres_url(url)
+        self._url = url
+        self._timeout, self._prepare_threshold = _checked_connect_options(connect_timeout, prepare)
+        if isinstance(max_idle, bool) or not isinstance(max_idle, int) or max_idle < 0:
+            raise ConfigurationError(f"max_idle must be an integer >= 0, got {max_idle!r}")
+        self._max_idle = max_idle
+        self._idle: list[Any] = []
+        self._guard = threading.Lock()
+        self._closed = False
+        #: Table prefixes already created or found (a table check per pool, not per request).
+        self.ready: set[str] = set()
+
+    @property
+    def target(self) -> str:
+        return self._url_info.display
+
+    def acquire(self) -> Any:
+        with self._guard:
+            if self._closed:
+                raise StoreError(f"{self.target}: the connection pool is closed")
+            while self._idle:
+                conn = self._idle.pop()
+                if not (conn.broken or conn.closed):
+                    return conn
+        return _connect(self._url, self._url_info, self._timeout, self._prepare_threshold)
+
+    def release(self, conn: Any) -> None:
+        psycopg = _psycopg()
+        reusable = not (conn.broken or conn.closed) and (
+            conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        )
+        with self._guard:
+            if reusable and not self._closed and len(self._idle) < self._max_idle:
+                self._idle.append(conn)
+                return
+        with contextlib.suppress(Exception):
+            conn.close()
+
+    def close(self) -> None:
+        with self._guard:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
+def _connect(url: str, url_info: Any, timeout: int, prepare_threshold: int | None) -> Any:
+    """A new connection; its error names the target and keeps libpq's reason, without the
+    password (and without chaining libpq's exception if that would print it)."""
+    psycopg = _psycopg()
+    try:
+        return psycopg.connect(
+            url,
+            autocommit=True,
+            connect_timeout=timeout,
+            prepare_threshold=prepare_threshold,
+        )
+    except psycopg.Error as exc:
+        reason = url_info.redact(" ".join(str(exc).split()))
+        raise StoreError(
+            f"{url_info.display}: cannot connect to PostgreSQL: {reason}"
+        ) from url_info.cause(exc)
 
 
 class PostgresStore(SqlStore):
@@ -70,27 +165,27 @@ class PostgresStore(SqlStore):
         create: bool = True,
         connect_timeout: float = 10.0,
         prepare: bool = False,
+        pool: ConnectionPool | None = None,
     ) -> None:
         super().__init__(session, prefix=prefix)
-        if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, (int, float)):
-            raise ConfigurationError(f"connect_timeout must be seconds, got {connect_timeout!r}")
-        if not 0 < connect_timeout < math.inf:
-            raise ConfigurationError(
-                f"connect_timeout must be a finite number > 0, got {connect_timeout!r}"
-            )
-        if not isinstance(prepare, bool):
-            raise ConfigurationError(f"prepare must be True or False, got {prepare!r}")
+        self._connect_timeout, self._prepare_threshold = _checked_connect_options(
+            connect_timeout, prepare
+        )
         self._url_info = postgres_url(url)  # ConfigurationError, never quoting the URL
         psycopg = _psycopg()
         self._error: type[Exception] = psycopg.Error
         self._url = url
         self._lock = threading.RLock()
-        self._connect_timeout = max(1, int(connect_timeout))
-        # psycopg's default (prepare after 5 runs) unless off: None never prepares.
-        self._prepare_threshold: int | None = 5 if prepare else None
+        self._pool = pool
         self._conn = self._open_connection()
-        if create:
-            self.create_tables()
+        if create and (pool is None or prefix not in pool.ready):
+            try:
+                self.create_tables()
+            except BaseException:
+                self.close()
+                raise
+            if pool is not None:
+                pool.ready.add(prefix)
 
     @property
     def target(self) -> str:
@@ -113,21 +208,10 @@ class PostgresStore(SqlStore):
             self.create_schema(cur)
 
     def _open_connection(self) -> Any:
-        """A new connection; its error names the target and keeps libpq's reason, without the
-        password (and without chaining libpq's exception if that would print it)."""
-        psycopg = _psycopg()
-        try:
-            return psycopg.connect(
-                self._url,
-                autocommit=True,
-                connect_timeout=self._connect_timeout,
-                prepare_threshold=self._prepare_threshold,
-            )
-        except psycopg.Error as exc:
-            reason = self._url_info.redact(" ".join(str(exc).split()))
-            raise StoreError(
-                f"{self.target}: cannot connect to PostgreSQL: {reason}"
-            ) from self._url_info.cause(exc)
+        """A connection: borrowed from the pool when there is one, else a new one."""
+        if self._pool is not None:
+            return self._pool.acquire()
+        return _connect(self._url, self._url_info, self._connect_timeout, self._prepare_threshold)
 
     def _reconnect(self) -> None:
         """A new connection after the old one broke (the server restarted, a proxy or pooler
@@ -157,4 +241,10 @@ class PostgresStore(SqlStore):
                 ) from self._url_info.cause(exc)
 
     def close(self) -> None:
-        self._conn.close()
+        """Close the connection, or give it back to the pool it was borrowed from."""
+        if self._pool is not None:
+            conn, self._conn = self._conn, None
+            if conn is not None:  # a second close gives nothing back twice
+                self._pool.release(conn)
+        else:
+            self._conn.close()

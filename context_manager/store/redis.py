@@ -39,7 +39,7 @@ from ._urls import redis_url
 from .protocol import DEFAULT_SESSION, Batch, Head, check_session_id, extends
 from .records import CHECKPOINT, dump_record, record_id
 
-__all__ = ["RedisStore"]
+__all__ = ["RedisStore", "make_client"]
 
 # Each script is declared with one key, ``<prefix>{<session>}:gen`` (KEYS[1]), and touches only
 # keys with the session's hash tag, so on Redis Cluster it runs on the node that owns the
@@ -195,6 +195,28 @@ def _redis() -> Any:
     return redis
 
 
+def make_client(url: str, *, cluster: bool = False) -> Any:
+    """A redis-py client for ``url`` (``RedisCluster`` with ``cluster=True``), with typed
+    errors that never show the URL's password. One per process is enough: it pools its
+    connections and is thread-safe (:func:`~context_manager.store.connect` shares one)."""
+    info = redis_url(url)
+    redis = _redis()
+    try:
+        if cluster:
+            from redis.cluster import RedisCluster
+
+            return RedisCluster.from_url(url)  # asks its nodes for the slots at once
+        return redis.Redis.from_url(url)
+    except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
+        reason = info.redact(str(exc))
+        raise StoreError(f"{info.display}: cannot reach Redis: {reason}") from None
+    except (ValueError, TypeError) as exc:  # a query option redis-py cannot read
+        reason = info.redact(str(exc))
+        raise ConfigurationError(
+            f"{info.display}: redis-py cannot use the URL: {reason}"
+        ) from info.cause(exc)
+
+
 class RedisStore:
     """One session in Redis."""
 
@@ -235,24 +257,11 @@ class RedisStore:
         self._persistence_checked = False
         self._listed = False
         self._keys = [f"{self._base}gen"]
-        try:
-            if client is not None:  # the caller's: this store never closes it
-                self._client = client
-            elif cluster:
-                from redis.cluster import RedisCluster
-
-                self._client = RedisCluster.from_url(url)
-            else:
-                self._client = redis.Redis.from_url(url)
-            self._owns_client = client is None
-        except self._error as exc:  # a cluster client asks its nodes for the slots at once
-            reason = self._url_info.redact(str(exc))
-            raise StoreError(f"{self.target}: cannot reach Redis: {reason}") from None
-        except (ValueError, TypeError) as exc:  # a query option redis-py cannot read
-            reason = self._url_info.redact(str(exc))
-            raise ConfigurationError(
-                f"{self.target}: redis-py cannot use the URL: {reason}"
-            ) from self._url_info.cause(exc)
+        if client is not None:  # the caller's (or a StoreHandle's): this store never closes it
+            self._client = client
+        else:
+            self._client = make_client(url, cluster=cluster)
+        self._owns_client = client is None
         try:
             self._append = self._client.register_script(_APPEND)
             self._rotate = self._client.register_script(_ROTATE)

@@ -21,6 +21,7 @@ from ..errors import ContextManagerError, StoreCorruptionError, StoreError
 from ..events import Change, Cleared, Compacted, MessageAdded, SystemPromptSet, UsageRecorded
 from ..host import ManagerHost
 from ..messages.codec import decode, encode
+from .handle import StoreHandle
 from .jsonl import FsyncMode
 from .log import SessionLog
 from .protocol import Store
@@ -326,7 +327,7 @@ def _rejected(path: str, line: int, reason: str, strict: bool) -> None:
 
 def open_session(
     cls: type[M],
-    path: str | os.PathLike[str] | Store,
+    path: str | os.PathLike[str] | Store | StoreHandle,
     *,
     session: str | None = None,
     fsync: FsyncMode = "checkpoint",

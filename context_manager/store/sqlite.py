@@ -25,13 +25,14 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from ..errors import ConfigurationError, ContextManagerError, StoreError
 from . import _files
 from ._sql import Cursor, SqlStore
 from .protocol import DEFAULT_SESSION
 
-__all__ = ["SqliteStore"]
+__all__ = ["SqliteStore", "ThreadConnections"]
 
 #: SQLite keeps the busy timeout in milliseconds in a C ``int``.
 _MAX_BUSY_TIMEOUT = (2**31 - 1) // 1000
@@ -54,8 +55,93 @@ def _check_busy_timeout(value: object) -> float:
     return seconds
 
 
+def _connect(path: Path, timeout: float, fsync: str) -> sqlite3.Connection:
+    """A configured connection to ``path`` (WAL, busy timeout, synchronous by ``fsync``).
+
+    Private like the JSONL files (0600 in a 0700 directory, no symlinks); SQLite gives its -wal
+    / -shm files the database file's permissions. Never open the file here (see the module
+    docstring): create it when missing, and refuse a link by lstat before and after.
+    """
+    synchronous = {"always": "FULL", "checkpoint": "NORMAL", "never": "OFF"}[fsync]
+    _files.ensure_directory(path.parent)
+    _files.create_private(path)
+    uri = f"{path.absolute().as_uri()}?mode=rw"  # rw: SQLite must not create it (0644)
+    try:
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot open the SQLite store: {exc}") from exc
+    try:
+        if _files.is_link(path):  # swapped in after the check: SQLite followed it
+            raise _files.symlink_error(path)
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {synchronous}")
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(f"{path}: cannot open the SQLite store: {exc}") from exc
+        raise
+    return conn
+
+
+def _checked_options(path: object, busy_timeout: object, fsync: object) -> tuple[Path, float]:
+    if fsync not in ("always", "checkpoint", "never"):
+        raise ConfigurationError(f"fsync={fsync!r}: use always, checkpoint or never")
+    timeout = _check_busy_timeout(busy_timeout)
+    if not isinstance(path, str | os.PathLike):
+        raise ConfigurationError(f"path must be a str or os.PathLike, got {path!r:.60}")
+    return _files.check_path(path), timeout
+
+
+class ThreadConnections:
+    """One connection per thread to one database file, shared by every session store made in
+    that thread (:func:`~context_manager.store.connect`): a per-request session costs no
+    connect, no PRAGMAs and no schema check. Each connection has its own lock, which the stores
+    that use it take, so a store handed to another thread stays correct."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 30.0,
+        fsync: str = "checkpoint",
+    ) -> None:
+        self.path, self._timeout = _checked_options(path, busy_timeout, fsync)
+        self._fsync = fsync
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._guard = threading.Lock()
+        #: Table prefixes whose tables a store already checked (once per database, not per
+        #: session: every thread's connection sees the same file).
+        self.ready: set[str] = set()
+
+    def get(self) -> tuple[sqlite3.Connection, threading.RLock]:
+        pair: tuple[sqlite3.Connection, threading.RLock] | None
+        pair = getattr(self._local, "pair", None)
+        if pair is None:
+            pair = (_connect(self.path, self._timeout, self._fsync), threading.RLock())
+            self._local.pair = pair
+            with self._guard:
+                self._all.append(pair[0])
+        return pair
+
+    def close(self) -> None:
+        """Close every thread's connection (call when the process stops serving)."""
+        with self._guard:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+
 class SqliteStore(SqlStore):
-    """One session in a SQLite database file (created with its tables on first use)."""
+    """One session in a SQLite database file (created with its tables on first use).
+
+    With ``connections=`` (a :class:`ThreadConnections`) the store uses its thread's shared
+    connection and leaves it open on :meth:`close`.
+    """
 
     def __init__(
         self,
@@ -65,41 +151,27 @@ class SqliteStore(SqlStore):
         prefix: str = "context_",
         busy_timeout: float = 30.0,
         fsync: str = "checkpoint",
+        connections: ThreadConnections | None = None,
     ) -> None:
         super().__init__(session, prefix=prefix)
-        if fsync not in ("always", "checkpoint", "never"):
-            raise ConfigurationError(f"fsync={fsync!r}: use always, checkpoint or never")
-        timeout = _check_busy_timeout(busy_timeout)
-        if not isinstance(path, str | os.PathLike):
-            raise ConfigurationError(f"path must be a str or os.PathLike, got {path!r:.60}")
-        self.path = _files.check_path(path)
-        self._lock = threading.RLock()  # one connection; a store object may serve threads
-        synchronous = {"always": "FULL", "checkpoint": "NORMAL", "never": "OFF"}[fsync]
-        # Private like the JSONL files (0600 in a 0700 directory, no symlinks); SQLite gives its
-        # -wal / -shm files the database file's permissions. Never open the file here (see the
-        # module docstring): create it when missing, and refuse a link by lstat before and after.
-        _files.ensure_directory(self.path.parent)
-        _files.create_private(self.path)
-        uri = f"{self.path.absolute().as_uri()}?mode=rw"  # rw: SQLite must not create it (0644)
+        self.path, timeout = _checked_options(path, busy_timeout, fsync)
+        self._shared = connections is not None
+        if connections is not None:
+            self._conn, self._lock = connections.get()
+            if prefix in connections.ready:
+                return
+        else:
+            self._lock = threading.RLock()  # one connection; a store object may serve threads
+            self._conn = _connect(self.path, timeout, fsync)
         try:
-            self._conn = sqlite3.connect(
-                uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot open the SQLite store: {exc}") from exc
-        try:
-            if _files.is_link(self.path):  # swapped in after the check: SQLite followed it
-                raise _files.symlink_error(self.path)
-            self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute(f"PRAGMA synchronous = {synchronous}")
             with self._transaction(write=True) as cur:
                 self.create_schema(cur, bigint="INTEGER", real="REAL")
-        except BaseException as exc:
-            self._conn.close()
-            if isinstance(exc, sqlite3.Error):
-                raise StoreError(f"{self.path}: cannot open the SQLite store: {exc}") from exc
+        except BaseException:
+            if connections is None:
+                self._conn.close()
             raise
+        if connections is not None:
+            connections.ready.add(prefix)
 
     @property
     def target(self) -> str:
@@ -132,4 +204,5 @@ class SqliteStore(SqlStore):
             cur.close()
 
     def close(self) -> None:
-        self._conn.close()
+        if not self._shared:
+            self._conn.close()

@@ -20,18 +20,19 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ._files import check_path
-from ._urls import describe
+from ._urls import describe, redis_url
+from .handle import StoreHandle, jsonl_handle, shared_handle
 from .jsonl import FsyncMode, JsonlLog
 from .log import SessionLog, StoreLog
 from .protocol import DEFAULT_SESSION, Store
 
-__all__ = ["open_log", "open_store"]
+__all__ = ["connect", "open_log", "open_store"]
 
 _SCHEMES = ("sqlite://", "redis://", "rediss://", "postgresql://", "postgres://")
 
 
 def open_store(
-    target: str | os.PathLike[str] | Store,
+    target: str | os.PathLike[str] | Store | StoreHandle,
     *,
     session: str | None = None,
     fsync: FsyncMode = "checkpoint",
@@ -42,6 +43,12 @@ def open_store(
     ``options`` go to the backend: ``ttl`` / ``prefix`` (Redis), ``prefix`` / ``create``
     (PostgreSQL), ``prefix`` / ``busy_timeout`` (SQLite), ``strict`` and ``integrity`` (JSONL).
     """
+    if isinstance(target, StoreHandle):
+        if options:
+            raise ConfigurationError(
+                f"options go to connect(), not to a session of its handle: {sorted(options)}"
+            )
+        return target.session(session if session is not None else DEFAULT_SESSION)
     if isinstance(target, Store) and not isinstance(target, (str, os.PathLike)):
         return target
     if not isinstance(target, (str, os.PathLike)):
@@ -57,13 +64,7 @@ def open_store(
     if text.startswith("sqlite://"):
         from .sqlite import SqliteStore
 
-        path = text[len("sqlite://") :]
-        check_path(path)  # NUL: a typed error, not ValueError from os
-        if not path.startswith("/") or path == "/":
-            raise ConfigurationError(
-                f"{describe(text)}: write sqlite:///relative.db or sqlite:////absolute/path.db"
-            )
-        return SqliteStore(path[1:], name, fsync=fsync, **options)
+        return SqliteStore(_sqlite_path(text), name, fsync=fsync, **options)
     if text.startswith(("redis://", "rediss://")):
         from .redis import RedisStore
 
@@ -93,8 +94,78 @@ def open_store(
     )
 
 
+def connect(
+    target: str | os.PathLike[str] | StoreHandle,
+    *,
+    fsync: FsyncMode = "checkpoint",
+    **options: Any,
+) -> StoreHandle:
+    """Open ``target``'s shared connections once (per process); ``.session(id)`` per request.
+
+    PostgreSQL: a :class:`~.postgres.ConnectionPool` (``max_idle`` idle connections kept, 8 by
+    default); Redis: one client (``cluster=True`` for Redis Cluster); SQLite: one connection
+    per thread; JSONL: nothing to share. Every other option is the backend's, as for
+    :func:`open_store`, and applies to each session. The caller owns the handle and closes it.
+    """
+    if isinstance(target, StoreHandle):
+        return target
+    probe = os.fspath(target) if isinstance(target, (str, os.PathLike)) else target
+    if isinstance(probe, str) and probe.startswith("sqlite://"):
+        from .sqlite import ThreadConnections
+
+        shared = ThreadConnections(
+            _sqlite_path(probe), busy_timeout=options.get("busy_timeout", 30.0), fsync=fsync
+        )
+        return shared_handle(
+            f"sqlite:///{shared.path}",
+            lambda s: open_store(probe, session=s, fsync=fsync, connections=shared, **options),
+            shared.close,
+        )
+    if isinstance(probe, str) and probe.startswith(("redis://", "rediss://")):
+        from .redis import make_client
+
+        client = make_client(probe, cluster=bool(options.get("cluster", False)))
+        return shared_handle(
+            redis_url(probe).display,
+            lambda s: open_store(probe, session=s, client=client, **options),
+            client.close,
+        )
+    if isinstance(probe, str) and probe.startswith(("postgresql://", "postgres://")):
+        from .postgres import ConnectionPool
+
+        pool_options = {k: options.pop(k) for k in ("connect_timeout", "prepare") if k in options}
+        pool = ConnectionPool(probe, max_idle=options.pop("max_idle", 8), **pool_options)
+        return shared_handle(
+            pool.target,
+            lambda s: open_store(probe, session=s, pool=pool, **pool_options, **options),
+            pool.close,
+        )
+    if not isinstance(probe, str):
+        raise ConfigurationError(
+            f"connect() takes a path or a URL ({', '.join(_SCHEMES)}), got {target!r:.80}"
+        )
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", probe):
+        raise ConfigurationError(
+            f"{describe(probe)}: unknown scheme; use a path or one of {_SCHEMES}"
+        )
+    root = check_path(probe)
+    if root.exists() and not root.is_dir():
+        raise ConfigurationError(f"{root}: connect() needs a directory of JSONL sessions")
+    return jsonl_handle(str(root), lambda s: open_store(root, session=s, fsync=fsync, **options))
+
+
+def _sqlite_path(text: str) -> str:
+    path = text[len("sqlite://") :]
+    check_path(path)  # NUL: a typed error, not ValueError from os
+    if not path.startswith("/") or path == "/":
+        raise ConfigurationError(
+            f"{describe(text)}: write sqlite:///relative.db or sqlite:////absolute/path.db"
+        )
+    return path[1:]
+
+
 def open_log(
-    target: str | os.PathLike[str] | Store,
+    target: str | os.PathLike[str] | Store | StoreHandle,
     *,
     session: str | None = None,
     fsync: FsyncMode = "checkpoint",
@@ -104,6 +175,8 @@ def open_log(
     """The session log a manager writes through: the JSONL log itself, else a ``StoreLog``."""
     options = dict(store_options or {})
     is_path = isinstance(target, (str, os.PathLike)) and not os.fspath(target).startswith(_SCHEMES)
+    if isinstance(target, StoreHandle):
+        is_path = False
     if is_path:
         options["strict"] = strict
     store = open_store(target, session=session, fsync=fsync, **options)

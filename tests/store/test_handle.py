@@ -1,0 +1,121 @@
+"""``connect()``: a target's connections opened once per process, a session per request.
+
+Against real servers: the handle's sessions share a PostgreSQL pool, one Redis client and one
+SQLite connection per thread; closing a session leaves them open, closing the handle closes
+them; threads serving per-request sessions lose nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from context_manager import MessageContextManager
+from context_manager.errors import ConfigurationError, StoreError
+from context_manager.store import StoreHandle, connect
+
+from .backends import Backend, user
+
+
+def handle_for(backend: Backend) -> StoreHandle:
+    return connect(backend.target, **backend.options)
+
+
+def server_connections(backend: Backend) -> int | None:
+    """How many client connections the server holds now (None for the file backends)."""
+    if backend.name == "redis":
+        import redis
+
+        probe = redis.Redis.from_url(backend.target)
+        try:
+            return len(probe.client_list()) - 1  # minus the probe itself
+        finally:
+            probe.close()
+    if backend.name == "postgres":
+        import psycopg
+
+        with psycopg.connect(backend.target, autocommit=True) as probe:
+            row = probe.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                "AND backend_type = 'client backend'"
+            ).fetchone()
+            assert row is not None
+            return int(row[0])
+    return None
+
+
+def test_per_request_sessions_reuse_the_handle_s_connections(backend: Backend) -> None:
+    before = server_connections(backend)
+    stores = handle_for(backend)
+    for request in range(40):
+        manager = MessageContextManager.open(stores, session=f"s{request % 4}", max_tokens=10_000)
+        manager.add(user(f"request {request}"))
+        manager.store.close()  # the session's store: the handle's connections stay open
+    during = server_connections(backend)
+    for session in range(4):
+        reopened = MessageContextManager.open(stores, session=f"s{session}", max_tokens=10_000)
+        assert [m["content"] for m in reopened.messages] == [
+            f"request {r}" for r in range(session, 40, 4)
+        ]
+        reopened.store.close()
+    if before is not None and during is not None:
+        assert during - before <= 2  # 40 requests, one or two connections
+    stores.close()
+    if before is not None:
+        after = server_connections(backend)
+        assert after is not None and after <= before
+    with pytest.raises(StoreError, match="closed"):
+        stores.session("s0")
+
+
+def test_threads_serving_sessions_through_one_handle_lose_nothing(backend: Backend) -> None:
+    stores = handle_for(backend)
+    errors: list[BaseException] = []
+
+    def serve(worker: int) -> None:
+        try:
+            for request in range(15):
+                manager = MessageContextManager.open(
+                    stores, session=f"w{worker}", max_tokens=10_000
+                )
+                manager.add(user(f"w{worker} r{request}"))
+                manager.store.close()
+        except BaseException as exc:  # reported below, with the worker's id
+            errors.append(exc)
+
+    threads = [threading.Thread(target=serve, args=(w,)) for w in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert errors == []
+    for worker in range(6):
+        store = stores.session(f"w{worker}")
+        contents = [line for _, line in store.load().lines]
+        assert len(contents) == 15
+        store.close()
+    stores.close()
+
+
+def test_a_handle_takes_its_options_once(backend: Backend) -> None:
+    stores = handle_for(backend)
+    with pytest.raises(ConfigurationError, match="connect"):
+        MessageContextManager.open(
+            stores, session="s", max_tokens=1000, store_options={"prefix": "other_"}
+        )
+    assert connect(stores) is stores
+    stores.close()
+    stores.close()  # idempotent
+
+
+@pytest.mark.parametrize(
+    ("target", "match"),
+    [("mysql://u:hunter2@h/db", "unknown scheme"), (42, "path or a URL")],
+)
+def test_connect_refuses_what_it_cannot_open(target: Any, match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match) as caught:
+        connect(target)
+    assert "hunter2" not in str(caught.value)
