@@ -6,15 +6,16 @@ prompt and pinned messages stay put, and the latest user turn is always sent.
 
 This module only re-exports the core names, and loads each on first use so that
 ``import context_manager`` stays cheap. Compaction, stores, interop and integrations live in
-their subpackages (``context_manager.compaction``, ``.store``, ``.interop``, ``.integrations``).
+their subpackages (``context_manager.compaction``, ``.store``, ``.interop``, ``.integrations``)
+and are imported from there only: a name outside ``__all__`` is not an attribute of this module.
 """
 
 from __future__ import annotations
 
 import importlib
-import warnings
 from typing import TYPE_CHECKING, Any
 
+#: The one version string: pyproject.toml reads it (``[tool.setuptools.dynamic]``).
 __version__ = "0.2.0"
 
 # name -> module that defines it (relative to this package)
@@ -43,31 +44,6 @@ _EXPORTS = {
     "InvalidMessageError": ".errors",
     "StoreError": ".errors",
     "TokenizerUnavailableError": ".errors",
-}
-
-# Names that used to be exported here: still importable, with a warning naming their home.
-_MOVED = {
-    "AnthropicSummarizer": ".compaction",
-    "CompactionEntry": ".compaction",
-    "CompactionTriggers": ".compaction",
-    "ExtractiveSummarizer": ".compaction",
-    "OpenAISummarizer": ".compaction",
-    "SimpleCompaction": ".compaction",
-    "TokenBudgetCompaction": ".compaction",
-    "add_compaction_listener": ".compaction",
-    "asend_with_recovery": ".compaction",
-    "is_context_overflow": ".compaction",
-    "send_with_recovery": ".compaction",
-    "CheckpointNotFoundError": ".errors",
-    "CompactionError": ".errors",
-    "CompactionInProgressError": ".errors",
-    "StoreCorruptionError": ".errors",
-    "Image": ".messages",
-    "ToolCall": ".messages",
-    "ToolResult": ".messages",
-    "JsonlLog": ".store",
-    "ResetPolicy": ".store",
-    "SessionIndex": ".store",
 }
 
 __all__ = [
@@ -101,14 +77,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        module = _MOVED.get(name)
-        if module is None:
-            raise AttributeError(f"module 'context_manager' has no attribute {name!r}")
-        warnings.warn(
-            f"context_manager.{name} moved: import it from context_manager{module}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        raise AttributeError(f"module 'context_manager' has no attribute {name!r}")
     value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value  # later lookups skip __getattr__
     return value

@@ -1,5 +1,9 @@
 """Command line: ``context-manager demo | count | trim | stats | check | verify | sessions``.
 
+``trim`` is the library's ``trim()``: ``--max-tokens`` is its input budget, and every option has
+``trim()``'s default. ``demo`` and ``stats`` fill a ``MessageContextManager``: their ``--window``
+is the manager's context window, of which 20% is reserved for the reply.
+
 Machine-readable output (kept messages, counts) goes to stdout; the human summary with a usage
 bar goes to stderr, so ``context-manager trim chat.json --max-tokens 8000 > kept.json`` works.
 
@@ -22,14 +26,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import __version__
+from .counting import count_tokens
 from .errors import ContextManagerError
 from .manager import MessageContextManager
 from .messages import normalize
 from .messages.nesting import format_path
+from .oneshot import trim
 from .stats import ContextStats
 
 SAMPLE = "sample_conversation.json"
 PROVIDER_NAMES = ["openai", "openai-responses", "anthropic", "bedrock", "gemini"]
+#: ``trim()``'s largest budget: what ``trim`` runs with when no ``--max-tokens`` is given.
+NO_TOKEN_LIMIT = 2**53
 
 
 class CliError(ContextManagerError):
@@ -136,7 +145,11 @@ def _refuse_lone_surrogates(value: Any, where: str) -> None:
 
 
 def usage_bar(stats: ContextStats, width: int = 30) -> str:
-    ratio = min(stats.context_tokens / stats.budget_tokens, 1.0) if stats.budget_tokens else 1.0
+    return _bar(stats.context_tokens, stats.budget_tokens, width)
+
+
+def _bar(used: int, budget: int, width: int = 30) -> str:
+    ratio = min(used / budget, 1.0) if budget > 0 else 1.0
     filled = round(ratio * width)
     return "[" + "#" * filled + "." * (width - filled) + f"] {ratio:6.1%}"
 
@@ -150,9 +163,21 @@ def summary_line(stats: ContextStats, total_messages: int) -> str:
     )
 
 
+def trim_summary(kept: int, total: int, tokens: int, max_tokens: int | None, reserve: int) -> str:
+    """``trim``'s stderr line: what was kept, its tokens against ``trim()``'s room."""
+    if max_tokens is None:
+        return f"kept {kept}/{total} messages, {tokens} tokens (no --max-tokens: no token limit)"
+    room = max_tokens - reserve
+    return (
+        f"kept {kept}/{total} messages, {tokens}/{room} tokens "
+        f"(max_tokens {max_tokens}, reserve {reserve}) {_bar(tokens, room)}"
+    )
+
+
 def _manager(args: argparse.Namespace, **extra: Any) -> MessageContextManager:
+    """The manager ``count`` and ``stats`` fill: ``--window`` is its context window."""
     return MessageContextManager(
-        getattr(args, "max_tokens", None),
+        max_tokens=getattr(args, "window", None),
         model=args.model,
         counter=args.counter,
         strategy=getattr(args, "strategy", "sliding_window"),
@@ -177,12 +202,14 @@ def _preview(message: Any, width: int = 90) -> str:
 
 def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     messages = json.loads(resources.files("context_manager.data").joinpath(SAMPLE).read_text())
-    manager = MessageContextManager(args.max_tokens, strategy="sliding_window", reserve_ratio=0.2)
+    manager = MessageContextManager(
+        max_tokens=args.window, strategy="sliding_window", reserve_ratio=0.2
+    )
     manager.extend(messages)
     kept = manager.get_context()
     out.write(
-        f"Sample conversation: {len(messages)} messages; window {args.max_tokens} tokens, "
-        f"20% reserved for the reply.\nKept, in order:\n"
+        f"Sample conversation: {len(messages)} messages; a manager's window of {args.window} "
+        f"tokens, 20% reserved for the reply.\nKept, in order:\n"
     )
     for message in kept:
         out.write("  " + _preview(message) + "\n")
@@ -220,23 +247,29 @@ def cmd_count(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def _filled(args: argparse.Namespace) -> tuple[MessageContextManager, int]:
-    """A manager holding the file's messages, and how many the file had."""
-    messages = load_messages(args.file)
-    manager = _manager(args)
-    manager.extend(messages)
-    return manager, len(messages)
-
-
 def cmd_trim(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    manager, total = _filled(args)
-    kept = manager.get_context()
+    """``trim()`` on the file, with the same options and defaults (``count_cache`` left as is)."""
+    messages = load_messages(args.file)
+    kept = trim(
+        messages,
+        NO_TOKEN_LIMIT if args.max_tokens is None else args.max_tokens,
+        counter=args.counter,
+        model=args.model,
+        strategy=args.strategy,
+        reserve_tokens=args.reserve_tokens,
+        max_messages=args.max_messages,
+        repair=args.repair,
+        provider=args.provider,
+        validate=args.validate,
+    )
     try:
         text = json.dumps(kept, indent=1, ensure_ascii=False) + "\n"
     except (TypeError, ValueError) as exc:
         raise CliError(f"cannot write the kept messages as JSON: {exc}") from None
+    tokens = count_tokens(kept, args.model, counter=args.counter)  # the counter trim() used
     out.write(text)
-    err.write(summary_line(manager.stats(), total) + "\n")
+    summary = trim_summary(len(kept), len(messages), tokens, args.max_tokens, args.reserve_tokens)
+    err.write(summary + "\n")
     return 0
 
 
@@ -251,12 +284,14 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    manager, total = _filled(args)
+    messages = load_messages(args.file)
+    manager = _manager(args)  # a manager, not trim(): its budget is --window less a reserve
+    manager.extend(messages)
     stats = manager.stats()
     fields = {k: getattr(stats, k) for k in stats.__dataclass_fields__ if k != "extra"}
     json.dump(fields, out, indent=1)
     out.write("\n")
-    err.write(summary_line(stats, total) + "\n")
+    err.write(summary_line(stats, len(messages)) + "\n")
     return 0
 
 
@@ -324,12 +359,17 @@ def _sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="context-manager", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="context-manager",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p: argparse.ArgumentParser, budget: bool) -> None:
+    def common(p: argparse.ArgumentParser, model_help: str, strategy_help: str = "") -> None:
         p.add_argument("file", help="JSON array of messages or JSONL; - for stdin")
-        p.add_argument("--model", default=None, help="model name (sets the window and limits)")
+        p.add_argument("--model", default=None, help=model_help)
         p.add_argument(
             "--counter",
             default=None,
@@ -337,29 +377,51 @@ def build_parser() -> argparse.ArgumentParser:
             "most precise counter, else chars",
         )
         p.add_argument("--repair", action="store_true", help="fix broken tool-call pairing")
-        if budget:
-            p.add_argument("--max-tokens", type=int, default=None, help="context window")
-            p.add_argument("--reserve-tokens", type=int, default=None, help="output reserve")
+        if strategy_help:  # trim and stats: which messages to keep
+            strategies = ["fifo", "sliding_window", "priority"]
             p.add_argument(
-                "--strategy",
-                default="sliding_window",
-                choices=["fifo", "sliding_window", "priority"],
+                "--strategy", default="sliding_window", choices=strategies, help=strategy_help
             )
-            p.add_argument("--max-messages", type=int, default=None)
+            p.add_argument("--max-messages", type=int, default=None, help="keep at most this many")
             p.add_argument("--provider", default=None, choices=PROVIDER_NAMES)
 
-    demo = sub.add_parser("demo", help="trim the bundled sample conversation")
-    demo.add_argument("--max-tokens", type=int, default=600)
+    demo = sub.add_parser("demo", help="a manager keeps the bundled sample within its window")
+    demo.add_argument("--window", type=int, default=600, help="its window; 20%% is reserved")
     demo.set_defaults(func=cmd_demo)
     count = sub.add_parser("count", help="tokens per message, total and by role")
-    common(count, budget=False)
+    common(count, "model name: counts with its most precise counter")
     count.add_argument("--json", action="store_true", help="JSON: per message, by role, total")
     count.set_defaults(func=cmd_count)
-    trim = sub.add_parser("trim", help="print the messages that fit as JSON")
-    common(trim, budget=True)
-    trim.set_defaults(func=cmd_trim)
-    stats = sub.add_parser("stats", help="budget statistics as JSON")
-    common(stats, budget=True)
+    trimming = sub.add_parser(
+        "trim",
+        help="the library's trim(): print the messages that fit --max-tokens as JSON",
+        description="Apply context_manager.trim() to the file and print what it keeps as JSON. "
+        "Every option means what the trim() argument of the same name means, with its default.",
+    )
+    model_help = "model name: picks its counter (not the budget, as in trim())"
+    common(trimming, model_help, strategy_help="trim()'s strategy= (default sliding_window)")
+    trimming.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="the input budget, trim()'s max_tokens: the kept messages fit in it, less "
+        "--reserve-tokens (no share is set aside for the reply); default: no token limit",
+    )
+    trimming.add_argument("--reserve-tokens", type=int, default=0, help="held back (default 0)")
+    trimming.add_argument(
+        "--validate", default="kept", choices=["kept", "all"], help="check kept messages or all"
+    )
+    trimming.set_defaults(func=cmd_trim)
+    stats = sub.add_parser(
+        "stats",
+        help="a manager's budget statistics as JSON (--window less a 20%% reserve)",
+        description="Fill a MessageContextManager with the file and print its stats() as JSON. "
+        "--window is the manager's context window, of which 20% is reserved for the reply "
+        "unless --reserve-tokens is given; trim, not stats, applies trim()'s budget.",
+    )
+    common(stats, "model name (sets the window and limits)", strategy_help="the manager's")
+    stats.add_argument("--window", type=int, default=None, help="default: --model's, else 128000")
+    stats.add_argument("--reserve-tokens", type=int, default=None, help="default: 20%% of window")
     stats.set_defaults(func=cmd_stats)
     check = sub.add_parser("check", help="list what a provider would reject (exit 1 if any)")
     check.add_argument("file", help="JSON array of messages or JSONL; - for stdin")

@@ -8,9 +8,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from context_manager import ContextManagerError, count_tokens, trim
 from context_manager.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,14 +50,109 @@ def test_readme_main_job_runs() -> None:
     assert used <= budget == 480
 
 
-def test_trim_prints_kept_json_and_summary(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["trim", str(SAMPLE), "--max-tokens", "500", "--strategy", "priority"]) == 0
-    out, err = capsys.readouterr()
-    kept = json.loads(out)
+@pytest.mark.parametrize(
+    ("budget", "flags", "options"),
+    [
+        (500, [], {}),
+        (600, [], {}),
+        (500, ["--strategy", "priority"], {"strategy": "priority"}),
+        (500, ["--reserve-tokens", "120"], {"reserve_tokens": 120}),
+        (600, ["--max-messages", "6"], {"max_messages": 6}),
+        (500, ["--provider", "anthropic"], {"provider": "anthropic"}),
+        (500, ["--counter", "estimate"], {"counter": "estimate"}),
+    ],
+    ids=["500", "600", "priority", "reserve", "max-messages", "anthropic", "estimate"],
+)
+def test_trim_prints_what_trim_returns(
+    capsys: pytest.CaptureFixture[str], budget: int, flags: list[str], options: dict[str, Any]
+) -> None:
+    """``--max-tokens`` is ``trim()``'s input budget (no 20% reserve); the rest its defaults."""
     sample = json.loads(SAMPLE.read_text())
-    assert kept[0] == sample[0] and kept[-1] == sample[-1]
-    assert all(m in sample for m in kept)
-    assert err.startswith(f"kept {len(kept)}/{len(sample)} messages") and "[" in err
+    expected = trim(sample, budget, **options)
+    assert 0 < len(expected) < len(sample)
+    assert main(["trim", str(SAMPLE), "--max-tokens", str(budget), *flags]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == expected
+    tokens = count_tokens(expected, None, counter=options.get("counter"))
+    room = budget - options.get("reserve_tokens", 0)
+    assert tokens <= room
+    assert err.startswith(
+        f"kept {len(expected)}/{len(sample)} messages, {tokens}/{room} tokens "
+        f"(max_tokens {budget}, reserve {budget - room}) ["
+    )
+
+
+def test_trim_without_max_tokens_has_no_token_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    sample = json.loads(SAMPLE.read_text())
+    assert main(["trim", str(SAMPLE)]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == trim(sample, 2**53) == sample
+    tokens = count_tokens(sample, None)
+    assert (
+        err == f"kept {len(sample)}/{len(sample)} messages, {tokens} tokens "
+        "(no --max-tokens: no token limit)\n"
+    )
+
+
+def test_trim_validate_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An orphaned tool result beyond the cut: unread by default, refused with ``all``."""
+    history = [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "x", "content": "r"},
+        {"role": "assistant", "content": "long " * 100},
+        {"role": "user", "content": "again"},
+    ]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(history))
+    assert main(["trim", str(path), "--max-tokens", "50"]) == 0
+    assert json.loads(capsys.readouterr().out) == trim(history, 50)
+    assert main(["trim", str(path), "--max-tokens", "50", "--validate", "all"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("context-manager: error: message 1: tool result references")
+    with pytest.raises(ContextManagerError):
+        trim(history, 50, validate="all")
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--max-tokens", "0"], "max_tokens must be a positive int"),
+        (["--max-tokens", "500", "--reserve-tokens", "500"], "reserve_tokens must be"),
+    ],
+)
+def test_trim_option_errors_are_trims_own(
+    capsys: pytest.CaptureFixture[str], flags: list[str], says: str
+) -> None:
+    assert main(["trim", str(SAMPLE), *flags]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("context-manager: error: ") and says in captured.err
+
+
+def test_stats_window_is_a_managers_window(capsys: pytest.CaptureFixture[str]) -> None:
+    """``stats --window 600``: 20% reserved, so it sends what ``trim()`` keeps within 480."""
+    sample = json.loads(SAMPLE.read_text())
+    assert main(["stats", str(SAMPLE), "--window", "600"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    expected = trim(sample, 480)
+    assert stats["budget_tokens"] == 480 and stats["reserve_tokens"] == 120
+    assert stats["context_message_count"] == len(expected) < len(trim(sample, 600))
+    assert stats["context_tokens"] == count_tokens(expected, None)
+
+
+def test_help_says_which_budget_each_command_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("trim", "stats"):
+        with pytest.raises(SystemExit) as exit_info:
+            main([command, "--help"])
+        assert exit_info.value.code == 0
+        text = " ".join(capsys.readouterr().out.split())
+        if command == "trim":
+            assert "trim()" in text and "the input budget, trim()'s max_tokens" in text
+            assert "--window" not in text
+        else:
+            assert "MessageContextManager" in text and "20% is reserved" in text
+            assert "--max-tokens" not in text
 
 
 def test_count_and_stats(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -69,9 +166,10 @@ def test_count_and_stats(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     counted = json.loads(capsys.readouterr().out)
     assert [r["tokens"] for r in counted["messages"]] == [6, 4]  # ceil(11/4)+3, ceil(2/4)+3
     assert counted["total"] == 10 and counted["prompt_total"] == 13
-    assert main(["stats", str(jsonl), "--max-tokens", "100"]) == 0
+    assert main(["stats", str(jsonl), "--window", "100"]) == 0  # a manager: 20% reserved
     stats = json.loads(capsys.readouterr().out)
-    assert stats["budget_tokens"] == 80 and stats["counts_by_role"]["user"] == 1
+    assert stats["max_tokens"] == 100 and stats["budget_tokens"] == 80
+    assert stats["counts_by_role"]["user"] == 1
 
 
 @pytest.mark.parametrize(
