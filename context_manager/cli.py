@@ -19,7 +19,6 @@ import argparse
 import io
 import json
 import os
-import re
 import sys
 from collections.abc import Sequence
 from importlib import resources
@@ -27,11 +26,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
+from ._cli_input import CliError, as_json, load_messages
 from .counting import count_tokens
 from .errors import ContextManagerError
 from .manager import MessageContextManager
 from .messages import normalize
-from .messages.nesting import format_path
 from .oneshot import trim
 from .stats import ContextStats
 
@@ -39,109 +38,6 @@ SAMPLE = "sample_conversation.json"
 PROVIDER_NAMES = ["openai", "openai-responses", "anthropic", "bedrock", "gemini"]
 #: ``trim()``'s largest budget: what ``trim`` runs with when no ``--max-tokens`` is given.
 NO_TOKEN_LIMIT = 2**53
-
-
-class CliError(ContextManagerError):
-    """A problem with the command line's input (bad file, bad JSON)."""
-
-
-def load_messages(source: str) -> list[Any]:
-    """Read a JSON array of messages or JSONL (one message per line) from a path or ``-``."""
-    name = "<stdin>" if source == "-" else source
-    try:
-        if source == "-":
-            raw = sys.stdin.buffer.read()
-        else:
-            path = Path(source)
-            if not path.is_file():
-                raise CliError(f"{source}: no such file (pass a JSON array or JSONL file, or -)")
-            raw = path.read_bytes()
-    except OSError as exc:
-        raise CliError(f"{name}: cannot read: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")  # a UTF-8 byte order mark is dropped
-    except UnicodeDecodeError as exc:
-        raise CliError(
-            f"{name}: not UTF-8 text (byte {exc.start}: {raw[exc.start : exc.start + 1]!r}); "
-            "save the file as UTF-8"
-        ) from None
-    try:
-        return _parse_messages(text, name)
-    except RecursionError:
-        raise CliError(f"{name}: JSON nested too deeply to read") from None
-
-
-def _parse_messages(text: str, name: str) -> list[Any]:
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CliError(f"{name}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
-        except RecursionError:
-            raise CliError(f"{name}: JSON nested too deeply to be a message list") from None
-        except ValueError as exc:  # an integer past Python's 4,300-digit limit
-            raise CliError(f"{name}: unreadable number: {exc}") from None
-        if not isinstance(data, list):
-            raise CliError(f"{name}: expected a JSON array of messages")
-        if _SURROGATE_ESCAPE.search(text):
-            for index, item in enumerate(data):
-                _refuse_lone_surrogates(item, f"{name}: message {index}")
-        return data
-    messages: list[Any] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CliError(f"{name}:{number}: invalid JSON line: {exc.msg}") from None
-        except RecursionError:
-            raise CliError(f"{name}:{number}: JSON nested too deeply") from None
-        except ValueError as exc:  # an integer past Python's 4,300-digit limit
-            raise CliError(f"{name}:{number}: unreadable number: {exc}") from None
-        if isinstance(item, dict) and str(item.get("role", "")).startswith("_"):
-            continue  # metadata lines of a session log
-        if _SURROGATE_ESCAPE.search(line):
-            _refuse_lone_surrogates(item, f"{name}:{number}")
-        messages.append(item)
-    return messages
-
-
-#: A JSON escape of a UTF-16 surrogate (``\ud800``-``\udfff``): a pair decodes to one character,
-#: a lone one to a string that cannot be written out again. Only lines holding one are walked.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def _refuse_lone_surrogates(value: Any, where: str) -> None:
-    """Raise ``CliError`` naming the field of a parsed message that holds a lone surrogate.
-
-    JSON allows the escape, but no UTF-8 output (``trim``'s JSON, a provider request) can carry
-    it, so the file is refused as a whole, like a file that is not UTF-8. Iterative, with parent
-    links for the path: linear however deep the file nests.
-    """
-    stack: list[tuple[Any, Any]] = [(value, None)]
-    while stack:
-        item, link = stack.pop()
-        if isinstance(item, dict):
-            for key, child in item.items():
-                stack.append((key, link))  # a key's problem is reported at its object
-                stack.append((child, (link, key)))
-        elif isinstance(item, list):
-            stack.extend((child, (link, i)) for i, child in enumerate(item))
-        elif isinstance(item, str) and not item.isascii():
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                keys: list[Any] = []
-                while link is not None:
-                    link, key = link
-                    keys.append(key)
-                path = format_path(keys[::-1])
-                raise CliError(
-                    f"{where}: {path} holds a lone surrogate (\\u{ord(item[exc.start]):04x}) at "
-                    f"position {exc.start}; surrogate escapes must come in pairs: fix or drop it"
-                ) from None
 
 
 def usage_bar(stats: ContextStats, width: int = 30) -> str:
@@ -263,7 +159,7 @@ def cmd_trim(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         validate=args.validate,
     )
     try:
-        text = json.dumps(kept, indent=1, ensure_ascii=False) + "\n"
+        text = json.dumps(kept, indent=1, ensure_ascii=False, default=as_json) + "\n"
     except (TypeError, ValueError) as exc:
         raise CliError(f"cannot write the kept messages as JSON: {exc}") from None
     tokens = count_tokens(kept, args.model, counter=args.counter)  # the counter trim() used

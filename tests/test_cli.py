@@ -164,8 +164,9 @@ def test_count_and_stats(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     )
     assert main(["count", str(jsonl), "--json"]) == 0
     counted = json.loads(capsys.readouterr().out)
-    assert [r["tokens"] for r in counted["messages"]] == [6, 4]  # ceil(11/4)+3, ceil(2/4)+3
-    assert counted["total"] == 10 and counted["prompt_total"] == 13
+    # a session log reads as a restore does: its system prompt first (it is sent and counted)
+    assert [r["tokens"] for r in counted["messages"]] == [4, 6, 4]  # ceil(4/4)+3, ceil(11/4)+3, ..
+    assert counted["total"] == 14 and counted["prompt_total"] == 17
     assert main(["stats", str(jsonl), "--window", "100"]) == 0  # a manager: 20% reserved
     stats = json.loads(capsys.readouterr().out)
     assert stats["max_tokens"] == 100 and stats["budget_tokens"] == 80
