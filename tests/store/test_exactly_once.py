@@ -20,7 +20,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from context_manager import MessageContextManager
-from context_manager.errors import StoreConflictError, StoreOutcomeUnknownError
+from context_manager.errors import (
+    ConfigurationError,
+    StoreConflictError,
+    StoreOutcomeUnknownError,
+)
 from context_manager.store import retrying
 from context_manager.store.records import dump_record, new_record_id
 from context_manager.store.targets import open_store
@@ -278,3 +282,24 @@ def test_sixteen_workers_on_one_session_converge_with_retrying(
     latencies = sorted(t for _, times in results for t in times)
     p99 = latencies[int(len(latencies) * 0.99) - 1]
     print(f"{backend.name}: {len(latencies)} requests, p99 {p99 * 1000:.0f} ms")
+
+
+# ---------------------------------------------------------------------- session ids, one to one
+@pytest.mark.parametrize(
+    "hostile", ["../x", "a/b", "a\x00b", ".hidden", "x" * 201, "", "é", "a b", "{tag}", 7, b"bytes"]
+)
+def test_a_hostile_session_id_is_refused_on_every_backend(backend: Backend, hostile: Any) -> None:
+    with pytest.raises(ConfigurationError, match="session id"):
+        backend.store(hostile)
+
+
+def test_ids_that_differ_only_in_punctuation_stay_distinct_on_every_backend(
+    backend: Backend,
+) -> None:
+    ids = ["alice@example.com", "alice_example.com", "alice.example.com", "alice-example.com"]
+    for session in ids:
+        store = backend.store(session)
+        store.append([user(f"for {session}")])
+        store.close()
+    for session in ids:
+        assert contents(backend, session) == [f"for {session}"]
