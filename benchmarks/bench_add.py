@@ -1,16 +1,16 @@
-"""Adding one message: normalize, count once, update the ledger (and evict, FIFO).
+"""Adding one message: normalize, count once, update the ledger, let the strategy evict.
 
 Spec: < 1 ms per add with the estimator and with tiktoken, for ~200- and ~2K-character messages
-(20K reported too). Our own bar: estimator adds in a few microseconds. Every timed add is a
-distinct text (tiktoken's LRU never hits) into a manager that already holds a 1k-message
-session, with the default strategy (FIFO, so adds also evict in steady state).
-``test_add_plain`` (reported) times the issue's case, a plain ``{role, content}`` dict with the
-estimator, under each strategy with room and under FIFO evicting a turn on every add.
+(20K reported too); an estimator add <= 10 us (issue 36: what a caller could notice next to a
+model call; every add takes the one path, nothing is left for a later read to finish). Every
+timed add is a distinct text (tiktoken's LRU never hits) into a FIFO manager that already holds
+a 1k-message session, so adds also evict in steady state (the costliest add). ``test_add_plain``
+(reported) times the issue's case, a plain ``{role, content}`` dict with the estimator, under
+each strategy with room and under FIFO evicting a turn on every add.
 """
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import pytest
@@ -32,7 +32,7 @@ def test_add(benchmark: Any, counter: str, chars: int) -> None:
         rounds = max(10, rounds // 4)
     warmup = 2
     pool = corpus.text_pool(chars, iterations * (rounds + warmup) + 1)  # +1: the result call
-    manager = MessageContextManager(WINDOW, counter=counter)
+    manager = MessageContextManager(WINDOW, counter=counter, strategy="fifo")
     for message in corpus.conversation(1_000):
         manager.add(message)
     feed = iter(pool)
@@ -54,9 +54,7 @@ PLAIN = {"fifo": None, "sliding_window": None, "priority": None, "fifo-evicting"
 def test_add_plain(benchmark: Any, case: str) -> None:
     """Corpus texts as they come (a fifth hold emoji), after 1,000 of them, 500 adds a round.
 
-    Each round ends with a read (``token_count``), timed with the round: adds in a run leave
-    writing to the ledger to the next read (``budget/pending.py``), which pays it here. The
-    harness (a call, ``next`` and the round check) adds about 0.15 us to a loop of adds.
+    The harness (a call, ``next`` and the round check) adds about 0.15 us to a loop of adds.
     """
     iterations, rounds = 500, 10 if QUICK else 40
     pool = corpus.text_pool(200, 1_000 + iterations * (rounds + 2) + 1)
@@ -65,13 +63,9 @@ def test_add_plain(benchmark: Any, case: str) -> None:
     manager.extend(pool[:1_000])
     feed = iter(pool[1_000:])
     add = manager.add
-    calls = itertools.count(1)
 
     def add_next() -> int:
-        tokens = add(next(feed))
-        if not next(calls) % iterations:  # the round's last add: read what the run left
-            assert manager.token_count > 0
-        return tokens
+        return add(next(feed))
 
     benchmark.pedantic(add_next, rounds=rounds, iterations=iterations, warmup_rounds=2)
     benchmark.extra_info["held_messages"] = len(manager)
@@ -80,8 +74,7 @@ def test_add_plain(benchmark: Any, case: str) -> None:
 @pytest.mark.parametrize("strategy", ["fifo", "sliding_window"])
 def test_chat_turn(benchmark: Any, strategy: str) -> None:
     """A chat backend's turn on a full manager: add the user's message, send the context, add the
-    reply. Reported next to ``test_add_plain``: a full FIFO manager's adds leave their cut to the
-    read that follows, so this is where the cut is paid."""
+    reply (reported: what a turn costs besides the model call)."""
     iterations, rounds = 100, 10 if QUICK else 40
     pool = corpus.text_pool(200, 1_000 + 2 * iterations * (rounds + 2) + 2)
     manager = MessageContextManager(20_000, counter="chars", strategy=strategy)

@@ -45,13 +45,10 @@ def targets(quick: bool = False) -> list[Target]:
                     1 * MS,
                 )
             )
+    # Issue 36: an estimator add stays <= 10 us, enforced in every run (a caller could notice
+    # that next to a model call; below it, a faster add is not worth a second path).
     out.append(
-        Target(
-            "add one ~200-char message (estimator), few us",
-            "test_add[chars-200]",
-            10 * US,
-            kind="bar",
-        )
+        Target("add one ~200-char message (estimator) <= 10 us", "test_add[chars-200]", 10 * US)
     )
     out.append(
         Target(

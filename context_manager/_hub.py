@@ -2,7 +2,8 @@
 and the entry points into the extensions (``open``, ``compact``, ``checkpoint``, ``revert_to``).
 
 A base class of :class:`~context_manager.manager.MessageContextManager`, kept apart because it
-is the whole contract extensions (stores, compaction, integrations) rely on, and nothing else.
+is the contract extensions (stores, compaction, integrations) rely on; it owns only its own
+state (the lock, subscribers, journal and extension state), never the manager's budget state.
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ from contextlib import AbstractContextManager
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast, overload
 
-from .budget.pruned import ViewOptions, view_options
 from .errors import ConfigurationError
 from .events import Change, Event, Journal, Listener
 
 if TYPE_CHECKING:
-    from .budget.pending import PendingAdds
     from .host import ManagerHost
 
 __all__ = ["ExtensionHub", "ReadOnly"]
@@ -75,23 +74,6 @@ class ExtensionHub:
             if value is None:
                 value = self._extensions[key] = factory()
             return value
-
-    _view: ViewOptions  # the manager's view settings (counter, pruning engine, window)
-    _pruning: Any
-    _pending: PendingAdds  # its held adds (a FIFO manager with pruning holds none)
-
-    def use_pruning(self, pruning: Any) -> None:
-        """Switch the tool-result pruning of the view (``None``: off); history is unchanged.
-
-        Compaction's fallback uses it when the history is too short to summarize. The engine
-        starts fresh, so pruned copies are rebuilt once (the prompt cache misses once).
-        """
-        with self._lock:
-            view = self._view
-            truncate, window, budget = view.truncate_newest, view.window, view.budget
-            self._view = view_options(pruning, truncate, view.counter, window, budget)
-            self._pruning = pruning
-            self._pending.pause(pruning is not None)
 
     def _write(self, change: Change) -> None:
         if self._journal is not None:

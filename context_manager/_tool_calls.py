@@ -28,21 +28,13 @@ class ToolCallHandling(ExtensionHub):
     _repair: bool
     _repairer: Repairer | None
     _added: int
+    _ledger: Ledger
     interrupted_result: str
 
     if TYPE_CHECKING:
 
-        @property
-        def _ledger(self) -> Ledger: ...
-
         def _store(
-            self,
-            message: Any,
-            rec: Message,
-            index: int,
-            priority: int,
-            pinned: bool,
-            tokens: int = -1,
+            self, message: Any, rec: Message, index: int, priority: int, pinned: bool
         ) -> int: ...
 
     @property

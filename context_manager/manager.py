@@ -12,8 +12,8 @@ after, and :meth:`MessageContextManager.locked` is the one lock they may hold.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any, TypeVar
 
 from ._config import (
@@ -27,13 +27,10 @@ from ._hub import ReadOnly
 from ._tool_calls import ToolCallHandling, interrupts
 from .budget._ledger import Ledger
 from .budget.calibration import Calibration
-from .budget.deferred import DeferredCut
-from .budget.pending import PendingAdds
 from .budget.plan import Shortfall
 from .budget.pruned import ViewPlan, plan_view, view_options
-from .budget.strategies import FIFO, Strategy, get_strategy
+from .budget.strategies import Strategy, get_strategy
 from .counting import TokenCounter, get_counter
-from .counting.fastlane import lane_for
 from .counting.usage import read_usage
 from .errors import ConfigurationError, ContextOverflowError, InvalidMessageError
 from .events import Cleared, Compacted, Evicted, MessageAdded, SystemPromptSet, UsageRecorded
@@ -56,6 +53,9 @@ class MessageContextManager(ToolCallHandling):
     refuse rather than clamp, so a typo cannot silently shrink or grow a budget).
     ``counter=None`` counts with the model's most precise counter (tiktoken for OpenAI models,
     the safe estimate for Claude / Gemini / ...), or chars/4 without a model.
+    ``strategy`` defaults to ``"sliding_window"`` (as ``trim()`` does): the history keeps every
+    message and only what is sent is trimmed, so a reopened session has all of it; ``"fifo"``
+    evicts on add (memory bounded by the budget; ``on_evict`` hears what goes).
     ``retention_ratio`` makes trimming prompt-cache friendly (see ``SlidingWindow``).
     ``calibrate``: scale budget decisions by billed/counted usage (default: estimates only).
     ``pruning`` (a ``ToolResultPruning``) trims or clears old tool results in the view only;
@@ -71,7 +71,7 @@ class MessageContextManager(ToolCallHandling):
         *,
         model: str | None = None,
         counter: str | TokenCounter | None = None,
-        strategy: str | Strategy = "fifo",
+        strategy: str | Strategy = "sliding_window",
         reserve_ratio: float = 0.2,
         reserve_tokens: int | None = None,
         max_messages: int | None = None,
@@ -98,13 +98,9 @@ class MessageContextManager(ToolCallHandling):
         self._reserve_tokens = reserve_tokens
         self._budget_tokens = window - reserve_tokens
         self._counter = get_counter(counter, model=model)
-        #: Record and count of the commonest chat dicts in one step (estimator only), or None.
-        self._lane = lane_for(self._counter)
         self._strategy = get_strategy(
             strategy, max_messages=max_messages, retention_ratio=retention_ratio
         )
-        evict = type(self._strategy).evict  # 0: never evicts, 1: FIFO, 2: ask on every add
-        self._evicts = 0 if evict is Strategy.evict else 1 if evict is FIFO.evict else 2
         self.warn_ratio = warn_ratio
         self.on_near_limit = checked_hook("on_near_limit", on_near_limit)
         self.on_evict = checked_hook("on_evict", on_evict)
@@ -117,7 +113,7 @@ class MessageContextManager(ToolCallHandling):
         self._tools = checked_tools(tools)
         tools_tokens = self._counter.count_tools(list(self._tools)) if self._tools else 0
         self._fixed = self._counter.prompt_overhead + tools_tokens
-        self._held = Ledger()  # read through ``_ledger``: held adds and deferred cuts first
+        self._ledger = Ledger()
         self._protocol = ToolProtocol()
         self._repairer: Repairer | None = None
         self._system: tuple[Any, Message, int] | None = None
@@ -133,9 +129,6 @@ class MessageContextManager(ToolCallHandling):
         self._view = view_options(
             pruning, truncate_newest, self._counter, window, self._budget_tokens
         )
-        fifo = self._strategy if self._evicts == 1 and self._view.pruner is None else None
-        self._cut = DeferredCut(fifo) if isinstance(fifo, FIFO) else None
-        self._pending = PendingAdds(self._counter, self._evicts, self._cut, self._repair)
         self._recap()
         if system_prompt is not None:
             self.set_system_prompt(system_prompt)
@@ -158,6 +151,18 @@ class MessageContextManager(ToolCallHandling):
     def tools(self) -> list[Any] | None:
         """Tool definitions counted in every request (a copy; set them at construction)."""
         return list(self._tools) if self._tools else None
+
+    def use_pruning(self, pruning: Any) -> None:
+        """Switch the tool-result pruning of the view (``None``: off); history is unchanged.
+
+        Compaction's fallback uses it when the history is too short to summarize. The engine
+        starts fresh, so pruned copies are rebuilt once (the prompt cache misses once).
+        """
+        with self._lock:
+            view = self._view
+            truncate, window, budget = view.truncate_newest, view.window, view.budget
+            self._view = view_options(pruning, truncate, view.counter, window, budget)
+            self._pruning = pruning
 
     # -- adding -----------------------------------------------------------------------------
     def set_system_prompt(self, prompt: str | Any) -> None:
@@ -202,32 +207,16 @@ class MessageContextManager(ToolCallHandling):
     def add(self, message: Any, *, priority: int = 0, pinned: bool = False) -> int:
         """Add one message (any accepted shape); returns the tokens it was counted at.
 
-        With a store, the message is written before memory changes; if that fails, nothing
-        changed and the store's typed error says why.
+        Every add takes the same path: read the message (a leading system message becomes the
+        system prompt), close the calls a new user turn interrupted (or, with ``repair=True``,
+        repair the stream), then :meth:`_store`. With a store, the message is written before
+        memory changes; if that fails, nothing changed and the store's typed error says why.
         """
         if type(priority) is not int:
             check_priority(priority)
-        lock = self._lock
-        lock.acquire()  # not ``with``: its two method calls cost 80 ns, a twentieth of an add
-        try:
-            if (
-                self._added >= (pending := self._pending).hold_from  # a run since the last read
-                and priority == 0
-                and pinned is False
-                and self._journal is None
-                and not self._listeners
-                and self.on_evict is None
-                and self.on_near_limit is None
-                and not self._protocol.pending
-            ):
-                tokens = pending.hold(message, self._held, self._cap)  # see budget/pending.py
-                if tokens >= 0:
-                    self._added += 1
-                    return tokens
+        with self._lock:
             index = self._added
-            lane = self._lane
-            hit = lane(message) if lane is not None else None
-            rec, tokens = (normalize(message, index), -1) if hit is None else hit
+            rec = normalize(message, index)
             if (
                 rec.role in ("system", "developer")
                 and self._system is None
@@ -241,23 +230,21 @@ class MessageContextManager(ToolCallHandling):
             if self._protocol.pending and self.close_interrupted and interrupts(rec):
                 self._close_pending(self.interrupted_result)
                 index = self._added
-            pinned = pinned if pinned is False else bool(pinned)  # bool() costs a call
-            return self._store(message, rec, index, priority, pinned, tokens)
-        finally:
-            lock.release()
+            return self._store(message, rec, index, priority, bool(pinned))
 
-    def _store(
-        self, message: Any, rec: Message, index: int, priority: int, pinned: bool, tokens: int = -1
-    ) -> int:
-        if self._pending.items:  # held adds come first
-            self._pending.drain(self._held)
-        protocol = self._protocol
-        plain = protocol.outside(rec)  # the common case: a message outside any tool exchange
-        joins = False if plain else protocol.check(rec, index)
-        if tokens < 0:
-            tokens = self._counter.count_message(rec)
+    def _store(self, message: Any, rec: Message, index: int, priority: int, pinned: bool) -> int:
+        """Check the tool protocol, count, write ahead, append, let the strategy evict, tell.
+
+        Memory changes only after the checks and the journal accepted the message. The strategy
+        is asked on every add (a non-destructive one answers "nothing" at once), so what it
+        evicts is reported by the add that made room for it.
+        """
+        protocol, ledger = self._protocol, self._ledger
+        outside = protocol.outside(rec)  # no tool exchange to check or record (most messages)
+        joins = False if outside else protocol.check(rec, index)
+        tokens = self._counter.count_message(rec)
         change = None
-        if self._journal is not None or self._listeners:
+        if self._journal is not None or self._listeners:  # (an event is built only if read)
             change = MessageAdded(message, rec, index, tokens, pinned, priority)
             if self._journal is not None:
                 try:
@@ -265,70 +252,33 @@ class MessageContextManager(ToolCallHandling):
                 except InvalidMessageError as exc:  # the codec names the field, not the message
                     with_index(exc, index)
                     raise
-        ledger, cut = self._held, self._cut  # ``cut``: kept while this add's FIFO cut may wait
-        if cut is not None:
-            if not pinned and ledger.total + tokens <= self._cap:
-                cut = None  # it all fits: nothing to cut
-            elif not plain or pinned or self._listeners or self.on_evict is not None:
-                self._settle()  # before this add, as the adds before it would have
-                cut.limit = -1  # this add may change what the limit assumed
-                cut = None
-        if not plain:  # else the protocol, so whether a group is open, does not change
+        if not outside:
             protocol.commit(rec)
             ledger.open = bool(protocol.pending)
         released = ledger.append(message, rec, tokens, priority, pinned, joins)
         self._added += 1
         if change is not None and self._listeners:
             self._emit(change)
-        # FIFO evicts nothing while all it holds fits (pins cancel out of both sides); not so
-        # with pruning, where a placeholder can outweigh the short result it replaces.
-        evicted: Sequence[Any] = ()
-        evicts = self._evicts
-        if cut is not None and (ledger.cum[-1] <= cut.limit or cut.defer(ledger, self._cap)):
-            cut.due = True  # left to the next read (see budget/deferred.py)
-        elif evicts and (evicts > 1 or ledger.total > self._cap or self._view.pruner is not None):
-            evicted = self._view.evict(ledger, self._strategy, self._room(True))
-        if (released or evicted) and (self._listeners or self.on_evict is not None):
+        evicted = self._view.evict(ledger, self._strategy, self._room(held=True))
+        if released or evicted:
             gone = [*released, *evicted]
             if self._listeners:
                 self._emit(Evicted(tuple(gone)))
             if self.on_evict is not None:
                 self.on_evict(gone)
-        if self.on_near_limit is not None:
-            self._after_change()
+        self._after_change()
         return tokens
-
-    @property
-    def _ledger(self) -> Ledger:
-        """What is held, held adds written and deferred cuts taken: every reader but add's."""
-        self._settle()
-        return self._held
-
-    def _settle(self) -> None:
-        pending, cut = self._pending, self._cut
-        pending.hold_from = self._added + pending.run  # adds are held again after a run
-        if pending.items or (cut is not None and cut.due):
-            with self._lock:  # a reader drains and cuts: not while an add runs
-                pending.drain(self._held)  # (returns at once when nothing is held)
-                if cut is not None:
-                    cut.settle(self._held)
 
     def extend(self, messages: Iterable[Any]) -> None:
         """Add messages in order under one lock; on an invalid one, those before it stay added.
 
-        The cyclic garbage collector is paused meanwhile: a bulk load allocates many objects
-        and none of them is garbage, so collections would only walk the growing history.
+        With a store the messages are written in one atomic step (one transaction, one script,
+        one file write) when the loop ends: ``Journal.batch``.
         """
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
-            with self._lock:
-                for message in messages:
-                    self.add(message)
-        finally:
-            if paused:
-                gc.enable()
+        journal = self._journal
+        with self._lock, journal.batch() if journal is not None else nullcontext():
+            for message in messages:
+                self.add(message)
 
     def record_usage(self, usage: Any) -> None:
         """Anchor counts on reported prompt tokens (int or usage object); learn the calibration."""
@@ -348,8 +298,7 @@ class MessageContextManager(ToolCallHandling):
         with self._lock:
             change = Cleared(bool(keep_system_prompt))
             self._write(change)
-            self._pending.clear()
-            self._held = Ledger()  # a cut still due is taken on it by _recap below: nothing
+            self._ledger = Ledger()
             self._protocol.reset()
             self._repairer = self._usage_anchor = self._summary = self._compaction = None
             self._calibration.reset()
@@ -389,14 +338,12 @@ class MessageContextManager(ToolCallHandling):
 
     def _recap(self) -> None:
         """What held messages may take, kept for adds: budget less fixed, system prompt, summary."""
-        system = self.token_count - self._ledger.total  # (a deferred cut is taken on the old cap)
+        system = self.token_count - self._ledger.total
         self._cap = self._calibration.budget(self._budget_tokens) - self._fixed - system
-        if self._cut is not None:
-            self._cut.limit = -1  # it assumed the old cap
 
     def _room(self, held: bool = False) -> int:
         """Tokens left for unpinned groups (``held``: with a pinned group awaiting results)."""
-        ledger = self._held  # a deferred cut never drops a pinned group
+        ledger = self._ledger
         return self._cap - (ledger.pinned_total if held else ledger.pinned_complete_tokens())
 
     def _plan(self, emit: bool = False) -> ViewPlan:
@@ -416,7 +363,7 @@ class MessageContextManager(ToolCallHandling):
         """The caller's messages to send now: system prompt first, then what fits, in order."""
         with self._lock:
             plan = self._plan(emit=True)
-            out = plan.messages(self._held)  # (settled by _plan) the head goes in front: a memmove
+            out = plan.messages(self._ledger)  # the head goes in front: a memmove
             head = [self._system[0]] if self._system else []
             if self._summary is not None:
                 head.append(self._summary[0])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import threading
 import weakref
 from typing import Any
 
@@ -18,6 +20,7 @@ from context_manager import (
     trim,
 )
 from context_manager.counting import CharEstimator
+from context_manager.events import MessageAdded
 
 EXACT = CharEstimator(message_overhead=0, prompt_overhead=0)
 
@@ -158,7 +161,9 @@ def test_record_usage_anchors_counts() -> None:
 
 def test_fifo_evicts_oldest_groups_on_add() -> None:
     evicted: list[Any] = []
-    m = MessageContextManager(30, reserve_tokens=0, counter=EXACT, on_evict=evicted.extend)
+    m = MessageContextManager(
+        30, reserve_tokens=0, counter=EXACT, strategy="fifo", on_evict=evicted.extend
+    )
     msgs = [user("a" * 40), bot("b" * 40), user("c" * 40), bot("d" * 40)]
     m.extend(msgs)
     assert evicted == msgs[:1] and m.messages == msgs[1:]
@@ -255,7 +260,7 @@ def test_one_shot_trim() -> None:
 
 
 def test_large_history_compacts_storage_and_stays_exact() -> None:
-    m = MessageContextManager(2000, reserve_tokens=0, counter=EXACT)
+    m = MessageContextManager(2000, reserve_tokens=0, counter=EXACT, strategy="fifo")
     msgs = [
         user(f"message {i} " * 3) if i % 2 == 0 else bot(f"reply {i} " * 3) for i in range(20_000)
     ]
@@ -330,3 +335,88 @@ def test_repair_can_be_switched_on_after_an_interrupted_tool_call() -> None:
     context = m.get_context()
     assert context[-1] == reply
     assert context[-2]["role"] == "tool" and context[-2]["tool_call_id"] == "c1"
+
+
+def js_tokens(text: str) -> int:
+    """The estimator's count of a ``{role, content}`` dict, from JavaScript's rule computed here:
+    ceil(UTF-16 code units / 4) + 3."""
+    return math.ceil(len(text.encode("utf-16-le", "surrogatepass")) // 2 / 4) + 3
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", " " * 100_000, "\ud800", "\udfff\ud800", "😀" * 1_000, "é" * 1_000, "x" * 1_000_000],
+)
+def test_add_counts_hostile_texts_as_javascript_does(text: str) -> None:
+    manager = MessageContextManager(10**9, counter="chars")
+    manager.extend(user(f"message {i}") for i in range(20))
+    assert manager.add(user(text)) == js_tokens(text)
+    before = sum(js_tokens(f"message {i}") for i in range(20))
+    assert manager.token_count == js_tokens(text) + before
+
+
+def test_text_and_count_are_taken_at_the_add() -> None:
+    """A caller who edits a dict after adding it changes the message sent (the caller's own
+    object) but not what was counted or recorded."""
+    messages = [user("x" * 40) if i % 2 == 0 else bot("x" * 40) for i in range(30)]
+    manager = MessageContextManager(10**6, counter="chars")
+    counts = [manager.add(message) for message in messages]
+    messages[20]["content"] = "y" * 4_000
+    assert counts == [js_tokens("x" * 40)] * 30
+    assert manager.token_count == sum(counts)
+    assert manager.history()[20].record.text == "x" * 40
+    assert manager.get_context()[20] is messages[20]
+
+
+def test_a_subscriber_hears_of_every_add_after_it_subscribed() -> None:
+    manager = MessageContextManager(10**6, counter="chars")
+    manager.extend(user(f"{i}") for i in range(20))
+    events: list[Any] = []
+    manager.subscribe(events.append)
+    manager.add(bot("20"), priority=2)
+    assert events == [MessageAdded(bot("20"), normalize(bot("20")), 20, js_tokens("20"), False, 2)]
+
+
+def test_extend_keeps_the_messages_before_an_invalid_one() -> None:
+    manager = MessageContextManager(10**6, counter="chars")
+    with pytest.raises(InvalidMessageError):
+        manager.extend([*(user(f"{i}") for i in range(20)), {"role": "robot", "content": "beep"}])
+    assert len(manager) == 20 and manager.messages == [user(f"{i}") for i in range(20)]
+
+
+def test_concurrent_writers_and_readers_lose_and_reorder_nothing() -> None:
+    manager = MessageContextManager(10**9, counter="chars")
+    writers, each = 4, 2_000
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def write(w: int) -> None:
+        try:
+            for i in range(each):
+                manager.add(user(f"{w}:{i}"))
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    sizes: list[int] = []
+
+    def read() -> None:  # everything fits: each read sees every add before it, in order
+        while not done.is_set():
+            sizes.append(len(manager.get_context()))
+
+    reader = threading.Thread(target=read)
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+    reader.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    reader.join()
+    assert not errors and sizes == sorted(sizes)
+    texts = [m["content"] for m in manager.messages]
+    assert len(texts) == writers * each
+    for w in range(writers):
+        mine = [int(t.split(":")[1]) for t in texts if t.startswith(f"{w}:")]
+        assert mine == list(range(each))
+    assert [item.index for item in manager.history()] == list(range(writers * each))
+    assert manager.token_count == sum(js_tokens(t) for t in texts)

@@ -137,8 +137,15 @@ def _check_oracle(strategy: str, data: Any) -> None:
     assert messages == before, "input mutated"
 
 
-def naive_fifo_held(messages: list[Any], pinned: set[int], budget: int) -> list[list[int]]:
-    """Held message indices after each add, by replaying FIFO eviction one group at a time."""
+def naive_fifo_held(
+    messages: list[Any], pinned: set[int], budget: int, caps: list[int] | None = None
+) -> list[list[int]]:
+    """Held message indices after each add, by replaying FIFO eviction one group at a time.
+
+    ``caps[n]``: what the history may take when message ``n`` is added, when something outside
+    ``messages`` changes it (a system prompt or summary set apart, a calibrated budget); by
+    default the budget less reply priming and a leading system message.
+    """
     from .naive import build_groups
 
     history: list[list[int]] = []
@@ -157,6 +164,7 @@ def naive_fifo_held(messages: list[Any], pinned: set[int], budget: int) -> list[
         for g in groups:
             g.indices = [rest[i] for i in g.indices]
         fixed = 3 + (COUNTER.count(seen[0]) if sys_first else 0)
+        cap = budget - fixed if caps is None else caps[n - 1]
         last_user = max((i for i in rest if naive_read(seen[i]).is_user_turn), default=None)
         p = next((gi for gi, g in enumerate(groups) if last_user in g.indices), None)
         if p is not None and groups[p].pinned:
@@ -164,7 +172,7 @@ def naive_fifo_held(messages: list[Any], pinned: set[int], budget: int) -> list[
         if kept_p is not None and kept_p != p and naive_read(seen[-1]).is_user_turn:
             evicted.add(kept_p)
             kept_p = None
-        room = budget - fixed - sum(g.tokens for g in groups if g.pinned)
+        room = cap - sum(g.tokens for g in groups if g.pinned)
         tp = groups[p].tokens if p is not None else 0
         held = [gi for gi in range(len(groups)) if gi not in evicted]
         if sum(groups[g].tokens for g in held if not groups[g].pinned) > room and room >= tp:

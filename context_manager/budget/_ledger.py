@@ -24,8 +24,6 @@ from .gathered import LastGather
 from .ranks import MessageRanks
 
 _COMPACT_MIN = 4096
-#: Up to this many groups, a cut drops them one by one: a run's slices and sums cost more.
-_FEW = 8
 
 
 class Level:
@@ -326,21 +324,12 @@ class Ledger:
             return ()
         released: Sequence[Any] = ()
         if self.kept_protected >= 0 and self.kept_protected != g:
-            released = self._drop_group(self.kept_protected)
+            released = self._drop_run(self.kept_protected, self.kept_protected + 1)
             self.kept_protected = -1
         self.protected = g
         if not self.turns or self.turns[-1] != g:
             self.turns.append(g)
         return released
-
-    def new_turns(self, groups: list[int]) -> None:
-        """:meth:`append`'s user-turn bookkeeping for new groups (ascending) that each start a
-        user turn, at once: nobody is told of the turn it releases (nobody listens)."""
-        if self.kept_protected >= 0:
-            self._drop_group(self.kept_protected)
-            self.kept_protected = -1
-        self.protected = groups[-1]
-        self.turns += groups
 
     def _grow_last(self, tokens: int, priority: int, pinned: bool) -> None:
         g = len(self.group_start) - 1
@@ -376,34 +365,21 @@ class Ledger:
         self.pinned_groups.append(g)
         self.pinned_total += self.group_tokens[g]
 
-    def _drop_group(self, g: int) -> list[Any]:
-        starts, originals = self.group_start, self.originals
-        start = starts[g]
-        end = starts[g + 1] if g + 1 < len(starts) else len(originals)
-        if end != start + 1:
-            return self._drop_run(g, g + 1)
-        # The usual group, one message, without the slicing of a run.
-        self.total -= self.group_tokens[g]
-        self.untallied.append(g)
-        self.gathered = None
-        gone = [originals[start]]
-        originals[start] = None
-        return gone
-
     def _drop_run(self, lo: int, hi: int) -> list[Any]:
         """Drop groups ``[lo, hi)`` (none pinned or kept); returns the caller's messages.
 
         The caller's messages are released now, not at the next compaction (up to 4,096 groups
         later): what a FIFO manager keeps alive is what it holds. Records stay (pruning and the
         protocol read them by position); their slots are freed at compaction. Slices and C-level
-        sums, so a deferred cut of many groups costs little more than one of a single group.
+        sums, so a cut of many groups (a compaction, a retention cut) costs little more than
+        one of a single group.
         """
-        start = self.group_start[lo]
-        end = self.group_start[hi] if hi < len(self.group_start) else len(self.originals)
-        self.total -= sum(self.group_tokens[lo:hi])
-        self.untallied.extend(range(lo, hi))  # taken off the per-role tallies when read
+        starts, originals, cum = self.group_start, self.originals, self.cum
+        start = starts[lo]
+        end = starts[hi] if hi < len(starts) else len(originals)
+        self.total -= cum[hi] - cum[lo]  # no group of a run is pinned: all its tokens count
+        self.untallied += range(lo, hi)  # taken off the per-role tallies when read
         self.gathered = None
-        originals = self.originals
         gone = originals[start:end]
         originals[start:end] = [None] * (end - start)
         return gone
@@ -418,33 +394,27 @@ class Ledger:
         )
 
     def evict_before(self, new_floor: int) -> list[Any]:
-        """Move the floor; unpinned groups passed over are dropped (latest user turn kept)."""
-        floor, pinned, protected = self.floor, self.group_pinned, self.protected
+        """Move the floor; unpinned groups passed over are dropped (latest user turn kept).
+
+        The groups that stay (pinned ones, the latest user turn) split what is passed over into
+        runs, each dropped with slices: one run in the usual cut.
+        """
+        floor = self.floor
         if new_floor <= floor:
             return []
-        if new_floor == floor + 1 and not pinned[floor] and floor != protected:
-            evicted = self._drop_group(floor)  # the steady state of a full FIFO manager
-        elif new_floor - floor <= _FEW:  # (a cut after a turn or two): group by group
-            evicted = []
-            for g in range(floor, new_floor):
-                if pinned[g]:
-                    continue
-                if g == protected:
-                    self.kept_protected = g
-                    continue
-                evicted += self._drop_group(g)
-        else:  # runs between the groups that stay: pinned ones and the latest user turn
-            pins = self.pinned_groups
-            stay = pins[bisect_left(pins, floor) : bisect_left(pins, new_floor)]
-            if floor <= protected < new_floor and not pinned[protected]:
-                self.kept_protected = protected
-                stay = sorted([*stay, protected])
-            evicted = []
-            lo = floor
-            for g in [*stay, new_floor]:
-                if lo < g:
-                    evicted += self._drop_run(lo, g)
-                lo = g + 1
+        pins, protected = self.pinned_groups, self.protected
+        stay = pins[bisect_left(pins, floor) : bisect_left(pins, new_floor)]
+        if floor <= protected < new_floor and not self.group_pinned[protected]:
+            self.kept_protected = protected
+            stay = sorted([*stay, protected])
+        evicted: list[Any] = []
+        lo = floor
+        for g in stay:
+            if lo < g:
+                evicted += self._drop_run(lo, g)
+            lo = g + 1
+        if lo < new_floor:
+            evicted += self._drop_run(lo, new_floor)
         self.floor = new_floor
         if new_floor >= _COMPACT_MIN and 2 * new_floor > len(self.group_start):
             self._compact()
@@ -455,7 +425,7 @@ class Ledger:
 
         Slices and C loops (``map``, ``compress``), not a Python step per group: a FIFO manager
         at steady state compacts every few thousand adds, and a per-group rebuild cost as much as
-        the adds in between (0.1 us an add, with runs of adds held and written at once).
+        the adds in between.
         """
         floor, n = self.floor, len(self.group_start)
         below = self._held_below()  # few: pins and the latest turn

@@ -235,8 +235,8 @@ class ViewOptions:
         """After an add: drop for good what ``strategy`` evicts; returns the caller's messages.
 
         A destructive strategy evicts on the pruned sums, so FIFO drops only what does not fit
-        once old results are pruned (``room`` counts everything held). The manager does not
-        call this for a strategy that never evicts, nor for FIFO while all it holds fits.
+        once old results are pruned (``room`` counts everything held). A strategy that keeps the
+        base ``Strategy.evict`` is asked too: it answers its floor, and nothing is pruned for it.
         """
         pruner = self.pruner
         view = ledger

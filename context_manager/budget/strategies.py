@@ -283,12 +283,7 @@ class FIFO(SlidingWindow):
         over = cum[hi] - cum[lo] + below - room
         if over <= 0 or room - p_tokens < 0:
             return lo  # fits already, or cannot fit whatever we evict
-        # ``start_fitting``, inlined: this runs on every add of a full FIFO manager, whose usual
-        # answer (the oldest group covers what is over) is checked first, at a third of a bisect.
-        if cum[lo + 1] - cum[lo] >= over:
-            start = lo + 1
-        else:
-            start = bisect_left(cum, cum[hi] - room + below, lo, hi)
+        start = view.start_fitting(room - below, lo, hi)  # less a latest turn kept below lo
         if lo <= p < start:
             start = view.start_fitting(room - p_tokens, start, hi)
         elif self.retention_ratio is not None:  # evict to about r x room, at a user turn
@@ -303,30 +298,6 @@ class FIFO(SlidingWindow):
             # rather than lose the result the model is waiting for.
             start = last
         return start if start > lo else lo
-
-    def defer_limit(self, view: LedgerView, room: int) -> int:
-        """How far ``cum[-1]`` may grow, by adds of unpinned one-message groups outside any tool
-        exchange, while their cuts may all be left to one :meth:`deferred_cut` (below the
-        current ``cum[-1]``: not even this one).
-
-        Up to there, each such cut is the plain one: the oldest groups go until the rest fits
-        in ``room``, which never reaches the latest user turn (it fits with everything after
-        it; a later user turn starts at or after the current end, so it fits too), with no group
-        awaiting results. Those cuts only move forward as the history grows (``cum[hi] - room``
-        grows), so the last one of a run is the one the run would have made add by add.
-        ``retention_ratio`` cuts on a grid based at the floor of the time: never deferred.
-        """
-        if self.retention_ratio is not None or view.open:
-            return -1
-        p, cum = view.protected, view.cum
-        if p < 0 or view.group_pinned[p]:
-            return cum[-1] + room
-        return cum[p] + room if p >= view.floor else -1
-
-    def deferred_cut(self, view: LedgerView, room: int, hi: int | None = None) -> int:
-        """:meth:`evict` after a run of adds it :meth:`defers`, groups ``[0, hi)`` (all)."""
-        hi = len(view.group_start) if hi is None else hi
-        return view.start_fitting(room, view.floor, hi)
 
 
 class Priority(Strategy):
