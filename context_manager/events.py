@@ -10,6 +10,7 @@ event names and loosely typed dicts of earlier versions.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
@@ -136,3 +137,12 @@ class Journal(Protocol):
     """
 
     def write(self, change: Change) -> None: ...
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Group the writes made inside into one atomic write when it ends (a bulk ``extend``).
+
+        Memory changes as each write is accepted; if the final write fails, the journal puts
+        the manager back as the store has it (nothing of the batch) and raises. An error
+        inside the batch still writes what came before it, as unbatched writes would have.
+        """
+        ...

@@ -191,8 +191,28 @@ class RecordWriter:
     exactly the same records.
     """
 
+    #: While not None, records are collected here instead of written (see :meth:`collecting`).
+    _collected: list[tuple[dict[str, Any], bool]] | None = None
+
     def _put(self, record: dict[str, Any], durable: bool) -> None:
         raise NotImplementedError
+
+    def _write_record(self, record: dict[str, Any], durable: bool) -> None:
+        if self._collected is not None:
+            self._collected.append((record, durable))
+        else:
+            self._put(record, durable)
+
+    def start_collecting(self) -> None:
+        """Hold the records of the typed appends below instead of writing them, until
+        :meth:`take_collected` (one atomic write of many records: a bulk ``extend``)."""
+        self._collected = []
+
+    def take_collected(self) -> tuple[list[dict[str, Any]], bool]:
+        """The records held since :meth:`start_collecting` (and whether any asked to be
+        durable); collecting stops."""
+        collected, self._collected = self._collected or [], None
+        return [record for record, _ in collected], any(durable for _, durable in collected)
 
     def append_message(
         self,
@@ -204,10 +224,12 @@ class RecordWriter:
         record_id: str | None = None,
     ) -> None:
         record = message_record(message, pinned=pinned, priority=priority, extra=extra)
-        self._put(_with_id(record, record_id), False)
+        self._write_record(_with_id(record, record_id), False)
 
     def append_usage(self, token_count: int, *, record_id: str | None = None) -> None:
-        self._put(_with_id({"role": USAGE, "token_count": int(token_count)}, record_id), False)
+        self._write_record(
+            _with_id({"role": USAGE, "token_count": int(token_count)}, record_id), False
+        )
 
     def write_system_prompt(
         self,
@@ -224,10 +246,10 @@ class RecordWriter:
         record: dict[str, Any] = {"role": SYSTEM_PROMPT, "content": text}
         if original is not None:
             record[ATTRS_KEY] = dict(original)
-        self._put(_with_id(record, record_id), True)
+        self._write_record(_with_id(record, record_id), True)
 
     def append_compaction(self, entry: Mapping[str, Any], *, record_id: str | None = None) -> None:
-        self._put(_with_id(compaction_record(entry), record_id), True)
+        self._write_record(_with_id(compaction_record(entry), record_id), True)
 
 
 @dataclass(slots=True)

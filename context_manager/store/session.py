@@ -11,9 +11,10 @@ preceded it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
 from .._config import checked_hook
@@ -54,6 +55,7 @@ class SessionStore:
         #: What the log held when it was last read (opened or reverted).
         self.restored = restored
         self._manager: ManagerHost | None = None
+        self._batching = False
 
     @property
     def path(self) -> Any:
@@ -121,6 +123,7 @@ class SessionStore:
         elif isinstance(change, UsageRecorded):
             log.append_usage(change.input_tokens, record_id=rid)
         elif isinstance(change, Cleared):
+            self._flush()  # a clear comes after what was collected before it
             log.clear()
             manager = self._manager
             if change.keep_system_prompt and manager is not None and manager.system_prompt:
@@ -129,7 +132,42 @@ class SessionStore:
         elif isinstance(change, Compacted):
             log.append_compaction(_compaction_record(change), record_id=rid)
 
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """The writes made inside go to the store in one atomic append when it ends (see
+        :meth:`~context_manager.events.Journal.batch`); nested batches join the outer one."""
+        if self._batching:
+            yield
+            return
+        self._batching = True
+        self.log.start_collecting()
+        try:
+            yield
+        except BaseException:
+            self._flush()  # what came before the error, as unbatched writes would have
+            raise
+        else:
+            self._flush()
+        finally:
+            self._batching = False
+            self.log.take_collected()  # never leave the log collecting
+
+    def _flush(self) -> None:
+        records, durable = self.log.take_collected()
+        if self._batching:
+            self.log.start_collecting()
+        if not records:
+            return
+        try:
+            self.log.store.append(records, durable=durable)
+        except BaseException:
+            # Memory holds what the store refused: rebuild it as the store has it.
+            if self._manager is not None:
+                self._reload(self._manager, (), full=True)
+            raise
+
     def checkpoint(self) -> int:
+        self._flush()
         return self.log.checkpoint()
 
     def revert_to(self, checkpoint_id: int, manager: ManagerHost) -> None:

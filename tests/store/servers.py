@@ -233,6 +233,21 @@ def pgbouncer_server(postgres_url: str, *, pool_size: int = 2) -> Iterator[str]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def _cluster_port() -> int:
+    """A free port whose cluster bus port (port + 10000) is valid and free too."""
+    for _ in range(200):
+        port = _free_port()
+        if port + 10000 > 65535:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port pair for a Redis cluster node")
+
+
 class RedisCluster:
     """Three ``redis-server --cluster-enabled yes`` primaries joined by ``redis-cli --cluster
     create``; each node can be killed and started again on its own directory and port."""
@@ -241,7 +256,11 @@ class RedisCluster:
         self.directory = directory
         self.binary = binary
         self.cli = cli
-        self.ports = [_free_port() for _ in range(3)]
+        self.ports: list[int] = []
+        while len(self.ports) < 3:
+            port = _cluster_port()
+            if port not in self.ports:
+                self.ports.append(port)
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
 
     @property
@@ -283,7 +302,7 @@ class RedisCluster:
         process.kill()
         process.wait(10)
 
-    def wait_ok(self, timeout: float = 30.0) -> None:
+    def wait_ok(self, timeout: float = 90.0) -> None:
         """Until every node reports ``cluster_state:ok`` (all slots covered and agreed)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
