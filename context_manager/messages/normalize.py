@@ -128,6 +128,8 @@ def _part(part: Any, index: int | None, out: _Parts) -> None:
     kind = part.get("type")
     if not isinstance(kind, str):
         kind = None  # an unhashable or odd "type" is no known part type
+        if len(part) == 1 and _bedrock_part(part, index, out):
+            return
     if kind in _TEXT_PART_TYPES:
         text = part.get("text", "")
         if not isinstance(text, str):
@@ -152,6 +154,52 @@ def _part(part: Any, index: int | None, out: _Parts) -> None:
         out.texts.append(str(part.get("refusal", "")))
     else:
         out.other.append(to_json_text(part))
+
+
+def _bedrock_part(part: Mapping[str, Any], index: int | None, out: _Parts) -> bool:
+    """A Bedrock Converse content block (one key naming its kind, no ``type``): ``{"text"}``,
+    ``{"toolUse"}``, ``{"toolResult"}``, ``{"reasoningContent"}``; False for anything else.
+
+    Converse pairs a ``toolResult`` (in a user turn) with the ``toolUse`` of the same
+    ``toolUseId`` (in the assistant turn before it), as Anthropic pairs its blocks, so both
+    become the records' tool calls and results and every rule reads them the same way.
+    """
+    ((key, body),) = part.items()
+    if key == "text" and isinstance(body, str):
+        out.texts.append(body)
+    elif key == "toolUse" and isinstance(body, Mapping):
+        call_id, name = body.get("toolUseId"), body.get("name")
+        if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
+            raise InvalidMessageError(
+                "toolUse block needs string 'toolUseId' and 'name'", index=index
+            )
+        out.tool_calls.append(ToolCall(call_id, name, to_json_text(body.get("input", {}))))
+    elif key == "toolResult" and isinstance(body, Mapping):
+        call_id = body.get("toolUseId")
+        if not isinstance(call_id, str) or not call_id:
+            raise InvalidMessageError("toolResult block needs a string 'toolUseId'", index=index)
+        blocks = body.get("content", [])
+        if not isinstance(blocks, Sequence) or isinstance(blocks, str):
+            raise InvalidMessageError("toolResult content must be a list of blocks", index=index)
+        texts = []
+        for block in blocks:
+            if isinstance(block, Mapping) and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif isinstance(block, Mapping) and "json" in block:
+                texts.append(to_json_text(block["json"]))
+            else:
+                texts.append(to_json_text(block))
+        out.results.append(ToolResult(call_id, "\n".join(texts), body.get("status") == "error"))
+    elif key == "reasoningContent" and isinstance(body, Mapping):
+        reasoning = body.get("reasoningText")
+        text = reasoning.get("text") if isinstance(reasoning, Mapping) else None
+        if isinstance(text, str):
+            out.thinking.append(text)
+        else:  # redacted reasoning: opaque bytes, charged as the block's JSON
+            out.other.append(to_json_text(part))
+    else:
+        return False
+    return True
 
 
 def _is_media(part: Mapping[str, Any]) -> bool:
