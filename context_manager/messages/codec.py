@@ -45,7 +45,19 @@ KNOWN_TYPES: dict[str, tuple[str, str]] = {
     "anthropic.Message": ("anthropic.types", "Message"),
     "gemini.Content": ("google.genai.types", "Content"),
 }
-_SPECIAL = ("dict", "langchain", "pydantic_ai", "record")
+_SPECIAL = ("dict", "langchain", "pydantic_ai", "record", "mixed")
+
+# What a provider SDK object found inside a dict message can be, by the SDK's own union of the
+# classes that may stand there (the SDKs' idioms put them there: ``{"role": "assistant",
+# "content": response.content}``). Decoding validates against the union, so the SDK picks the
+# class from the JSON's discriminator and nothing is imported by a name read from a file.
+_PART_UNIONS: dict[str, tuple[str, str, str]] = {
+    # family -> (tag, module, union name)
+    "anthropic": ("anthropic.ContentBlock", "anthropic.types", "ContentBlock"),
+    "openai": ("openai.ToolCall", "openai.types.chat", "ChatCompletionMessageToolCallUnion"),
+    "gemini": ("gemini.Part", "google.genai.types", "Part"),
+}
+_PART_TAGS = {tag: (module, name) for tag, module, name in _PART_UNIONS.values()}
 
 
 def _int_fits(value: int) -> bool:
@@ -164,9 +176,74 @@ def _dump(message: Any, tag: str) -> Any:
     return message.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
+def _part_adapter(tag: str) -> Any:
+    from pydantic import TypeAdapter
+
+    module, name = _PART_TAGS[tag]
+    return TypeAdapter(getattr(importlib.import_module(module), name))
+
+
+def _split_objects(message: dict[str, Any]) -> tuple[dict[str, Any], list[Any]] | None:
+    """The dict with each provider SDK object in it set to None, and ``[path, tag, json]`` for
+    each; None when it holds none. Only dicts and lists are walked (what a message nests)."""
+    found: list[Any] = []
+    seen: set[int] = set()
+    stack: list[tuple[Any, list[Any]]] = [(message, [])]
+    while stack:
+        item, path = stack.pop()
+        if id(item) in seen or len(path) > MAX_DEPTH:
+            continue  # a cycle or a nesting past the cap: check_json reports it, typed
+        seen.add(id(item))
+        children = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, child in children:
+            if isinstance(child, dict | list):
+                stack.append((child, [*path, key]))
+            elif family(child) in _PART_UNIONS and hasattr(child, "model_dump"):
+                found.append([[*path, key], child])
+    if not found:
+        return None
+    objects = []
+    for path, obj in found:
+        tag = _PART_UNIONS[str(family(obj))][0]
+        data = obj.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        try:
+            same = _part_adapter(tag).validate_python(data) == obj
+        except Exception:  # the SDK's validation error: not a member of the union
+            same = False
+        if not same:
+            raise InvalidMessageError(
+                f"{format_path(path)} is a {type(obj).__name__}, which cannot be stored and "
+                "read back as itself",
+                hint="store its dict form (.model_dump(mode='json'))",
+            )
+        objects.append([path, tag, data])
+    copy = _copy_without(message, [path for path, _ in found])
+    return copy, objects
+
+
+def _copy_without(message: dict[str, Any], paths: list[list[Any]]) -> dict[str, Any]:
+    """A copy of the containers on ``paths`` with the objects at their ends set to None."""
+    root: dict[str, Any] = dict(message)
+    for path in paths:
+        node: Any = root
+        for key in path[:-1]:
+            child = node[key]
+            child = dict(child) if isinstance(child, dict) else list(child)
+            node[key] = child
+            node = child
+        node[path[-1]] = None
+    return root
+
+
 def encode(message: Any) -> tuple[Any, str | None]:
     """``(payload, tag)``: the JSON to store and the type tag (None for a plain dict)."""
     if isinstance(message, dict):
+        split = _split_objects(message)
+        if split is not None:  # SDK objects inside: the dict, and each object by its union
+            bare, objects = split
+            check_json(bare)
+            check_json(objects)
+            return {"message": bare, "objects": objects}, "mixed"
         check_json(message)
         if isinstance(message.get("role"), str) and "content" in message:
             return message, None  # a chat dict: stored as itself (Kimi CLI reads these)
@@ -224,6 +301,20 @@ def _pydantic_ai(payload: Any) -> Any:
     return ModelMessagesTypeAdapter.validate_python([payload])[0]
 
 
+def _mixed(payload: Any) -> Any:
+    if not isinstance(payload, dict) or not isinstance(payload.get("message"), dict):
+        raise InvalidMessageError("a stored mixed message is not an object")
+    message = payload["message"]
+    for path, tag, data in payload.get("objects", []):
+        if tag not in _PART_TAGS or not isinstance(path, list) or not path:
+            raise InvalidMessageError(f"unknown stored part type {tag!r}")
+        node: Any = message
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = _part_adapter(tag).validate_python(data)
+    return message
+
+
 def _dict(payload: Any) -> Any:
     if not isinstance(payload, dict):
         raise InvalidMessageError("a stored dict message is not an object")
@@ -232,6 +323,7 @@ def _dict(payload: Any) -> Any:
 
 _DECODERS: dict[str, Callable[[Any], Any]] = {
     "dict": _dict,
+    "mixed": _mixed,
     "langchain": _langchain,
     "pydantic_ai": _pydantic_ai,
     "record": _record,

@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import InvalidMessageError
 from .media import image_of, media_of
 from .record import Image, Media, Message, ToolCall, ToolResult, to_json_text
+from .sdk import as_part
 
 __all__ = ["from_content", "is_gemini_content"]
 
@@ -41,7 +42,7 @@ def from_content(message: Mapping[str, Any], index: int | None) -> Message:
     results: list[ToolResult] = []
     images: list[Image] = []
     media: list[Media] = []
-    for part in parts:
+    for part in map(as_part, parts, [index] * len(parts)):
         if not isinstance(part, Mapping):
             raise InvalidMessageError("Gemini parts must be objects", index=index)
         if isinstance(part.get("text"), str):

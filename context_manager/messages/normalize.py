@@ -24,7 +24,7 @@ from .media import image_of, media_of
 from .nesting import describe_nesting
 from .record import _ROLE_SET, ROLES, Image, Media, Message, ToolCall, ToolResult, to_json_text
 from .responses import ITEM_TYPES, from_item
-from .sdk import family, pydantic_ai_record, sdk_dict
+from .sdk import as_part, family, pydantic_ai_record, sdk_dict
 
 # Role spellings that mean one of ours: LangChain's shorthands, Gemini's "model".
 _ROLE_ALIASES = {"human": "user", "ai": "assistant", "model": "assistant"}
@@ -118,6 +118,7 @@ def _tool_use(part: Mapping[str, Any], index: int | None) -> ToolCall:
 
 
 def _part(part: Any, index: int | None, out: _Parts) -> None:
+    part = as_part(part, index)
     if isinstance(part, str):
         out.texts.append(part)
         return
@@ -208,6 +209,7 @@ def _is_media(part: Mapping[str, Any]) -> bool:
 
 
 def _openai_tool_call(raw: Any, index: int | None) -> ToolCall:
+    raw = as_part(raw, index)
     if not isinstance(raw, Mapping):
         raise InvalidMessageError("each tool_calls entry must be an object", index=index)
     call_id, fn = raw.get("id"), raw.get("function")

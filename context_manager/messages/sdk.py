@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import InvalidMessageError
 from .record import Message, ToolCall, ToolResult, to_json_text
 
-__all__ = ["family", "pydantic_ai_record", "sdk_dict"]
+__all__ = ["as_part", "family", "pydantic_ai_record", "sdk_dict"]
 
 # Module prefix -> SDK family, in the order they are tried.
 _FAMILIES = (
@@ -55,6 +55,16 @@ def sdk_dict(obj: Any, index: int | None) -> dict[str, Any]:
     if not isinstance(data, dict):  # pragma: no cover - pydantic models dump to dicts
         raise InvalidMessageError(f"{type(obj).__name__} did not dump to an object", index=index)
     return data
+
+
+def as_part(value: Any, index: int | None) -> Any:
+    """``value`` itself, or the JSON of a provider SDK model found inside a dict message (an
+    Anthropic ``ThinkingBlock`` in ``{"role": "assistant", "content": response.content}``, an
+    OpenAI tool call object in ``tool_calls``, a google-genai ``Part`` in ``parts``): the SDKs'
+    own documented idioms mix their objects into dicts, and every reader then sees one shape."""
+    if isinstance(value, Mapping | str) or family(value) not in ("openai", "anthropic", "gemini"):
+        return value
+    return sdk_dict(value, index)
 
 
 def _text(content: Any) -> str:
