@@ -109,7 +109,11 @@ class Replay:
             manager.set_system_prompt(prompt)
             self.system = COUNTER.count(prompt)
         elif op == "usage":
-            manager.record_usage(max(1, manager.context_tokens() * value // 100))
+            try:
+                sent = manager.context_tokens()
+            except ContextOverflowError:
+                return  # the system prompt alone overflows: no request, so no usage to report
+            manager.record_usage(max(1, sent * value // 100))
         elif op == "summary":
             held = manager.history()
             if held:  # keeps every held message: only the summary's tokens change the cap

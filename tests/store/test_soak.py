@@ -12,7 +12,7 @@ records that were not acknowledged are the in-flight add of a killed worker (at 
 from __future__ import annotations
 
 import os
-import select
+import selectors
 import signal
 import time
 from collections import Counter
@@ -117,9 +117,10 @@ def test_soak_kill_9_workers_on_shared_sessions_loses_and_duplicates_nothing(
     for _ in range(WORKERS):
         start_worker()
     next_kill = time.monotonic() + rng.uniform(*KILL_EVERY)
+    waiting = selectors.DefaultSelector()  # not select(): descriptors pass 1024 in a long run
+    waiting.register(read_end, selectors.EVENT_READ)
     while (now := time.monotonic()) < deadline:
-        ready, _, _ = select.select([read_end], [], [], max(0.0, min(next_kill, deadline) - now))
-        if ready:
+        if waiting.select(max(0.0, min(next_kill, deadline) - now)):
             received += os.read(read_end, 1 << 16)
         if next_kill <= time.monotonic() < deadline:
             victim = rng.choice(sorted(live))
@@ -138,6 +139,7 @@ def test_soak_kill_9_workers_on_shared_sessions_loses_and_duplicates_nothing(
             os.kill(process.pid, signal.SIGKILL)
             process.join(10)
         assert process.exitcode == 0, f"worker {worker} ended with {process.exitcode}"
+    waiting.close()
     os.close(write_end)
     while chunk := os.read(read_end, 1 << 16):  # every writer is gone: reads up to EOF
         received += chunk
