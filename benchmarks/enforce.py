@@ -156,6 +156,9 @@ def check_ratios(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[li
             (failed if target.enforced else warned).append(target.label)
             if not target.enforced:
                 verdict += " (goal, reported)"
+        elif target.goal is not None and ratio < target.goal:
+            verdict += f" (below the {target.goal:g}x goal, reported)"
+            warned.append(f"{target.label} (goal {target.goal:g}x)")
         print(f"{target.label:<66} {target.at_least:>6g}x {ratio:>7.1f}x  {verdict}")
     return failed, warned
 
@@ -197,7 +200,7 @@ def oneshot_table(results: dict[str, dict[str, Any]]) -> list[str]:
             if lc is not None:
                 a, b = float(results[name]["stats"]["median"]), float(lc["stats"]["median"])
                 rows.append(
-                    f"| {n:,} repeated, +1 new, cache on | 102,400 | {fmt(a, 's')} | - | "
+                    f"| {n:,} repeated, +1 new, caller's cache | 102,400 | {fmt(a, 's')} | - | "
                     f"{fmt(b, 's')} ({b / a:.1f}x) | - | - | - |"
                 )
     return rows

@@ -27,13 +27,10 @@ Trimmer = Callable[[Sequence[Any], int], list[Any]]
 
 
 def ours(messages: Sequence[Any], max_tokens: int) -> list[Any]:
-    """One-shot, from scratch: read, count (estimator) and select.
-
-    ``count_cache=False``: the suites time the same history round after round, and with the
-    cache on every round after the first would be the repeated call (``bench_oneshot`` times
-    that case on its own, with a new message each round).
-    """
-    return trim(messages, max_tokens, strategy="sliding_window", count_cache=False)
+    """One-shot, from scratch: read, count (estimator) and select. ``trim()`` keeps nothing
+    between calls unless given a cache, so each round is a cold call (``bench_oneshot`` times
+    the repeated call, with a caller's cache, on its own)."""
+    return trim(messages, max_tokens, strategy="sliding_window")
 
 
 @cache
@@ -43,14 +40,8 @@ def _uncached_tiktoken() -> TiktokenCounter:
 
 
 def ours_tiktoken(messages: Sequence[Any], max_tokens: int) -> list[Any]:
-    """One-shot with exact tiktoken counts, text and count caches off (as :func:`ours`)."""
-    return trim(
-        messages,
-        max_tokens,
-        strategy="sliding_window",
-        counter=_uncached_tiktoken(),
-        count_cache=False,
-    )
+    """One-shot with exact tiktoken counts, its text cache off (cold, as :func:`ours`)."""
+    return trim(messages, max_tokens, strategy="sliding_window", counter=_uncached_tiktoken())
 
 
 def langchain_messages(messages: Sequence[Any]) -> list[Any]:

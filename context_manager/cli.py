@@ -144,7 +144,7 @@ def cmd_count(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_trim(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """``trim()`` on the file, with the same options and defaults (``count_cache`` left as is)."""
+    """``trim()`` on the file, with the same options and defaults (no count cache: one call)."""
     messages = load_messages(args.file)
     kept = trim(
         messages,

@@ -3,17 +3,18 @@
 A stateless backend reloads a history and trims it on every request, so this is the hot path
 people compare with LangChain's ``trim_messages``. Building a manager would normalize, count and
 validate every message, even the 95% that are then dropped. Instead, for the sliding window
-(``"sliding_window"`` / ``"fifo"``, with or without ``provider=``), ``trim`` scans from the
-newest message backwards and touches only what it may keep:
+(with or without ``provider=``), ``trim`` scans from the newest message backwards and touches
+only what it may keep:
 
 * the system prompt (message 0), the pinned groups and the latest user turn are found without
   reading the rest (a pinned group is read from its pin to its edges; the latest user turn is
   found by a backwards walk that skips dicts whose role cannot be a user turn);
-* groups are read newest first until the next one no longer fits the room or ``max_messages``:
-  one group past the cut is read. A message joins the group before it when it carries results,
-  is a parallel call item, or follows a reasoning-only item (the rules of ``ToolProtocol``);
-* the tool-call protocol is replayed forwards over everything kept and the open tail, and the
-  groups it forms must be the ones the scan assumed (else the full path decides);
+* groups are read newest first, in blocks, until the next one no longer fits the room or
+  ``max_messages`` (a few messages past the cut are read); group edges are the protocol's rule
+  read locally (``messages.groups.joins_previous``);
+* the tool-call protocol (``ToolProtocol``) is replayed forwards over everything kept and the
+  open tail: what it accepts it groups as the scan did (property-tested), and what it rejects
+  sends the call to the full path;
 * with ``provider=``, the newest exchange is protected and the provider's rules drop groups
   exactly as :func:`~context_manager.budget.plan.plan_context` does (same ``restrict``).
 
@@ -23,16 +24,13 @@ part is always checked; ``validate="all"`` restores the manager's whole-history 
 anything else (an overflow, an invalid message, ``repair``, ``priority``, ``retention_ratio``,
 whose cut depends on the offset of every group from the first, ``pruning``, or a custom
 strategy) ``trim`` takes the full path, a manager filled in bulk with the cyclic GC paused, so
-errors are exactly the manager's. The common OpenAI chat dicts take ``counting.fastlane``
-(record and estimator count without ``normalize``) and ``messages.replay`` (their protocol
-rules); other counts use the content cache (``counting.message_cache``). The scan itself lives
-in ``budget.backscan``.
+errors are exactly the manager's. There is one scan for every option and shape: no option needs
+a gate of its own, and none can be ignored by a faster copy. The scan lives in
+``budget.backscan``.
 
-With every option at its default (the call a stateless chat backend makes), a history of plain
-chat dicts is first offered to ``budget.chat_suffix``: one pass, no records, and when an upper
-bound shows everything fits, no counting at all. It answers only what it can answer exactly as
-the scan would, and hands everything else over. With ``count_cache`` on, ``budget.chat_memo``
-resumes that pass from the last call on the same conversation (only new messages are read).
+Nothing is remembered between calls unless the caller asks: ``cache=`` takes a
+:class:`~context_manager.counting.MessageCountCache` the caller created and owns (its bound and
+lifetime are the caller's), and the default keeps nothing.
 """
 
 from __future__ import annotations
@@ -43,18 +41,19 @@ from typing import Any, Literal
 
 from ._config import budget_options, checked_tools
 from .budget.backscan import BackwardScan, Fallback
-from .budget.chat_memo import ChatMemo
-from .budget.chat_suffix import chat_suffix
-from .budget.strategies import SlidingWindow, Strategy, get_strategy
-from .counting import CharEstimator, TokenCounter, get_counter
-from .counting.message_cache import message_cache_for, on_clear
+from .budget.strategies import FIFO, SlidingWindow, Strategy, get_strategy
+from .counting import MessageCountCache, TokenCounter, get_counter
 from .errors import ConfigurationError, InvalidMessageError
 from .manager import MessageContextManager
 from .providers import ProviderRules, fuse_turns, get_provider
 
-_ESTIMATOR = CharEstimator()  # what counter=None means: the chat fast path reads its figures
-_MEMO = ChatMemo(_ESTIMATOR)  # the chat pass resumed across calls (part of ``count_cache``)
-on_clear(_MEMO.clear)
+_FIFO_IN_TRIM = (
+    "strategy 'fifo' evicts on each add, so what it keeps depends on the order of the adds, and "
+    "differs from the sliding window's answer (e.g. while a tool call awaits its results, or "
+    "once the latest user turn moves); trim() has a list, not a history of adds: pass "
+    "strategy='sliding_window' (the default), or add the messages to a "
+    "MessageContextManager(strategy='fifo')"
+)
 
 
 def trim(
@@ -72,7 +71,7 @@ def trim(
     repair: bool = False,
     tools: Sequence[Any] | None = None,
     provider: str | ProviderRules | None = None,
-    count_cache: bool = True,
+    cache: MessageCountCache | None = None,
     validate: Literal["kept", "all"] = "kept",
     pruning: Any = None,
     truncate_newest: bool = True,
@@ -80,8 +79,11 @@ def trim(
     """Return the messages of ``messages`` to send within ``max_tokens`` (input untouched).
 
     Unlike the manager, ``max_tokens`` is the input budget itself (no output reserve unless
-    ``reserve_tokens`` is given). ``"fifo"`` means the same as ``"sliding_window"`` here: drop the
-    oldest groups until the rest fits. ``priorities`` and ``pinned`` are per input index.
+    ``reserve_tokens`` is given). ``priorities`` and ``pinned`` are per input index.
+    ``strategy``: ``"sliding_window"`` (drop the oldest groups until the rest fits),
+    ``"priority"`` or a :class:`~context_manager.budget.strategies.Strategy`; ``"fifo"`` raises
+    :class:`ConfigurationError`, since FIFO's answer depends on the order of adds, which a list
+    does not have.
 
     ``retention_ratio=r`` (sliding window only) cuts to about ``r`` x the room at a user turn and
     holds that cut while what follows fits, so calling ``trim`` afresh on each request of a
@@ -96,39 +98,16 @@ def trim(
     ``"gemini"``) keeps that API's rules and protects the newest exchange too (see
     :mod:`context_manager.providers`).
 
-    ``count_cache`` (on by default) reuses the counts of messages already seen with the same
-    counter (keyed by content), so re-trimming a reloaded history is nearly free.
+    ``cache``: a :class:`~context_manager.counting.MessageCountCache` you create and keep (per
+    worker, tenant or conversation): counts of messages already seen, keyed by content, so
+    re-trimming a reloaded history skips counting (and, for plain dicts, normalizing) what it
+    counted before. None (the default) keeps nothing between calls.
     ``validate="kept"`` (default) checks every message sent and the tool-call protocol among them
     but reads nothing beyond the cut; ``"all"`` checks the whole history first, as the manager
     does on add (and as the TypeScript reference does), at the cost of reading every message.
 
     ``pruning``, ``truncate_newest``: as for the manager (pruning ratios are of ``max_tokens``).
     """
-    if (  # the defaults a stateless chat backend passes: one backwards pass may answer
-        type(messages) is list
-        and type(max_tokens) is int
-        and 0 < max_tokens <= 2**53
-        and counter is None
-        and model is None
-        and type(strategy) is str
-        and (strategy == "sliding_window" or strategy == "fifo")
-        and type(reserve_tokens) is int
-        and reserve_tokens == 0
-        and max_messages is None
-        and retention_ratio is None
-        and priorities is None
-        and type(pinned) is tuple
-        and not pinned
-        and not repair
-        and tools is None
-        and provider is None
-        and validate == "kept"
-        and pruning is None
-    ):
-        room = max_tokens - _ESTIMATOR.prompt_overhead
-        cut = _MEMO.cut(messages, room) if count_cache else chat_suffix(messages, room, _ESTIMATOR)
-        if cut is not None:
-            return messages[: cut[0]] + messages[cut[1] :]
     if validate not in ("kept", "all"):
         raise ConfigurationError(f"validate must be 'kept' or 'all', got {validate!r}")
     if not isinstance(messages, list | tuple):
@@ -152,8 +131,12 @@ def trim(
             f"priorities has {len(priorities)} entries for {len(messages)} messages; "
             "give one priority per message"
         )
-    if isinstance(strategy, str) and strategy == "fifo":
-        strategy = "sliding_window"
+    if strategy == "fifo" if isinstance(strategy, str) else isinstance(strategy, FIFO):
+        raise ConfigurationError(_FIFO_IN_TRIM)
+    if cache is not None and not isinstance(cache, MessageCountCache):
+        raise ConfigurationError(
+            f"cache must be a MessageCountCache (or None), got {type(cache).__name__}"
+        )
     # The manager's option checks, in its order, without building a manager.
     window, reserve = budget_options(max_tokens, None, 0.2, reserve_tokens, 0.9)
     token_counter = get_counter(counter, model=model)
@@ -167,7 +150,6 @@ def trim(
         and resolved.retention_ratio is None
         and (priorities is None or all(type(p) is int for p in priorities))
     ):
-        cache = message_cache_for(token_counter) if count_cache else None
         fixed = token_counter.prompt_overhead
         if tool_defs:
             fixed += token_counter.count_tools(list(tool_defs))

@@ -1,22 +1,38 @@
 """The backwards scan behind ``trim()`` (see :mod:`context_manager.oneshot` for the rules).
 
-It reads records and counts lazily, by index, from the newest message back, so a one-shot trim
-does work proportional to what it keeps: the system prompt, pins, the latest user turn and the
-groups that fit, plus one group past the cut. Whatever it cannot decide alone raises
-:class:`Fallback` and ``trim`` takes the full path (a filled manager), which has the exact errors.
+It reads from the newest message back, so a one-shot trim does work proportional to what it
+keeps: the system prompt, pins, the latest user turn and the groups that fit, plus a few messages
+past the cut. What it cannot decide alone raises :class:`Fallback`, and ``trim`` takes the full
+path (a filled manager), which has the exact errors.
+
+Each rule is someone else's: records come from the door (``counting.fastlane.read_many``, else
+``normalize``), costs from the counter (``count_message`` / ``message_costs``, or its
+``message_bound``), group edges from :func:`~context_manager.messages.groups.joins_previous` (the
+protocol's rule seen from two neighbours, as a backwards reader sees it) and the verdict from
+``ToolProtocol.replay`` over what is kept. The fit is the sliding window's
+(``SlidingWindow.select``): a bisection of prefix sums, over the newest messages only.
+
+The data structure makes it fast: messages are read in blocks, newest first, into flat lists
+(records, counts, and the window's prefix sums). A block is one loop per rule (``read_many``,
+``message_costs``), with no Python call per message beyond those, and the cut is a ``bisect``
+of the sums and a step back to its group's start. A block holds about what the room left admits
+at the mean count so far, plus a margin, and at most as many messages as the lists hold: the
+scan reads a few messages past its cut, never more than about twice what it keeps.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Collection, Sequence
-from typing import Any
+from itertools import accumulate, islice
+from typing import Any, cast
 
 from ..counting import TokenCounter
-from ..counting.fastlane import lane_for, read_fast
-from ..counting.message_cache import MessageCountCache, plain_key, record_key
+from ..counting.fastlane import lane_for, read_fast, read_many
+from ..counting.message_cache import CounterCounts, MessageCountCache
+from ..errors import InvalidMessageError
 from ..messages import Message, normalize
-from ..messages.groups import ToolProtocol
-from ..messages.replay import is_glue, replay_chat
+from ..messages.groups import ToolProtocol, joins_previous
 from ..providers import ProviderRules, restrict
 from .pins import pin_indices
 
@@ -25,8 +41,12 @@ __all__ = ["BackwardScan", "Fallback"]
 _SYSTEM_ROLES = ("system", "developer")
 #: Dict roles that never normalize to a user turn (aliases included): skipped unread.
 _NOT_USER = frozenset({"assistant", "system", "developer", "tool", "ai", "model", "function"})
+#: Messages in the first block, and the margin added to a block's estimate: (cheap counts,
+#: exact counts of a real tokenizer, where reading past the cut costs a tokenization each).
+_CHEAP = (16, 4)
+_DEAR = (4, 1)
 
-Span = tuple[int, int]  # a group as message indices [start, end)
+Span = tuple[int, int]  # a group, or a run of groups, as message indices [start, end)
 
 
 class Fallback(Exception):
@@ -38,16 +58,42 @@ class _Tighten(Exception):
 
 
 class BackwardScan:
-    """One backwards scan: records and counts are read lazily, by index.
+    """One backwards scan: records and counts are read lazily.
 
     With a counter that offers a cheap upper bound (:meth:`TokenCounter.message_bound`, e.g.
-    tiktoken's UTF-8 bytes) the scan first charges every message its bound: a "fits" decided on
-    bounds holds for the exact counts too, so when nothing had to be cut on budget the answer is
-    exact and nothing was tokenized. The first budget check that fails on bounds counts exactly
-    what was read so far (``loose``) and selects again from the start, exactly.
+    tiktoken's UTF-8 bytes) every message is first charged its bound: a "fits" decided on bounds
+    holds for the exact counts too, so when nothing had to be cut on budget the answer is exact
+    and nothing was tokenized. The first budget check that fails on bounds has the scan count
+    exactly and select again. ``cache``: the caller's ``MessageCountCache``, or None (the
+    estimator skips it for the lane's shapes: recounting them costs less than a lookup).
+
+    The lists hang from ``top`` (the history's end): position ``p`` is message ``top - 1 - p``.
+    The window starts at position ``off``; ``sums[q]`` is its cost up to position ``off + q``
+    (pinned messages cost nothing there: pins are paid for apart). Group edges are asked of
+    :meth:`joins` only where they matter: at the cut, and for the groups read on their own.
     """
 
-    __slots__ = ("bound", "cache", "count", "lane", "lo", "loose", "messages", "recs", "toks")
+    __slots__ = (
+        "block",
+        "bound",
+        "cache",
+        "costs",
+        "costs_of",
+        "count",
+        "jn",
+        "lane",
+        "lo",
+        "loose",
+        "messages",
+        "off",
+        "pinned",
+        "records",
+        "recs",
+        "sums",
+        "toks",
+        "top",
+        "total",
+    )
 
     def __init__(
         self, messages: Sequence[Any], counter: TokenCounter, cache: MessageCountCache | None
@@ -55,76 +101,97 @@ class BackwardScan:
         self.messages = messages
         self.count = counter.count_message
         self.lane = lane_for(counter)
+        #: Counts of a block of the lane's records at once (the estimator's one implementation).
+        self.costs_of = counter.message_costs
         self.bound = counter.message_bound()
-        self.cache = cache
+        self.cache: CounterCounts | None = None if cache is None else cache.counts_for(counter)
+        cheap = self.lane is not None or self.bound is not None
+        self.block = _CHEAP if cheap else _DEAR
+        # Messages read one at a time, by index.
         self.recs: dict[int, Message] = {}
         self.toks: dict[int, int] = {}
-        #: Indices charged their bound (counted exactly, through the cache, on a retry).
+        self.jn: dict[int, bool] = {}
+        #: Indices read one at a time under the bound (counted exactly on a retry).
         self.loose: list[int] = []
         self.lo = 0
+        # The window lists (see the class docstring).
+        self.top = 0
+        self.records: list[Message] = []
+        self.costs: list[int] = []
+        self.sums: list[int] = []
+        self.total = 0  # the tokens of the lists, pins included (their mean sizes blocks)
+        self.off = -1  # the window's first position in the lists (-1: no window yet)
+        self.pinned: set[int] = set()
 
+    # -- reading one message ------------------------------------------------------------------
     def rec(self, i: int) -> Message:
+        p = self.top - 1 - i
+        records = self.records
+        if p >= 0 and (
+            p < len(records) or (p < 2 * len(records) + self.block[0] and self._cover(i))
+        ):
+            return records[p]
         rec = self.recs.get(i)
         if rec is None:
             rec = self._read(i)
         return rec
 
+    def tok(self, i: int) -> int:
+        self.rec(i)  # read into the lists, or on its own
+        p = self.top - 1 - i
+        return self.costs[p] if 0 <= p < len(self.costs) else self.toks[i]
+
+    def _cover(self, i: int) -> bool:
+        """Read the lists down to message ``i`` (near their end, so at most doubling them):
+        False when a message above it cannot be read (``i`` is then read on its own)."""
+        low = self.top - len(self.records)
+        try:
+            self._extend(0, max(low - i, self.block[0]))
+        except InvalidMessageError:
+            return False  # the message just below the lists: only the window may need it
+        return self.top - len(self.records) <= i
+
     def _read(self, i: int) -> Message:
-        message = self.messages[i]
+        rec, self.toks[i] = self._load(i, self.messages[i])
+        self.recs[i] = rec
+        if self.bound is not None:
+            self.loose.append(i)
+        return rec
+
+    def _load(self, i: int, message: Any) -> tuple[Message, int]:
+        """Message ``i``'s record and count: the lane's, its bound, or counted exactly."""
         lane = self.lane
         got = lane(message) if lane is not None else None
         if got is not None:
-            self.recs[i], self.toks[i] = got  # a common shape, counted faster than a lookup
-            return got[0]
+            return got  # a common shape, counted faster than a lookup
         if self.bound is not None:  # charged its bound: nothing tokenized, nothing looked up
-            rec = read_fast(message) or normalize(message, i)
-            self.recs[i] = rec
-            self.toks[i] = self.bound(rec)
-            self.loose.append(i)
-            return rec
-        rec, self.toks[i] = self._counted(i, None)
-        self.recs[i] = rec
-        return rec
+            rec = self.recs.get(i) or read_fast(message) or normalize(message, i)
+            return rec, self.bound(rec)
+        return self._counted(i, self.recs.get(i))
 
     def _counted(self, i: int, rec: Message | None) -> tuple[Message, int]:
         """Message ``i``'s record (``rec`` when already read) and exact count, through the
-        content cache: a plain dict's hit skips normalizing too."""
+        caller's cache when there is one."""
         message = self.messages[i]
-        cache = self.cache
-        if cache is None:
-            if rec is None:
-                rec = read_fast(message) or normalize(message, i)
-            return rec, self.count(rec)
-        key = plain_key(message)
-        if key is not None:
-            hit = cache.get(key)
-            if hit is not None:
-                return (hit[0] if rec is None else rec), hit[1]
-            if rec is None:
-                rec = read_fast(message) or normalize(message, i)
-            tokens = self.count(rec)
-            cache.put(key, (rec, tokens))
-            return rec, tokens
+        if self.cache is not None:
+            return self.cache.counted(message, i, rec, self.count)
         if rec is None:
-            rec = normalize(message, i)
-        rkey = record_key(rec)
-        cached = cache.get(rkey)
-        if cached is None:
-            cached = self.count(rec)
-            cache.put(rkey, cached)
-        return rec, cached
+            rec = read_fast(message) or normalize(message, i)
+        return rec, self.count(rec)
 
     def joins(self, i: int) -> bool:
-        """Message ``i`` belongs to the group before it (in a protocol-valid stream)."""
-        rec = self.rec(i)
-        if rec.tool_call_id is not None or rec.tool_results:
-            return True
-        if not rec.tool_calls or i <= self.lo:
+        """Message ``i`` belongs to the group before it (in a protocol-valid stream): the
+        protocol's rule read from the two messages (the one before only when it matters)."""
+        if i <= self.lo:
             return False
-        prev = self.rec(i - 1)
-        if rec.item and prev.tool_calls and not prev.result_ids:
-            return True  # a parallel call item while the group has only issued calls
-        return is_glue(prev)
+        joined = self.jn.get(i)
+        if joined is None:
+            rec = self.rec(i)
+            answer = joins_previous(None, rec)
+            if answer is None:
+                answer = bool(joins_previous(self.rec(i - 1), rec))
+            joined = self.jn[i] = answer
+        return joined
 
     def group(self, i: int, n: int) -> Span:
         """The group holding message ``i``."""
@@ -137,43 +204,138 @@ class BackwardScan:
         return start, end
 
     def tokens(self, span: Span) -> int:
-        toks, rec = self.toks, self.rec
-        total = 0
-        for i in range(*span):
-            if i not in toks:
-                rec(i)
-            total += toks[i]
-        return total
+        tok = self.tok
+        return sum(tok(i) for i in range(*span))
 
-    def check(self, spans: list[Span]) -> bool:
-        """Replay the tool-call protocol over runs of adjacent groups, fresh at each run.
+    # -- reading the window -------------------------------------------------------------------
+    def _lists_from(self, top: int) -> None:
+        """Start the lists at ``top`` (empty) and no window."""
+        self.top = top
+        self.records, self.costs, self.sums = [], [], []
+        self.total = 0
+        self.off = -1
+        self.pinned = set()
 
-        Raises :class:`Fallback` when the protocol groups differ from the scan's; returns True
-        when calls still await results at the end of the last span (an open group)."""
-        quick = replay_chat(self.recs, spans)  # the chat shapes' rules, when they suffice
-        if quick is not None:
-            return quick
-        recs, read = self.recs, self._read
+    def _window_from(self, hi: int, pinned: dict[int, int]) -> None:
+        """Open the window at ``hi`` (its sums start there); ``pinned`` groups cost nothing in
+        the sums (they are paid for apart)."""
+        if len(self.records) < self.top - hi:  # the lists stop above it: start them again there
+            self._lists_from(hi)
+        self.off = off = self.top - hi
+        self.pinned = pins = {i for start, end in pinned.items() for i in range(start, end)}
+        window = self.costs[off:]
+        if pins:
+            window = [0 if self.top - 1 - p in pins else t for p, t in enumerate(window, off)]
+        self.sums = list(accumulate(window))
+
+    def _extend(self, stop: int, size: int) -> None:
+        """Read the next ``size`` messages below the lists (not below ``stop``; the caller
+        checked there is one). A message that cannot be read ends the block just above it;
+        when it is the block's first, its error is raised (whoever needs it gets the error:
+        the full path reports it)."""
+        records, costs = self.records, self.costs
+        end = self.top - len(records)
+        start = max(stop, end - size)
+        block = self.messages[start:end][::-1]  # newest first
+        got = read_many(block) if self.lane is not None else [None] * len(block)
+        if all(got):  # the lane's shapes only: records, then their counts, a loop each
+            recs = cast(list[Message], got)
+            counts = self.costs_of(recs)
+        else:  # one at a time: another shape, a bound, or an exact count
+            recs, counts = [], []
+            load, count = self._load, self.count
+            for i, message, rec in zip(range(end - 1, start - 1, -1), block, got, strict=True):
+                try:
+                    rec, tokens = (rec, count(rec)) if rec is not None else load(i, message)
+                except InvalidMessageError:
+                    if not recs:
+                        raise
+                    break  # read up to here: the walk raises it only if it gets there
+                recs.append(rec)
+                counts.append(tokens)
+            start = end - len(recs)
+        records += recs
+        costs += counts
+        self.total += sum(counts)
+        if self.off >= 0:  # a window is open: its sums grow too
+            window = counts
+            if self.pinned:
+                pins = self.pinned
+                window = [
+                    0 if i in pins else t
+                    for i, t in zip(range(end - 1, start - 1, -1), counts, strict=True)
+                ]
+            sums = self.sums
+            sums += islice(accumulate(window, initial=sums[-1] if sums else 0), 1, None)
+
+    def _cut(self, room: int, cap: int | None, stop: int) -> int:
+        """The sliding window's start: the smallest group start ``c`` in ``[stop, top]`` whose
+        groups up to ``top`` fit ``room`` and ``cap`` (a pinned group costs no tokens there but
+        counts as messages); ``top`` when not even the newest group fits.
+
+        The same answer as bisecting the manager's prefix sums: the longest run of groups
+        ending at ``top``. Message ``stop`` starts a group whatever it is (the region's floor).
+        """
+        hi = self.top - self.off
+        limit = hi - stop  # positions in the region
+        most = limit if cap is None else min(limit, cap)
+        sums, joins = self.sums, self.joins
+        first, margin = self.block
+        while True:
+            read = len(sums)
+            fit = bisect_right(sums, room)  # positions whose running cost fits the room
+            if fit < read or read >= most:
+                g = min(fit, most) - 1  # the oldest message that fits: back to its group start
+                while 0 <= g < limit - 1 and joins(hi - 1 - g):
+                    g -= 1
+                if self.bound is not None and self._cut_on_room(g, room, limit):
+                    raise _Tighten  # on bounds: the exact counts may still fit
+                return hi - 1 - g if g >= 0 else hi
+            # What fits at the mean count so far, plus a margin, at most doubling the lists;
+            # +1: the neighbour that settles the last group's edge.
+            lists = len(self.costs) or first
+            left = max(room - (sums[-1] if sums else 0), 0)
+            size = max(min(left * lists // max(self.total, 1) + margin, lists), margin)
+            self._extend(stop, min(size, most - read + 1))
+
+    def _cut_on_room(self, g: int, room: int, limit: int) -> bool:
+        """Whether the group after a cut at position ``g`` failed on tokens (not only on the
+        message cap). Unread, it may have: answer True (the exact pass decides)."""
+        sums, hi = self.sums, self.top - self.off
+        nxt = g + 1  # the next group's start: its running cost is the group's verdict
+        if nxt >= limit:
+            return False  # nothing past the cut: everything fits
+        while nxt < len(sums) and nxt < limit - 1 and self.joins(hi - 1 - nxt):
+            nxt += 1
+        return nxt >= len(sums) or sums[nxt] > room
+
+    # -- the protocol -------------------------------------------------------------------------
+    def _run(self, a: int, b: int) -> list[Message]:
+        """The records of ``[a, b)`` in order: sliced from the window lists where they hold
+        them, else read one by one."""
+        top = self.top
+        low = top - len(self.records)
+        mid = max(a, low) if low < b <= top else b  # [mid, b): in the window lists
+        rec = self.rec
+        recs = [rec(i) for i in range(a, mid)]
+        if mid < b:
+            recs += self.records[top - b : top - mid][::-1]
+        return recs
+
+    def check(self, runs: list[Span]) -> bool:
+        """Replay the tool-call protocol over each run, afresh (a run read from the history
+        starts with nothing pending); its errors propagate (the full path reports them).
+        Returns True when calls still await results at the end of the last run (an open
+        group).
+
+        The protocol's groups are the scan's: on a stream the protocol accepts from a group
+        start, :func:`~context_manager.messages.groups.joins_previous` gives what
+        :meth:`ToolProtocol.check` returns, message for message (property-tested), so only the
+        replay's acceptance needs checking, not its groups."""
         protocol = ToolProtocol()
-        last = -1
-        for start, end in spans:
-            if start != last:
-                protocol = ToolProtocol()
-            for i in range(start, end):
-                rec = recs.get(i) or read(i)
-                if (  # a plain message outside any exchange: no check, no state change
-                    not protocol.pending
-                    and not protocol.glue
-                    and not rec.tool_calls
-                    and rec.tool_call_id is None
-                    and not rec.tool_results
-                    and not rec.item
-                ):
-                    if i != start:
-                        raise Fallback
-                elif protocol.accept(rec, i) != (i != start):
-                    raise Fallback  # the scan's grouping is not the protocol's
-            last = end
+        for a, b in runs:
+            protocol = ToolProtocol()
+            protocol.replay(self._run(a, b), a)
         return bool(protocol.pending)
 
     def latest_user(self, n: int) -> int | None:
@@ -187,6 +349,7 @@ class BackwardScan:
                 return i
         return None
 
+    # -- selecting ----------------------------------------------------------------------------
     def select(
         self,
         room: int,
@@ -200,10 +363,11 @@ class BackwardScan:
         except _Tighten:
             pass
         recs, toks = self.recs, self.toks
+        self.bound = None
+        self.block = _DEAR
         for i in self.loose:
             toks[i] = self._counted(i, recs[i])[1]
         self.loose.clear()
-        self.bound = None
         return self._select(room, cap, pins, rules)
 
     def _select(
@@ -216,10 +380,11 @@ class BackwardScan:
         messages = self.messages
         self.lo = 0
         n = len(messages)
+        self._lists_from(n)
         out: list[Any] = []
         if n and self.rec(0).role in _SYSTEM_ROLES:
             self.lo = 1
-            room -= self.toks[0]
+            room -= self.tok(0)
             out.append(messages[0])
         lo = self.lo
         # The newest group: open (calls awaiting results) means it is held but never sent.
@@ -252,93 +417,50 @@ class BackwardScan:
                 newest = span
         n_tokens = self.tokens(newest) if newest else 0
         if p_tokens + n_tokens > room:
-            if self.loose:
+            if self.bound is not None:
                 raise _Tighten  # on bounds: the exact counts may still fit
             raise Fallback  # overflow: the full path raises it with the exact figures
-        kept = self._window(room, cap, protected, p_tokens, hi, pinned)
-        if newest is not None and newest not in kept:
-            kept = self._window(room - n_tokens, cap, protected, p_tokens, hi, pinned)
-            if newest not in kept:
-                kept.append(newest)
-        kept.extend(pinned.items())
-        kept = sorted(set(kept))
-        self.check(kept)
+        self._window_from(hi, pinned)
+        start, kept_turn = self._window(room, cap, protected, p_tokens)
+        if newest is not None and start > newest[0]:  # the newest exchange is outside
+            start, kept_turn = self._window(room - n_tokens, cap, protected, p_tokens)
+        spans = [(start, hi), *pinned.items()]
+        if kept_turn is not None:
+            spans.append(kept_turn)
+        if newest is not None and start > newest[0]:
+            spans.append(newest)
+        runs = _merged(spans)
+        self.check(runs)
         if rules is not None:
-            kept = self._restrict(rules, kept, protected, newest, pinned)
-        return out + self._messages(kept)
+            runs = self._restrict(rules, runs, protected, newest, pinned)
+        return out + self._messages(runs)
 
     def _window(
-        self,
-        room: int,
-        cap: int | None,
-        protected: Span | None,
-        p_tokens: int,
-        hi: int,
-        pinned: dict[int, int],
-    ) -> list[Span]:
-        """The sliding window's groups (``SlidingWindow.select``), pinned groups excluded."""
-        groups = self._walk(room, cap, self.lo, hi, pinned)
-        start = groups[-1][0] if groups else hi
+        self, room: int, cap: int | None, protected: Span | None, p_tokens: int
+    ) -> tuple[int, Span | None]:
+        """The sliding window (``SlidingWindow.select``): where its run of groups up to ``top``
+        starts (pinned groups in it are merged in by the caller), and the latest user turn when
+        it lies before that run and is kept on its own."""
+        start = self._cut(room, cap, self.lo)
         if protected is None or protected[0] >= start:
-            return groups
+            return start, None
         p_start, p_end = protected
         p_cap = None if cap is None else max(cap - (p_end - p_start), 0)
-        return [protected, *self._walk(room - p_tokens, p_cap, p_end, hi, pinned)]
-
-    def _walk(
-        self, room: int, cap: int | None, stop: int, hi: int, pinned: dict[int, int]
-    ) -> list[Span]:
-        """The longest run of groups ending at ``hi`` within ``room`` and ``cap``, newest first.
-
-        The same answer as bisecting the manager's prefix sums (pinned groups cost nothing in
-        them but count as messages), read newest first, stopping at the first group that does
-        not fit. Pinned groups are left out of the result (they are merged in once).
-        """
-        out: list[Span] = []
-        end, used, count, cost = hi, 0, 0, 0
-        recs, toks, read, joins = self.recs, self.toks, self._read, self.joins
-        i = hi - 1
-        while i >= stop:
-            rec = recs.get(i) or read(i)
-            if i > stop and (
-                rec.tool_call_id is not None
-                or rec.tool_results
-                # a chat call joins only after an item (skip joins() unless one is involved)
-                or (
-                    rec.tool_calls
-                    and (rec.item or (recs.get(i - 1) or read(i - 1)).item)
-                    and joins(i)
-                )
-            ):
-                cost += toks[i]
-                i -= 1  # a result or a call item: its group starts further back
-                continue
-            cost += toks[i]
-            is_pin = i in pinned
-            if is_pin:
-                cost = 0
-            if used + cost > room or (cap is not None and count + end - i > cap):
-                if self.loose and used + cost > room:
-                    raise _Tighten
-                break
-            used += cost
-            count += end - i
-            if not is_pin:
-                out.append((i, end))
-            end = i
-            cost = 0
-            i -= 1
-        return out
+        return self._cut(room - p_tokens, p_cap, p_end), protected
 
     def _restrict(
         self,
         rules: ProviderRules,
-        kept: list[Span],
+        runs: list[Span],
         protected: Span | None,
         newest: Span | None,
         pinned: dict[int, int],
     ) -> list[Span]:
         """The provider's rules over the kept groups: ids are consecutive where groups touch."""
+        kept: list[Span] = []
+        for a, b in runs:
+            starts = [i for i in range(a, b) if i == a or not self.joins(i)]
+            kept += zip(starts, [*starts[1:], b], strict=True)
         ids: list[int] = []
         g = -2
         last = -1
@@ -358,16 +480,20 @@ class BackwardScan:
     def _messages(self, kept: list[Span]) -> list[Any]:
         messages = self.messages
         out: list[Any] = []
-        run_start, run_end = -1, -1
-        for start, end in kept:
-            if start != run_end:
-                if run_end > run_start:
-                    out += messages[run_start:run_end]
-                run_start = start
-            run_end = end
-        if run_end > run_start:
-            out += messages[run_start:run_end]
+        for start, end in _merged(kept):
+            out += messages[start:end]
         return out
+
+
+def _merged(spans: list[Span]) -> list[Span]:
+    """Sorted runs covering ``spans`` (touching or overlapping spans joined; empty ones gone)."""
+    out: list[Span] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(end, out[-1][1]))
+        elif start < end:
+            out.append((start, end))
+    return out
 
 
 class _Roles:

@@ -2,7 +2,9 @@
 
 Loading a tokenizer, looking one up by name and counting are kept apart, as tiktoken does:
 ``tiktoken_loader`` loads and verifies rank files, ``resolve.get_counter`` only resolves a spec to
-an instance, and counters never load anything on the hot path.
+an instance, and counters never load anything on the hot path. Nothing here is shared across a
+process that the caller did not create: :class:`MessageCountCache` is an object its owner passes
+to ``trim(..., cache=...)``.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from ..messages import normalize
 from .base import TokenCounter
 from .estimate import CharEstimator, message_chars
 from .estimate_safe import SafeEstimator, estimate_tokens
+from .message_cache import MessageCountCache
 from .resolve import counter_for_model, get_counter
 
 __all__ = [
     "CharEstimator",
+    "MessageCountCache",
     "SafeEstimator",
     "TokenCounter",
     "count_tokens",

@@ -2,10 +2,20 @@
 
 JavaScript's ``.length`` counts UTF-16 code units (an emoji is 2), and the TypeScript code we must
 match (Pi's ``estimateTokens``) divides that by 4. Measuring the same way keeps Python and TS
-budgets equal to the token. It needs no tokenizer and costs about a microsecond per message.
+budgets equal to the token. It needs no tokenizer and costs well under a microsecond a message.
+
+``CharEstimator._costs`` is the only implementation of what a message costs under this counter:
+``count_message`` asks it about one message and ``message_costs`` about a block; the manager,
+``trim()`` and the fast lane (``counting.fastlane``) go through one of the two. It is written for
+speed (a block of messages in one loop, :func:`_measure`; the ASCII text of a plain chat turn
+measured without a call; the rarer fields looked at only when one is set), so that nothing
+needs a copy of it for speed.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
 
 from .._js import utf16_len
 from ..messages import Message
@@ -14,20 +24,50 @@ from .base import TokenCounter
 
 def message_chars(message: Message) -> int:
     """Characters the estimator charges for: text, thinking, name, tool calls and results."""
-    chars = utf16_len(message.text)
-    if message.thinking:
-        chars += utf16_len(message.thinking)
-    if message.name:
-        chars += utf16_len(message.name)
-    for call in message.tool_calls:
-        chars += utf16_len(call.name) + utf16_len(call.arguments)
-    for result in message.tool_results:
-        chars += utf16_len(result.text)
-    if message.other:
-        chars += utf16_len(message.other)
-    for item in message.media:  # what the part's JSON added to ``other`` (the TS reference rule)
-        chars += item.chars
-    return chars
+    return _measure((message,))[0][0]
+
+
+def _measure(messages: Sequence[Message]) -> tuple[list[int], list[int]]:
+    """:func:`message_chars` of each message (the rule, stated once), and the positions of
+    those with images or media blobs, which are charged in tokens on top.
+
+    One loop for a block of messages (``trim()`` reads them so), with no call for an ASCII text
+    (most of them; ``isascii`` is O(1) in CPython) and the rarer fields looked at only when one
+    is set.
+    """
+    out: list[int] = []
+    odd: list[int] = []
+    append = out.append
+    for k, message in enumerate(messages):
+        text = message.text
+        chars = len(text) if text.isascii() else utf16_len(text)
+        if message.tool_calls:
+            for call in message.tool_calls:
+                name, args = call.name, call.arguments
+                chars += len(name) if name.isascii() else utf16_len(name)
+                chars += len(args) if args.isascii() else utf16_len(args)
+        if (
+            message.thinking
+            or message.name
+            or message.tool_results
+            or message.other
+            or message.media
+            or message.images
+        ):
+            if message.thinking:
+                chars += utf16_len(message.thinking)
+            if message.name:
+                chars += utf16_len(message.name)
+            for result in message.tool_results:
+                chars += utf16_len(result.text)
+            if message.other:
+                chars += utf16_len(message.other)
+            for item in message.media:  # what the part's JSON added to ``other`` (TS reference)
+                chars += item.chars
+            if message.images or message.media:
+                odd.append(k)
+        append(chars)
+    return out, odd
 
 
 class CharEstimator(TokenCounter):
@@ -46,32 +86,53 @@ class CharEstimator(TokenCounter):
         prompt_overhead: int = 3,
         image_tokens: int = 85,
     ) -> None:
-        if chars_per_token <= 0:
-            from ..errors import ConfigurationError
-
-            raise ConfigurationError(f"chars_per_token must be > 0, got {chars_per_token}")
         self.chars_per_token = chars_per_token
         self.message_overhead = message_overhead
         self.prompt_overhead = prompt_overhead
         self.image_tokens = image_tokens
         self.name = f"chars/{chars_per_token:g}"
 
-    def _tokens(self, chars: int) -> int:
-        # Integer ceil division when the ratio is whole avoids float rounding at the boundary.
-        cpt = self.chars_per_token
-        if cpt == int(cpt):
-            return -(-chars // int(cpt))
-        import math
+    @property
+    def chars_per_token(self) -> float:
+        return self._chars_per_token
 
-        return math.ceil(chars / cpt)
+    @chars_per_token.setter
+    def chars_per_token(self, value: float) -> None:
+        if value <= 0:
+            from ..errors import ConfigurationError
+
+            raise ConfigurationError(f"chars_per_token must be > 0, got {value}")
+        self._chars_per_token = value
+        # A whole ratio divides with integer ceil division (no float rounding at the boundary);
+        # worked out here, once, rather than on every count.
+        self._whole = int(value) if value == int(value) else 0
 
     def count_text(self, text: str) -> int:
-        return self._tokens(utf16_len(text))
+        whole = self._whole
+        chars = utf16_len(text)
+        return -(-chars // whole) if whole else math.ceil(chars / self._chars_per_token)
 
     def count_message(self, message: Message) -> int:
-        tokens = self._tokens(message_chars(message)) + self.message_overhead
-        if message.images:
-            tokens += self.image_tokens * len(message.images)
-        if message.media:  # Gemini blobs have no JSON form: charged like an image, as before
-            tokens += self.image_tokens * sum(1 for item in message.media if not item.chars)
-        return tokens
+        return self._costs((message,))[0]
+
+    def message_costs(self, messages: Sequence[Message]) -> list[int]:
+        """``count_message`` of each message, at once: ``trim()`` reads a block of messages at
+        a time and asks about all of them (one loop, no call per message)."""
+        if type(self).count_message is not CharEstimator.count_message:
+            return [self.count_message(m) for m in messages]  # a subclass's own rule
+        return self._costs(messages)
+
+    def _costs(self, messages: Sequence[Message]) -> list[int]:
+        """What each message costs: the one implementation (both methods above ask here)."""
+        chars, odd = _measure(messages)
+        whole, overhead = self._whole, self.message_overhead
+        if whole:
+            out = [-(-c // whole) + overhead for c in chars]
+        else:
+            cpt = self._chars_per_token
+            out = [math.ceil(c / cpt) + overhead for c in chars]
+        for k in odd:  # images, and Gemini blobs (no JSON form): charged like an image
+            message = messages[k]
+            blobs = sum(1 for item in message.media if not item.chars)
+            out[k] += self.image_tokens * (len(message.images) + blobs)
+        return out

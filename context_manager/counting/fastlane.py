@@ -12,18 +12,16 @@ stored chat history, and each can be recognised from its exact key set in a few 
   list of ``{"id", "type", "function": {"name", "arguments"}}`` calls (string fields).
 
 For those, :func:`read_fast` builds the very record ``normalize`` would (equality is
-property-tested), and :func:`lane_for` adds the count with the estimator's own arithmetic inlined
-(property-tested against ``count_message``). Anything else returns None: the caller takes the
-general path, so the lane can only be faster, never different.
+property-tested), and :func:`lane_for` pairs it with the estimator's ``count_message`` (the one
+implementation of what a message costs; nothing here repeats its arithmetic). Anything else
+returns None: the caller takes the general path, so the lane can only be faster, never different.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from .._js import utf16_len
 from ..messages import Message
 from ..messages.record import ToolCall
 from .base import TokenCounter
@@ -34,96 +32,85 @@ _PLAIN_ROLES = frozenset({"user", "assistant", "system", "developer"})
 Lane = Callable[[Any], "tuple[Message, int] | None"]
 
 
-def _calls(raw: Any) -> tuple[ToolCall, ...] | None:
-    """OpenAI ``tool_calls`` as ``normalize`` reads them, or None for any unusual shape."""
-    if type(raw) is not list or not raw:
-        return None
+_new_call = tuple.__new__  # ToolCall's own __new__ is Python: this builds the same tuple in C
+
+
+def _calls(raw: Any) -> tuple[ToolCall, ...]:
+    """OpenAI ``tool_calls`` as ``normalize`` reads them, or () for any unusual shape (a
+    missing ``id``, ``function`` or ``name`` raises ``KeyError``, which :func:`read_many` takes
+    as "not this shape")."""
+    if type(raw) is not list:
+        return ()
     out = []
     for call in raw:
         if type(call) is not dict:
-            return None
-        call_id = call.get("id")
-        fn = call.get("function")
+            return ()
+        call_id = call["id"]
+        fn = call["function"]
         if type(call_id) is not str or not call_id or type(fn) is not dict:
-            return None
-        name = fn.get("name")
+            return ()
+        name = fn["name"]
         args = fn.get("arguments", "")
         if type(name) is not str or type(args) is not str:
-            return None
-        out.append(ToolCall(call_id, name, args))
+            return ()
+        out.append(_new_call(ToolCall, (call_id, name, args)))
     return tuple(out)
 
 
 def read_fast(message: Any) -> Message | None:
     """``normalize(message)`` for the three common chat shapes, else None (take the slow path)."""
-    if type(message) is not dict:
-        return None
-    size = len(message)
-    role = message.get("role")
-    content = message.get("content")
-    if size == 2:
-        if type(content) is str and type(role) is str and role in _PLAIN_ROLES:
-            return Message(role, content)
-        return None
-    if size != 3:
-        return None
-    if role == "tool":
-        call_id = message.get("tool_call_id")
-        if type(content) is str and type(call_id) is str and call_id:
-            return Message("tool", content, None, (), call_id)
-        return None
-    if role == "assistant" and (type(content) is str or (content is None and "content" in message)):
-        calls = _calls(message.get("tool_calls"))
-        if calls is not None:
-            return Message("assistant", content or "", None, calls)
-    return None
+    return read_many((message,))[0]
+
+
+def read_many(messages: Iterable[Any]) -> list[Message | None]:
+    """:func:`read_fast` of each message, in one loop (the one implementation: ``trim()``
+    reads a block of messages at a time, and a call per message would cost a fifth of it).
+
+    Keys are read by subscript (a missing one is not one of the three shapes): cheaper than
+    ``dict.get``.
+    """
+    out: list[Message | None] = []
+    append = out.append
+    for message in messages:
+        rec = None
+        if type(message) is dict:
+            try:
+                role = message["role"]
+                content = message["content"]
+                size = len(message)
+                if size == 2:
+                    if type(content) is str and type(role) is str and role in _PLAIN_ROLES:
+                        rec = Message(role, content)
+                elif size == 3:
+                    if role == "tool":
+                        call_id = message["tool_call_id"]
+                        if type(content) is str and type(call_id) is str and call_id:
+                            rec = Message("tool", content, None, (), call_id)
+                    elif role == "assistant" and (type(content) is str or content is None):
+                        calls = _calls(message["tool_calls"])
+                        if calls:
+                            rec = Message("assistant", content or "", None, calls)
+            except KeyError:
+                pass
+        append(rec)
+    return out
 
 
 def lane_for(counter: TokenCounter) -> Lane | None:
     """``message -> (record, tokens)`` for the fast shapes with ``counter``, or None.
 
-    Only for the chars estimator (exact class): its count is cheaper to redo than to look up, so
-    the scan skips the content cache for these shapes. Other counters (a real tokenizer) keep the
-    cache and use :func:`read_fast` on a miss.
+    Only for the chars estimator (exact class), whose count is cheaper to redo than to look up
+    in a content cache: the manager takes it on add, and ``trim()`` skips a caller's cache for
+    these shapes with it. The tokens are ``counter.count_message(record)``, the estimator's one
+    implementation of a message's cost. Other counters (a real tokenizer) return None: they use
+    :func:`read_fast` and a cache when the caller gives one.
     """
     if type(counter) is not CharEstimator:
         return None
-    cpt = counter.chars_per_token
-    overhead = counter.message_overhead
-    whole = int(cpt) if cpt == int(cpt) else 0
+    count = counter.count_message
 
     def lane(message: Any) -> tuple[Message, int] | None:
-        if type(message) is not dict:
-            return None
-        size = len(message)
-        role = message.get("role")
-        if size == 2 or (size == 3 and role == "tool"):  # read_fast's text-only cases, inlined
-            text = message.get("content")
-            if type(text) is not str:
-                return None
-            if size == 2:
-                if type(role) is not str or role not in _PLAIN_ROLES:
-                    return None
-                rec = Message(role, text)
-            else:
-                call_id = message.get("tool_call_id")
-                if type(call_id) is not str or not call_id:
-                    return None
-                rec = Message("tool", text, None, (), call_id)
-            chars = len(text) if text.isascii() else utf16_len(text)
-            tokens = -(-chars // whole) if whole else math.ceil(chars / cpt)
-            return rec, tokens + overhead
-        fast = read_fast(message)
-        if fast is None:
-            return None
-        rec, text = fast, fast.text
-        chars = len(text) if text.isascii() else utf16_len(text)
-        for call in rec.tool_calls:
-            name, args = call.name, call.arguments
-            chars += len(name) if name.isascii() else utf16_len(name)
-            chars += len(args) if args.isascii() else utf16_len(args)
-        if whole:
-            return rec, -(-chars // whole) + overhead
-        return rec, math.ceil(chars / cpt) + overhead
+        rec = read_fast(message)
+        return None if rec is None else (rec, count(rec))
 
     return lane

@@ -1,4 +1,4 @@
-"""Per-counter cache of whole-message counts, keyed by content and bounded in bytes.
+"""A cache of whole-message counts that the caller creates, owns and passes to ``trim()``.
 
 A stateless backend reloads the same history from its database on every request and trims it
 again: the message objects are new each time, their contents are not. So the key is the content
@@ -7,32 +7,39 @@ results included) the key is its items, and a hit returns the normalized record 
 without normalizing again; for any other shape the key is the normalized record's fields, and a
 hit saves the counting (the expensive part with a real tokenizer).
 
-The cache holds a reference to each key's strings, so it is bounded by the bytes of what it
-holds (``sys.getsizeof`` of the texts plus a fixed per-entry cost), not by an entry count that
-a few 1 MB messages could turn into gigabytes. When full, the oldest entries go first.
+Nothing here is process-wide: a :class:`MessageCountCache` lives as long as its owner keeps it
+(one per worker, per tenant or per conversation, as the owner decides), so no text is retained
+for a request that did not ask for it, and dropping the object frees everything it held.
 
-One cache is shared per counter: per instance, except estimators, which ``get_counter("chars")``
-builds afresh on each call and which are therefore shared per configuration. A counter's
-configuration must not change once it has counted (the cached counts would then be stale).
+It holds a reference to each key's strings, so it is bounded by the bytes of what it holds
+(``sys.getsizeof`` of the texts plus a fixed per-entry cost), not by an entry count that a few
+1 MB messages could turn into gigabytes. When full, the oldest entries go first. One cache may
+serve several counters: their counts are kept apart (estimators by their settings, which
+``get_counter("chars")`` rebuilds on every call; any other counter by instance, which the cache
+then keeps alive). A counter's configuration must not change once it has counted into a cache
+(call :meth:`MessageCountCache.clear` if it does).
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable, Hashable
 from itertools import repeat
 from typing import Any
 
-from ..messages import Message
+from ..messages import Message, normalize
 from ..messages.nesting import MAX_DEPTH
 from .base import TokenCounter
 from .estimate import CharEstimator
+from .fastlane import read_fast
 
-#: Default bound per counter (bytes of the texts held plus a fixed cost per entry).
+#: Default bound of a cache (bytes of the texts held plus a fixed cost per entry).
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 #: Bytes charged per entry beyond its texts: key tuple, record, dict slot.
 ENTRY_OVERHEAD = 240
+#: Counters one cache keeps counts for (the oldest one's go first): a caller that builds a new
+#: counter instance on every call cannot make the cache hold instances without bound.
+MAX_COUNTERS = 16
 
 Entry = tuple[Message, int]
 
@@ -122,111 +129,141 @@ def _size(key: Any) -> int:
 
 
 class MessageCountCache:
-    """``key -> (record, tokens)`` (plain dicts) or ``key -> tokens`` (records), byte-bounded."""
+    """Counts of messages already seen, keyed by content; pass it as ``trim(..., cache=...)``.
 
-    __slots__ = ("_entries", "_lock", "bytes", "hits", "max_bytes", "misses")
+    ``max_bytes`` (64 MB by default) bounds what it holds in all, counters together: the texts
+    it keeps alive plus :data:`ENTRY_OVERHEAD` bytes an entry; past it the oldest entries go
+    (a quarter of the bound at once, so a put does not evict one entry at a time). A message
+    larger than the whole bound is never stored. ``hits`` / ``misses`` count lookups; ``bytes``
+    is what it holds now. Lookups take no lock, stores take the cache's lock: one cache may be
+    shared by the threads of a worker.
+    """
+
+    __slots__ = ("_lock", "_parts", "bytes", "hits", "max_bytes", "misses")
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        if type(max_bytes) is not int or max_bytes < 0:
+            from ..errors import ConfigurationError
+
+            raise ConfigurationError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
         self.max_bytes = max_bytes
-        self._entries: dict[tuple[Any, ...], tuple[Any, int]] = {}
+        #: counter key -> (the counter, its entries): the counter is held so its id stays its own.
+        self._parts: dict[Hashable, tuple[TokenCounter, CounterCounts]] = {}
         self._lock = threading.Lock()
         self.bytes = 0
         self.hits = 0
         self.misses = 0
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return sum(len(part.entries) for _, part in self._parts.values())
+
+    def __repr__(self) -> str:
+        return (
+            f"MessageCountCache({len(self)} entries, {self.bytes:,} of {self.max_bytes:,} bytes, "
+            f"{self.hits} hits, {self.misses} misses)"
+        )
+
+    def counts_for(self, counter: TokenCounter) -> CounterCounts:
+        """The entries of ``counter`` (created on first use)."""
+        key: Hashable
+        if type(counter) is CharEstimator:
+            key = (
+                "chars",
+                counter.chars_per_token,
+                counter.message_overhead,
+                counter.prompt_overhead,
+                counter.image_tokens,
+            )
+        else:
+            key = id(counter)
+        held = self._parts.get(key)
+        if held is None or (type(key) is int and held[0] is not counter):
+            with self._lock:
+                held = self._parts.get(key)
+                if held is None or (type(key) is int and held[0] is not counter):
+                    held = (counter, CounterCounts(self))
+                    self._parts[key] = held
+                    if len(self._parts) > MAX_COUNTERS:  # a new counter instance a call
+                        _, oldest = self._parts.pop(next(iter(self._parts)))
+                        oldest.live = False  # a scan still holding it stores nothing more
+                        self.bytes -= sum(size for _, size in oldest.entries.values())
+        return held[1]
+
+    def clear(self) -> None:
+        """Forget every count (e.g. after changing a counter's configuration)."""
+        with self._lock:
+            for _, part in self._parts.values():
+                part.entries.clear()
+            self.bytes = 0
+
+    def _evict(self, keep: CounterCounts) -> None:
+        """Oldest entries first, ``keep``'s own last, down to three quarters of the bound
+        (called under the lock)."""
+        target = self.max_bytes * 3 // 4
+        for _, part in [*(p for p in self._parts.values() if p[1] is not keep), (None, keep)]:
+            entries = part.entries
+            while self.bytes > target and entries:
+                self.bytes -= entries.pop(next(iter(entries)))[1]
+            if self.bytes <= target:
+                return
+
+
+class CounterCounts:
+    """One counter's entries in a :class:`MessageCountCache`: ``key -> (record, tokens)`` for
+    plain dicts, ``key -> tokens`` for records."""
+
+    __slots__ = ("cache", "entries", "live")
+
+    def __init__(self, cache: MessageCountCache) -> None:
+        self.cache = cache
+        self.entries: dict[tuple[Any, ...], tuple[Any, int]] = {}
+        self.live = True
 
     def get(self, key: tuple[Any, ...]) -> Any:
         """The cached value for ``key``, or None."""
-        entry = self._entries.get(key)
+        entry = self.entries.get(key)
+        cache = self.cache
         if entry is None:
-            self.misses += 1
+            cache.misses += 1
             return None
-        self.hits += 1
+        cache.hits += 1
         return entry[0]
 
+    def counted(
+        self, message: Any, index: int, rec: Message | None, count: Callable[[Message], int]
+    ) -> tuple[Message, int]:
+        """``message``'s record (``rec`` when already read) and ``count`` of it, through this
+        cache: a plain dict's hit skips normalizing too (keyed by its content); any other
+        shape's hit skips counting (keyed by its record). ``index``: for ``normalize``'s
+        errors."""
+        key = plain_key(message)
+        if key is not None:
+            hit = self.get(key)
+            if hit is not None:
+                return (hit[0] if rec is None else rec), hit[1]
+            if rec is None:
+                rec = read_fast(message) or normalize(message, index)
+            tokens = count(rec)
+            self.put(key, (rec, tokens))
+            return rec, tokens
+        if rec is None:
+            rec = normalize(message, index)
+        rkey = record_key(rec)
+        cached = self.get(rkey)
+        if cached is None:
+            cached = count(rec)
+            self.put(rkey, cached)
+        return rec, cached
+
     def put(self, key: tuple[Any, ...], value: Any) -> None:
+        cache = self.cache
         size = _size(key)
-        if size > self.max_bytes:
+        if size > cache.max_bytes:
             return  # larger than the whole cache: not worth evicting everything for
-        with self._lock:
-            if key in self._entries:
+        with cache._lock:
+            if key in self.entries or not self.live:
                 return
-            self._entries[key] = (value, size)
-            self.bytes += size
-            if self.bytes > self.max_bytes:
-                self._evict()
-
-    def _evict(self) -> None:
-        entries = self._entries
-        target = self.max_bytes * 3 // 4  # evict in batches, not one entry per put
-        while self.bytes > target and entries:
-            key = next(iter(entries))
-            self.bytes -= entries.pop(key)[1]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self.bytes = 0
-
-
-_lock = threading.Lock()
-_by_counter: weakref.WeakKeyDictionary[TokenCounter, MessageCountCache] = (
-    weakref.WeakKeyDictionary()
-)
-_by_config: dict[tuple[Any, ...], MessageCountCache] = {}
-
-
-def _estimator_config(counter: CharEstimator) -> tuple[Any, ...]:
-    return (
-        counter.chars_per_token,
-        counter.message_overhead,
-        counter.prompt_overhead,
-        counter.image_tokens,
-    )
-
-
-def message_cache_for(counter: TokenCounter) -> MessageCountCache | None:
-    """The cache shared by every caller of ``counter`` (created on first use).
-
-    None for a counter that cannot key a weak mapping (unhashable, or ``__slots__`` without
-    ``__weakref__``): its counts are then simply not cached.
-    """
-    if type(counter) is CharEstimator:
-        config = _estimator_config(counter)
-        cache = _by_config.get(config)
-        if cache is None:
-            with _lock:
-                cache = _by_config.setdefault(config, MessageCountCache())
-        return cache
-    try:
-        cache = _by_counter.get(counter)
-        if cache is None:
-            with _lock:
-                cache = _by_counter.get(counter)
-                if cache is None:
-                    cache = _by_counter[counter] = MessageCountCache()
-    except TypeError:
-        return None
-    return cache
-
-
-#: What else :func:`clear_message_caches` clears: caches kept by higher layers (the one-shot
-#: ``trim()`` memo) register here, since this layer may not import them.
-_also_clear: list[Callable[[], None]] = []
-
-
-def on_clear(clear: Callable[[], None]) -> None:
-    """Have :func:`clear_message_caches` call ``clear`` too."""
-    _also_clear.append(clear)
-
-
-def clear_message_caches() -> None:
-    """Forget every cached count (e.g. after changing a counter's configuration), and what
-    ``trim()`` remembers of earlier calls."""
-    with _lock:
-        for cache in [*_by_config.values(), *_by_counter.values()]:
-            cache.clear()
-    for clear in _also_clear:
-        clear()
+            self.entries[key] = (value, size)
+            cache.bytes += size
+            if cache.bytes > cache.max_bytes:
+                cache._evict(self)

@@ -5,6 +5,11 @@ the group closes when every call has a result. Groups are the atomic unit of tri
 never sent without all its results, nor a result without its call. Only the newest group can be
 open, because any other message arriving while results are missing is a protocol error (the
 provider APIs reject such a history) unless the caller asked for repair.
+
+:class:`ToolProtocol` reads a stream forwards and is the authority (its checks live in one
+method, ``_verdict``); :func:`joins_previous` is the same grouping rule read from two neighbours,
+for a reader going backwards (``trim()``'s scan), which then replays the protocol over what it
+keeps.
 """
 
 from __future__ import annotations
@@ -18,6 +23,50 @@ from .record import Message
 
 #: Text of the result inserted for a call whose result never arrived.
 MISSING_RESULT_TEXT = "Error: no result was recorded for this tool call."
+
+
+def is_glue(rec: Message) -> bool:
+    """A reasoning-only Responses item: the calls that follow it join its group."""
+    return (
+        rec.item
+        and rec.role == "assistant"
+        and bool(rec.thinking)
+        and not rec.text
+        and not rec.tool_calls
+        and not rec.result_ids
+    )
+
+
+def joins_previous(prev: Message | None, rec: Message) -> bool | None:
+    """Whether ``rec`` joins the group of the message before it, ``prev``, in a stream that
+    :class:`ToolProtocol` accepts: what :meth:`ToolProtocol.check` returns there, read from the
+    two messages alone. ``prev=None``: not read yet; the answer is then None when it depends
+    on ``prev`` (only a call's does), so a reader fetches ``prev`` only then.
+
+    A reader that goes backwards (``trim()``'s scan) has no protocol state yet: this is the
+    same rule seen locally. A result joins (it must answer a pending call); a call joins after a
+    reasoning-only item (glue), or when it is a parallel call item and ``prev`` issued calls and
+    answered none (the protocol's "issuing" state); anything else starts a group. On a stream
+    the protocol rejects, the answer means nothing: a reader using it replays the protocol over
+    what it keeps (:meth:`ToolProtocol.replay`), which rejects that stream. On one it accepts
+    from a group's start, the two agree message for message (property-tested), so the rule
+    lives here, next to the protocol, and nowhere else.
+    """
+    if rec.tool_call_id is not None or rec.tool_results:
+        return True
+    if not rec.tool_calls:
+        return False
+    if prev is None:
+        return None
+    if rec.item and prev.tool_calls and not prev.result_ids:
+        return True
+    return is_glue(prev)
+
+
+def _error(reason: str, index: int | None) -> InvalidMessageError:
+    return InvalidMessageError(
+        reason, index=index, hint="add every tool result right after its call, or pass repair=True"
+    )
 
 
 class ToolProtocol:
@@ -48,28 +97,44 @@ class ToolProtocol:
 
     def problem(self, rec: Message) -> str | None:
         """Why ``rec`` cannot come next, or None when it can (nothing is changed)."""
-        result_ids = rec.result_ids
-        for k, rid in enumerate(result_ids):
-            if rid in result_ids[:k]:
-                return f"duplicate result for tool call {rid!r}"
-            if rid in self.pending:
-                continue
-            if rid in self._answered and not rid.startswith("~"):
-                return f"duplicate result for tool call {rid!r}"
-            if rid in self._issued:
-                return f"result for tool call {rid!r} arrives after other messages"
-            return f"tool result references unknown tool call id {rid!r}"
-        if self.pending and not result_ids and not self._more_calls(rec):
-            waiting = ", ".join(self.pending)
+        verdict = self._verdict(rec, rec.result_ids)
+        return verdict if isinstance(verdict, str) else None
+
+    def _verdict(self, rec: Message, result_ids: tuple[str, ...]) -> str | bool:
+        """Why ``rec`` cannot come next (a text), else whether it joins the open group: the
+        protocol's rules, in one place (:meth:`problem`, :meth:`check`, :meth:`accept` and
+        :meth:`replay` ask here)."""
+        pending = self.pending
+        # The usual message is settled by two lookups (one pending result, or one new call);
+        # anything else takes the full reading below, which names the problem.
+        if result_ids:
+            if len(result_ids) == 1 and result_ids[0] in pending and not rec.tool_calls:
+                return True  # one result for an open call: it joins
+            for k, rid in enumerate(result_ids):
+                if k and rid in result_ids[:k]:
+                    return f"duplicate result for tool call {rid!r}"
+                if rid in pending:
+                    continue
+                if rid in self._answered and not rid.startswith("~"):
+                    return f"duplicate result for tool call {rid!r}"
+                if rid in self._issued:
+                    return f"result for tool call {rid!r} arrives after other messages"
+                return f"tool result references unknown tool call id {rid!r}"
+        elif pending and not self._more_calls(rec, result_ids):
+            waiting = ", ".join(pending)
             return f"tool call(s) {waiting} still await results"
-        seen: set[str] = set()
-        for call in rec.tool_calls:
-            if call.id in seen:
-                return f"tool call id {call.id!r} appears twice in one message"
-            seen.add(call.id)
-            if call.id in self._issued and not call.id.startswith("~"):
-                return f"tool call id {call.id!r} was already used"
-        return None
+        calls = rec.tool_calls
+        if calls and (len(calls) > 1 or calls[0].id in self._issued):
+            seen: set[str] = set()
+            for call in calls:
+                if call.id in seen:
+                    return f"tool call id {call.id!r} appears twice in one message"
+                seen.add(call.id)
+                if call.id in self._issued and not call.id.startswith("~"):
+                    return f"tool call id {call.id!r} was already used"
+        if pending:
+            return bool(result_ids) or self._more_calls(rec, result_ids)
+        return self.glue and bool(calls)
 
     def check(self, rec: Message, index: int | None = None) -> bool:
         """True when ``rec`` would join the open group; raises on protocol errors. Changes
@@ -82,44 +147,62 @@ class ToolProtocol:
             and not rec.tool_results
         ):
             return False  # the common case: a plain message outside any tool exchange
-        reason = self.problem(rec)
-        if reason is not None:
-            raise InvalidMessageError(
-                reason,
-                index=index,
-                hint="add every tool result right after its call, or pass repair=True",
-            )
-        if self.pending:
-            return bool(rec.result_ids) or self._more_calls(rec)
-        return self.glue and bool(rec.tool_calls)
+        return self._check(rec, index, rec.result_ids)
 
-    def _more_calls(self, rec: Message) -> bool:
+    def _check(self, rec: Message, index: int | None, result_ids: tuple[str, ...]) -> bool:
+        verdict = self._verdict(rec, result_ids)
+        if isinstance(verdict, str):
+            raise _error(verdict, index)
+        return verdict
+
+    def _more_calls(self, rec: Message, result_ids: tuple[str, ...]) -> bool:
         """A call-only item while the open group has had only calls: a parallel call."""
-        return self._issuing and rec.item and bool(rec.tool_calls) and not rec.result_ids
+        return self._issuing and rec.item and bool(rec.tool_calls) and not result_ids
 
     def accept(self, rec: Message, index: int | None = None) -> bool:
         """Record ``rec``; True when it joins the open group. Raises on protocol errors."""
-        joins = self.check(rec, index)
-        self.commit(rec)
+        result_ids = rec.result_ids  # read once: a property that builds a tuple
+        joins = self._check(rec, index, result_ids)
+        self._commit(rec, result_ids)
         return joins
+
+    def replay(self, recs: Iterable[Message], index: int = 0) -> list[bool]:
+        """:meth:`accept` each of ``recs`` in turn (``index``: the first one's, for errors);
+        for each, whether it joined the group before it (False: it starts a group).
+
+        A message outside any exchange (most of a chat) is neither checked nor recorded, as
+        the manager's add does: accepting it would change nothing. ``trim()`` replays all it
+        keeps through here, so the loop calls the checks directly, not through ``accept``.
+        """
+        out: list[bool] = []
+        append, outside, verdict, commit = out.append, self.outside, self._verdict, self._commit
+        for k, rec in enumerate(recs, index):
+            if outside(rec):
+                append(False)
+                continue
+            # (``result_ids`` builds a tuple from a generator: skipped where it can only be ())
+            result_ids = rec.result_ids if rec.tool_call_id is not None or rec.tool_results else ()
+            joins = verdict(rec, result_ids)
+            if isinstance(joins, str):
+                raise _error(joins, k)
+            append(joins)
+            commit(rec, result_ids)
+        return out
 
     def commit(self, rec: Message) -> None:
         """Record a message :meth:`check` accepted."""
-        for rid in rec.result_ids:
-            del self.pending[rid]
+        self._commit(rec, rec.result_ids)
+
+    def _commit(self, rec: Message, result_ids: tuple[str, ...]) -> None:
+        pending = self.pending
+        for rid in result_ids:
+            del pending[rid]
             self._answered.add(rid)
         for call in rec.tool_calls:
             self._issued.add(call.id)
-            self.pending[call.id] = None
-        self._issuing = bool(self.pending) and not rec.result_ids
-        self.glue = (
-            rec.item
-            and rec.role == "assistant"
-            and bool(rec.thinking)
-            and not rec.text
-            and not rec.tool_calls
-            and not rec.result_ids
-        )
+            pending[call.id] = None
+        self._issuing = bool(pending) and not result_ids
+        self.glue = rec.item and is_glue(rec)
 
     def copy(self) -> ToolProtocol:
         twin = ToolProtocol()

@@ -1,4 +1,4 @@
-"""The fast lane reads and counts exactly as ``normalize`` + ``count_message`` do, or declines.
+"""The fast lane reads as ``normalize`` does (or declines); the estimator counts it right.
 
 Inputs are drawn around the three lane shapes (plain, tool result, assistant tool calls) with
 every way to leave them: extra or missing keys, wrong types, aliases, empty ids, astral and
@@ -8,7 +8,7 @@ path's; when the general path raises, the lane must decline.
 
 from __future__ import annotations
 
-import itertools
+import math
 from collections import OrderedDict
 from typing import Any
 
@@ -21,8 +21,6 @@ from context_manager.counting.fastlane import lane_for, read_fast
 from context_manager.counting.tiktoken_counter import TiktokenCounter
 from context_manager.errors import InvalidMessageError
 from context_manager.messages import Message, normalize
-from context_manager.messages.record import ToolCall
-from context_manager.messages.replay import replay_chat
 
 CHARS = ["a", " ", "é", "中", "😀", "\ud800", "\n", "{"]
 TEXT = st.text(alphabet=st.sampled_from(CHARS), max_size=12)
@@ -82,16 +80,51 @@ def test_read_fast_is_normalize_or_declines(message: Any) -> None:
         assert fast == _general(message)
 
 
+def _js_length(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _oracle(message: dict[str, Any], counter: CharEstimator) -> int:
+    """The estimator's rule for the three lane shapes, from the dict itself (no library code):
+    ``ceil(chars / chars_per_token) + message_overhead``, chars in UTF-16 units of the content
+    and of each call's name and arguments."""
+    chars = _js_length(message.get("content") or "")
+    for call in message.get("tool_calls") or ():
+        function = call["function"]
+        chars += _js_length(function["name"]) + _js_length(function.get("arguments", ""))
+    return (
+        -(-chars // int(counter.chars_per_token))
+        if counter.chars_per_token == int(counter.chars_per_token)
+        else math.ceil(chars / counter.chars_per_token)
+    )
+
+
 @given(chat_dicts())
-def test_estimator_lane_counts_as_count_message(message: Any) -> None:
+def test_estimator_lane_counts_as_the_rule_says(message: Any) -> None:
     rec = _general(message)
     for counter in COUNTERS:
+        assert isinstance(counter, CharEstimator)
         lane = lane_for(counter)
         assert lane is not None
         got = lane(message)
         if got is not None:
             assert rec is not None
-            assert got == (rec, counter.count_message(rec))
+            assert got == (rec, _oracle(message, counter) + counter.message_overhead)
+            assert counter.message_costs([rec, rec]) == [got[1], got[1]]
+
+
+@given(st.lists(chat_dicts(), max_size=8))
+def test_a_block_costs_what_each_message_costs(messages: list[Any]) -> None:
+    """``message_costs`` (how ``trim`` counts a block) is ``count_message`` of each, also for a
+    subclass that changes ``count_message``."""
+
+    class Doubled(CharEstimator):
+        def count_message(self, message: Message) -> int:
+            return 2 * super().count_message(message)
+
+    records = [r for r in map(_general, messages) if r is not None]
+    for counter in [*COUNTERS, Doubled()]:
+        assert counter.message_costs(records) == [counter.count_message(r) for r in records]
 
 
 @pytest.fixture(scope="module")
@@ -123,77 +156,3 @@ def test_lane_only_for_the_exact_estimator() -> None:
     assert lane({"role": "user", "content": "😀" * 3}) == (Message("user", "😀" * 3), 2 + 3)
     assert lane({"role": "human", "content": "x"}) is None
     assert lane(("user", "x")) is None
-
-
-# --- the chat replay agrees with ToolProtocol -------------------------------------------------
-
-IDS = st.sampled_from(["a", "b", "c", "~f"])
-
-
-@st.composite
-def records(draw: st.DrawFn) -> list[Message]:
-    out = []
-    for _ in range(draw(st.integers(1, 8))):
-        kind = draw(st.sampled_from(["user", "assistant", "calls", "result", "odd"]))
-        if kind in ("user", "assistant"):
-            out.append(Message(kind, draw(TEXT)))
-        elif kind == "calls":
-            ids = draw(st.lists(IDS, min_size=1, max_size=3))
-            calls = tuple(ToolCall(i, "f", "") for i in ids)
-            out.append(Message("assistant", "", tool_calls=calls))
-        elif kind == "result":
-            out.append(Message("tool", "r", tool_call_id=draw(IDS)))
-        else:
-            out.append(Message("assistant", "", tool_calls=(ToolCall("a", "f", ""),), item=True))
-    return out
-
-
-@st.composite
-def conversations(draw: st.DrawFn) -> tuple[list[Message], list[int]]:
-    """Mostly valid exchanges (with their group starts), sometimes a result missing or reused."""
-    out: list[Message] = []
-    starts: list[int] = []
-    fresh = iter(range(1000))
-    for _ in range(draw(st.integers(1, 5))):
-        starts.append(len(out))
-        if draw(st.booleans()):
-            out.append(Message(draw(st.sampled_from(["user", "assistant"])), draw(TEXT)))
-            continue
-        ids = [f"c{next(fresh)}" for _ in range(draw(st.integers(1, 3)))]
-        if draw(st.integers(0, 6)) == 0:
-            ids.append(draw(st.sampled_from(["c0", "~f"])))
-        out.append(Message("assistant", "", tool_calls=tuple(ToolCall(i, "f", "") for i in ids)))
-        answered = draw(st.permutations(ids))
-        if draw(st.integers(0, 6)) == 0:
-            answered = answered[: draw(st.integers(0, len(answered)))]
-        out.extend(Message("tool", "r", tool_call_id=i) for i in answered)
-    return out, starts
-
-
-@given(st.one_of(records().map(lambda r: (r, [])), conversations()), st.data())
-def test_replay_chat_agrees_with_tool_protocol(
-    case: tuple[list[Message], list[int]], data: st.DataObject
-) -> None:
-    """When the quick replay answers, ``BackwardScan.check`` without it gives the same answer."""
-    import context_manager.budget.backscan as backscan
-
-    recs, starts = case
-    cuts: list[int] = [s for s in starts if s > 0]
-    if len(recs) > 1 and (not starts or data.draw(st.booleans())):
-        cuts = sorted(set(data.draw(st.lists(st.integers(1, len(recs) - 1), max_size=4))))
-    bounds = [0, *cuts, len(recs)]
-    spans = list(itertools.pairwise(bounds))
-    if data.draw(st.booleans()) and len(spans) > 1:
-        spans.pop(data.draw(st.integers(0, len(spans) - 1)))  # a gap: the replay starts afresh
-    by_index = dict(enumerate(recs))
-    quick = replay_chat(by_index, spans)
-    if quick is None:
-        return
-    scan = backscan.BackwardScan(list(recs), CharEstimator(), None)
-    scan.recs.update(by_index)
-    real = backscan.replay_chat
-    backscan.replay_chat = lambda recs, spans: None  # the general replay alone
-    try:
-        assert scan.check(spans) is quick
-    finally:
-        backscan.replay_chat = real
