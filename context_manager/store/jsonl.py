@@ -139,6 +139,9 @@ class JsonlLog(RecordWriter):
         self._lock = LogLock(self.path)
         self._fd: int | None = None
         self._inode: tuple[int, int] | None = None
+        # (first record id, position) of this object's last write: a resend of it is found
+        # without reading the file when nothing was written since.
+        self._last_batch: tuple[str, int] | None = None
         _files.ensure_directory(self.path.parent)
 
     @property
@@ -307,6 +310,7 @@ class JsonlLog(RecordWriter):
             st = os.fstat(fd)
             after = lines + line.count(b"\n")
             self._view = (st.st_ino, st.st_size, after, mark_at(fd, st.st_size))
+            self._last_batch = (rid, lines) if rid is not None else None
             return lines
 
     def _stored_at(self, rid: str, count: int) -> int | None:
@@ -319,6 +323,9 @@ class JsonlLog(RecordWriter):
         now_inode, now_size = self._now()
         if now_inode != inode or now_size < size:
             return None
+        if now_size == size:  # nothing written since the view: only our last write can match
+            last = self._last_batch
+            return last[1] if last is not None and last[0] == rid else None
         start = max(0, size - SEARCH_BACK)
         fd = self._descriptor()
         region = os.pread(fd, now_size - start, start)

@@ -175,10 +175,11 @@ return out
 
 logger = logging.getLogger("context_manager.store")
 
-# Servers already warned about (by target, without credentials): the warning is about the
-# server, so once per process is enough; per-request stores would otherwise repeat it.
-_WARNED: set[str] = set()
-_WARNED_LOCK = threading.Lock()
+# Servers whose persistence settings were read already (by target, without credentials): the
+# warning is about the server, so once per process is enough, and a per-request store must not
+# ask the server again.
+_CHECKED: set[str] = set()
+_CHECKED_LOCK = threading.Lock()
 
 
 def _text(value: Any) -> str:
@@ -321,6 +322,10 @@ class RedisStore:
         not judged (their persistence is the provider's setting).
         """
         self._persistence_checked = True
+        with _CHECKED_LOCK:
+            if self.target in _CHECKED:  # a per-request store must not ask the server again
+                return
+            _CHECKED.add(self.target)
         try:
             config = self._client.config_get("appendonly")
             snapshots = self._client.config_get("save")
@@ -329,10 +334,6 @@ class RedisStore:
         appendonly = _text(config.get("appendonly", config.get(b"appendonly", "")))
         if appendonly == "yes":
             return
-        with _WARNED_LOCK:
-            if self.target in _WARNED:
-                return
-            _WARNED.add(self.target)
         save = _text(snapshots.get("save", snapshots.get(b"save", "")))
         logger.warning(
             "%s has appendonly off: a Redis restart loses every session write since %s. "
