@@ -9,8 +9,9 @@ Each rule is someone else's: records come from the door (``counting.fastlane.rea
 ``normalize``), costs from the counter (``count_message`` / ``message_costs``, or its
 ``message_bound``), group edges from :func:`~context_manager.messages.groups.joins_previous` (the
 protocol's rule seen from two neighbours, as a backwards reader sees it) and the verdict from
-``ToolProtocol.replay`` over what is kept. The fit is the sliding window's
-(``SlidingWindow.select``): a bisection of prefix sums, over the newest messages only.
+``ToolProtocol.replay`` over what is kept, and the fit from :mod:`~context_manager.budget.fit`
+(the manager's rule: the scan only answers its :class:`~context_manager.budget.fit.Fits`
+question, with a bisection of prefix sums over the newest messages).
 
 The data structure makes it fast: messages are read in blocks, newest first, into flat lists
 (records, counts, and the window's prefix sums). A block is one loop per rule (``read_many``,
@@ -34,6 +35,7 @@ from ..errors import InvalidMessageError
 from ..messages import Message, normalize
 from ..messages.groups import ToolProtocol, joins_previous
 from ..providers import ProviderRules, restrict
+from .fit import overflows, protect_newest, window
 from .pins import pin_indices
 
 __all__ = ["BackwardScan", "Fallback"]
@@ -268,7 +270,7 @@ class BackwardScan:
             sums = self.sums
             sums += islice(accumulate(window, initial=sums[-1] if sums else 0), 1, None)
 
-    def _cut(self, room: int, cap: int | None, stop: int) -> int:
+    def start(self, room: int, cap: int | None, stop: int) -> int:
         """The sliding window's start: the smallest group start ``c`` in ``[stop, top]`` whose
         groups up to ``top`` fit ``room`` and ``cap`` (a pinned group costs no tokens there but
         counts as messages); ``top`` when not even the newest group fits.
@@ -416,37 +418,32 @@ class BackwardScan:
             if span != protected and span[0] not in pinned:
                 newest = span
         n_tokens = self.tokens(newest) if newest else 0
-        if p_tokens + n_tokens > room:
+        if overflows(p_tokens, n_tokens, room):
             if self.bound is not None:
                 raise _Tighten  # on bounds: the exact counts may still fit
             raise Fallback  # overflow: the full path raises it with the exact figures
         self._window_from(hi, pinned)
-        start, kept_turn = self._window(room, cap, protected, p_tokens)
-        if newest is not None and start > newest[0]:  # the newest exchange is outside
-            start, kept_turn = self._window(room - n_tokens, cap, protected, p_tokens)
+        p_messages = protected[1] - protected[0] if protected else 0
+
+        def sliding(r: int) -> tuple[int, bool]:
+            return window(self, r, cap, self.lo, protected, p_tokens, p_messages)
+
+        if newest is None:
+            (start, apart), add_newest = sliding(room), False
+        else:
+            (start, apart), add_newest = protect_newest(
+                sliding, lambda chosen: chosen[0] <= newest[0], room, n_tokens
+            )
         spans = [(start, hi), *pinned.items()]
-        if kept_turn is not None:
-            spans.append(kept_turn)
-        if newest is not None and start > newest[0]:
+        if apart and protected is not None:
+            spans.append(protected)
+        if add_newest and newest is not None:
             spans.append(newest)
         runs = _merged(spans)
         self.check(runs)
         if rules is not None:
             runs = self._restrict(rules, runs, protected, newest, pinned)
         return out + self._messages(runs)
-
-    def _window(
-        self, room: int, cap: int | None, protected: Span | None, p_tokens: int
-    ) -> tuple[int, Span | None]:
-        """The sliding window (``SlidingWindow.select``): where its run of groups up to ``top``
-        starts (pinned groups in it are merged in by the caller), and the latest user turn when
-        it lies before that run and is kept on its own."""
-        start = self._cut(room, cap, self.lo)
-        if protected is None or protected[0] >= start:
-            return start, None
-        p_start, p_end = protected
-        p_cap = None if cap is None else max(cap - (p_end - p_start), 0)
-        return self._cut(room - p_tokens, p_cap, p_end), protected
 
     def _restrict(
         self,

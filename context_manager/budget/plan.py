@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..errors import ContextOverflowError
 from ..providers import ProviderRules, restrict
 from ._ledger import Ledger
+from .fit import overflows, protect_newest
 from .scattered import mask_ready
 from .strategies import Selection, Strategy
 
@@ -63,18 +64,24 @@ def plan_context(
             newest = q
     needed = ledger.trimmable(protected, protected + 1) if protected >= 0 else 0
     newest_tokens = ledger.trimmable(newest, newest + 1) if newest >= 0 else 0
-    if needed + newest_tokens > room:
+    if overflows(needed, newest_tokens, room):
         raise Shortfall(needed + newest_tokens, protected >= 0, newest >= 0)
-    selection = strategy.select(ledger, room, protected)
-    if provider is None and selection.scattered is not None and mask_ready(ledger):
-        return selection
+    if newest < 0:
+        selection = strategy.select(ledger, room, protected)
+        if provider is None and selection.scattered is not None and mask_ready(ledger):
+            return selection
+        add_newest = False
+    else:
+        selection, add_newest = protect_newest(
+            lambda r: strategy.select(ledger, r, protected),
+            lambda chosen: _covers(chosen.starts, chosen.stops, newest),
+            room,
+            newest_tokens,
+        )
     starts, stops, tokens = selection.starts, selection.stops, selection.trimmable_tokens
-    if newest >= 0 and not _covers(starts, stops, newest):
-        selection = strategy.select(ledger, room - newest_tokens, protected)
-        starts, stops, tokens = selection.starts, selection.stops, selection.trimmable_tokens
-        if not _covers(starts, stops, newest):
-            starts, stops = [*starts, newest], [*stops, newest + 1]
-            tokens += newest_tokens
+    if add_newest:
+        starts, stops = [*starts, newest], [*stops, newest + 1]
+        tokens += newest_tokens
     starts, stops = ledger.with_pins(starts, stops)
     if provider is not None:
         pins = (g for g in ledger.pinned_groups if g < ledger.complete)

@@ -27,6 +27,7 @@ from bisect import bisect_left
 from typing import ClassVar
 
 from ..errors import ConfigurationError
+from .fit import window
 from .scattered import Scattered, Slices, group_runs, is_scattered
 from .view import LedgerView
 
@@ -186,26 +187,18 @@ class SlidingWindow(Strategy):
     def select(self, view: LedgerView, room: int, protected: int) -> Selection:
         if self.retention_ratio is not None:
             return self._select_retained(view, room, protected, self.retention_ratio)
-        lo, hi = view.floor, view.complete
-        cap = self.max_messages
-        start = view.start_fitting(room, lo, hi)
-        if cap is not None:
-            start = max(start, view.start_within_messages(cap, lo, hi))
-        if protected < 0 or protected >= start:
-            spans = ([start], [hi]) if start < hi else ([], [])
-            return Selection(*spans, view.cum[hi] - view.cum[start])
-        # The latest user turn lies outside the window: keep it, then what fits after it.
-        p_tokens = view.cum[protected + 1] - view.cum[protected]
-        after = max(start, protected + 1)
-        start = max(after, view.start_fitting(room - p_tokens, after, hi))
-        if cap is not None:
-            p_msgs = view.group_end(protected) - view.group_start[protected]
-            start = max(start, view.start_within_messages(max(cap - p_msgs, 0), after, hi))
-        starts, stops = [protected], [protected + 1]
+        lo, hi, cum = view.floor, view.complete, view.cum
+        span, p_tokens, p_messages = None, 0, 0
+        if protected >= 0:
+            span, p_tokens = (protected, protected + 1), cum[protected + 1] - cum[protected]
+            p_messages = view.group_end(protected) - view.group_start[protected]
+        fits = GroupFits(view, hi)
+        start, apart = window(fits, room, self.max_messages, lo, span, p_tokens, p_messages)
+        starts, stops = ([protected], [protected + 1]) if apart else ([], [])
         if start < hi:
             starts.append(start)
             stops.append(hi)
-        return Selection(starts, stops, p_tokens + view.cum[hi] - view.cum[start])
+        return Selection(starts, stops, (p_tokens if apart else 0) + cum[hi] - cum[start])
 
     def _select_retained(
         self, view: LedgerView, room: int, protected: int, ratio: float
@@ -214,7 +207,7 @@ class SlidingWindow(Strategy):
         lo, hi, cum = view.floor, view.complete, view.cum
         cap = self.max_messages
         step = _step(room, ratio)
-        start = _fit_start(view, room, cap, lo, hi)
+        start = GroupFits(view, hi).start(room, cap, lo)
         cut = _turn_anchor(view, lo, hi, start, step)
         if cut >= 0 and (protected < 0 or protected >= cut):
             return _tail(view, cut, hi)
@@ -226,7 +219,7 @@ class SlidingWindow(Strategy):
         p_tokens = cum[protected + 1] - cum[protected]
         if cap is not None:
             cap = max(cap - (view.group_end(protected) - view.group_start[protected]), 0)
-        start = _fit_start(view, room - p_tokens, cap, first, hi)
+        start = GroupFits(view, hi).start(room - p_tokens, cap, first)
         cut = _group_anchor(view, lo, first, hi, start, step)
         if cut < 0:
             cut = start
@@ -239,12 +232,22 @@ class SlidingWindow(Strategy):
         return Selection(starts, stops, p_tokens + cum[hi] - cum[cut])
 
 
-def _fit_start(view: LedgerView, room: int, cap: int | None, lo: int, hi: int) -> int:
-    """Smallest ``s`` in ``[lo, hi]`` whose groups ``[s, hi)`` fit in ``room`` and ``cap``."""
-    start = view.start_fitting(room, lo, hi)
-    if cap is not None:
-        start = max(start, view.start_within_messages(cap, lo, hi))
-    return start
+class GroupFits:
+    """The fit question (:class:`~context_manager.budget.fit.Fits`) asked of the ledger's prefix
+    sums: groups up to ``hi``, a bisection each for tokens and for messages."""
+
+    __slots__ = ("hi", "view")
+
+    def __init__(self, view: LedgerView, hi: int) -> None:
+        self.view = view
+        self.hi = hi
+
+    def start(self, room: int, cap: int | None, lo: int) -> int:
+        view, hi = self.view, self.hi
+        start = view.start_fitting(room, lo, hi)
+        if cap is not None:
+            start = max(start, view.start_within_messages(cap, lo, hi))
+        return start
 
 
 def _tail(view: LedgerView, start: int, hi: int) -> Selection:
