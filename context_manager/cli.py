@@ -1,11 +1,11 @@
 """Command line: ``context-manager demo | count | trim | stats | check | verify | sessions``.
 
-``trim`` is the library's ``trim()``: ``--max-tokens`` is its input budget, and every option has
+``trim`` is the library's ``trim()``: ``--budget-tokens`` is its input budget, and every option has
 ``trim()``'s default. ``demo`` and ``stats`` fill a ``MessageContextManager``: their ``--window``
 is the manager's context window, of which 20% is reserved for the reply.
 
 Machine-readable output (kept messages, counts) goes to stdout; the human summary with a usage
-bar goes to stderr, so ``context-manager trim chat.json --max-tokens 8000 > kept.json`` works.
+bar goes to stderr, so ``context-manager trim chat.json --budget-tokens 8000 > kept.json`` works.
 
 Input files are untrusted: any bad file (missing, not UTF-8, nested too deeply, bad JSON) gives
 one ``context-manager: error: ...`` line and exit status 2. Output is built whole before the
@@ -36,7 +36,7 @@ from .stats import ContextStats
 
 SAMPLE = "sample_conversation.json"
 PROVIDER_NAMES = ["openai", "openai-responses", "anthropic", "bedrock", "gemini"]
-#: ``trim()``'s largest budget: what ``trim`` runs with when no ``--max-tokens`` is given.
+#: ``trim()``'s largest budget: what ``trim`` runs with when no ``--budget-tokens`` is given.
 NO_TOKEN_LIMIT = 2**53
 
 
@@ -59,15 +59,11 @@ def summary_line(stats: ContextStats, total_messages: int) -> str:
     )
 
 
-def trim_summary(kept: int, total: int, tokens: int, max_tokens: int | None, reserve: int) -> str:
-    """``trim``'s stderr line: what was kept, its tokens against ``trim()``'s room."""
-    if max_tokens is None:
-        return f"kept {kept}/{total} messages, {tokens} tokens (no --max-tokens: no token limit)"
-    room = max_tokens - reserve
-    return (
-        f"kept {kept}/{total} messages, {tokens}/{room} tokens "
-        f"(max_tokens {max_tokens}, reserve {reserve}) {_bar(tokens, room)}"
-    )
+def trim_summary(kept: int, total: int, tokens: int, budget: int | None) -> str:
+    """``trim``'s stderr line: what was kept, its tokens against ``trim()``'s budget."""
+    if budget is None:
+        return f"kept {kept}/{total} messages, {tokens} tokens (no --budget-tokens: no token limit)"
+    return f"kept {kept}/{total} messages, {tokens}/{budget} tokens {_bar(tokens, budget)}"
 
 
 def _manager(args: argparse.Namespace, **extra: Any) -> MessageContextManager:
@@ -148,11 +144,10 @@ def cmd_trim(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     messages = load_messages(args.file)
     kept = trim(
         messages,
-        NO_TOKEN_LIMIT if args.max_tokens is None else args.max_tokens,
+        NO_TOKEN_LIMIT if args.budget_tokens is None else args.budget_tokens,
         counter=args.counter,
         model=args.model,
         strategy=args.strategy,
-        reserve_tokens=args.reserve_tokens,
         max_messages=args.max_messages,
         repair=args.repair,
         provider=args.provider,
@@ -164,7 +159,7 @@ def cmd_trim(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise CliError(f"cannot write the kept messages as JSON: {exc}") from None
     tokens = count_tokens(kept, args.model, counter=args.counter)  # the counter trim() used
     out.write(text)
-    summary = trim_summary(len(kept), len(messages), tokens, args.max_tokens, args.reserve_tokens)
+    summary = trim_summary(len(kept), len(messages), tokens, args.budget_tokens)
     err.write(summary + "\n")
     return 0
 
@@ -290,20 +285,19 @@ def build_parser() -> argparse.ArgumentParser:
     count.set_defaults(func=cmd_count)
     trimming = sub.add_parser(
         "trim",
-        help="the library's trim(): print the messages that fit --max-tokens as JSON",
+        help="the library's trim(): print the messages that fit --budget-tokens as JSON",
         description="Apply context_manager.trim() to the file and print what it keeps as JSON. "
         "Every option means what the trim() argument of the same name means, with its default.",
     )
     model_help = "model name: picks its counter (not the budget, as in trim())"
     common(trimming, model_help, strategy_help="trim()'s strategy= (default sliding_window)")
     trimming.add_argument(
-        "--max-tokens",
+        "--budget-tokens",
         type=int,
         default=None,
-        help="the input budget, trim()'s max_tokens: the kept messages fit in it, less "
-        "--reserve-tokens (no share is set aside for the reply); default: no token limit",
+        help="the input budget, trim()'s budget_tokens: the kept messages (with reply priming "
+        "and tools) fit in it; nothing is set aside for the reply; default: no token limit",
     )
-    trimming.add_argument("--reserve-tokens", type=int, default=0, help="held back (default 0)")
     trimming.add_argument(
         "--validate", default="kept", choices=["kept", "all"], help="check kept messages or all"
     )

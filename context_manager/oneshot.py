@@ -58,12 +58,11 @@ _FIFO_IN_TRIM = (
 
 def trim(
     messages: Sequence[Any],
-    max_tokens: int,
+    budget_tokens: int,
     *,
     counter: str | TokenCounter | None = None,
     model: str | None = None,
     strategy: str | Strategy = "sliding_window",
-    reserve_tokens: int = 0,
     max_messages: int | None = None,
     retention_ratio: float | None = None,
     priorities: Sequence[int] | None = None,
@@ -76,10 +75,11 @@ def trim(
     pruning: Any = None,
     truncate_newest: bool = True,
 ) -> list[Any]:
-    """Return the messages of ``messages`` to send within ``max_tokens`` (input untouched).
+    """Return the messages of ``messages`` to send within ``budget_tokens`` (input untouched).
 
-    Unlike the manager, ``max_tokens`` is the input budget itself (no output reserve unless
-    ``reserve_tokens`` is given). ``priorities`` and ``pinned`` are per input index.
+    ``budget_tokens`` is what the context may use, the manager's ``budget_tokens`` (its
+    ``max_tokens`` window less the reply's reserve): reply priming and tool definitions count in
+    it, the reply does not. ``priorities`` and ``pinned`` are per input index.
     ``strategy``: ``"sliding_window"`` (drop the oldest groups until the rest fits),
     ``"priority"`` or a :class:`~context_manager.budget.strategies.Strategy`; ``"fifo"`` raises
     :class:`ConfigurationError`, since FIFO's answer depends on the order of adds, which a list
@@ -106,7 +106,7 @@ def trim(
     but reads nothing beyond the cut; ``"all"`` checks the whole history first, as the manager
     does on add (and as the TypeScript reference does), at the cost of reading every message.
 
-    ``pruning``, ``truncate_newest``: as for the manager (pruning ratios are of ``max_tokens``).
+    ``pruning``, ``truncate_newest``: as for the manager (pruning ratios are of ``budget_tokens``).
     """
     if validate not in ("kept", "all"):
         raise ConfigurationError(f"validate must be 'kept' or 'all', got {validate!r}")
@@ -138,7 +138,9 @@ def trim(
             f"cache must be a MessageCountCache (or None), got {type(cache).__name__}"
         )
     # The manager's option checks, in its order, without building a manager.
-    window, reserve = budget_options(max_tokens, None, 0.2, reserve_tokens, 0.9)
+    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens <= 0:
+        raise ConfigurationError(f"budget_tokens must be a positive int, got {budget_tokens!r:.60}")
+    window, _ = budget_options(budget_tokens, None, 0.2, 0, 0.9)
     token_counter = get_counter(counter, model=model)
     resolved = get_strategy(strategy, max_messages=max_messages, retention_ratio=retention_ratio)
     rules = get_provider(provider)
@@ -158,7 +160,7 @@ def trim(
         if paused:
             gc.disable()
         try:
-            kept = scan.select(window - reserve - fixed, resolved.max_messages, pinned, rules)
+            kept = scan.select(window - fixed, resolved.max_messages, pinned, rules)
             left_out = truncate_newest and messages and (not kept or kept[-1] is not messages[-1])
             if not left_out:  # else the newest group was left out: the full path may cut it
                 return fuse_turns(kept) if rules and rules.strict else kept
@@ -168,10 +170,10 @@ def trim(
             if paused:
                 gc.enable()
     manager = MessageContextManager(
-        max_tokens,
+        budget_tokens,
         counter=token_counter,
         strategy=resolved,
-        reserve_tokens=reserve_tokens,
+        reserve_tokens=0,
         repair=repair,
         tools=tools,
         provider=rules,

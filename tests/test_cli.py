@@ -56,29 +56,26 @@ def test_readme_main_job_runs() -> None:
         (500, [], {}),
         (600, [], {}),
         (500, ["--strategy", "priority"], {"strategy": "priority"}),
-        (500, ["--reserve-tokens", "120"], {"reserve_tokens": 120}),
         (600, ["--max-messages", "6"], {"max_messages": 6}),
         (500, ["--provider", "anthropic"], {"provider": "anthropic"}),
         (500, ["--counter", "estimate"], {"counter": "estimate"}),
     ],
-    ids=["500", "600", "priority", "reserve", "max-messages", "anthropic", "estimate"],
+    ids=["500", "600", "priority", "max-messages", "anthropic", "estimate"],
 )
 def test_trim_prints_what_trim_returns(
     capsys: pytest.CaptureFixture[str], budget: int, flags: list[str], options: dict[str, Any]
 ) -> None:
-    """``--max-tokens`` is ``trim()``'s input budget (no 20% reserve); the rest its defaults."""
+    """``--budget-tokens`` is ``trim()``'s input budget (no 20% reserve); the rest its defaults."""
     sample = json.loads(SAMPLE.read_text())
     expected = trim(sample, budget, **options)
     assert 0 < len(expected) < len(sample)
-    assert main(["trim", str(SAMPLE), "--max-tokens", str(budget), *flags]) == 0
+    assert main(["trim", str(SAMPLE), "--budget-tokens", str(budget), *flags]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out) == expected
     tokens = count_tokens(expected, None, counter=options.get("counter"))
-    room = budget - options.get("reserve_tokens", 0)
-    assert tokens <= room
+    assert tokens <= budget
     assert err.startswith(
-        f"kept {len(expected)}/{len(sample)} messages, {tokens}/{room} tokens "
-        f"(max_tokens {budget}, reserve {budget - room}) ["
+        f"kept {len(expected)}/{len(sample)} messages, {tokens}/{budget} tokens ["
     )
 
 
@@ -90,7 +87,7 @@ def test_trim_without_max_tokens_has_no_token_limit(capsys: pytest.CaptureFixtur
     tokens = count_tokens(sample, None)
     assert (
         err == f"kept {len(sample)}/{len(sample)} messages, {tokens} tokens "
-        "(no --max-tokens: no token limit)\n"
+        "(no --budget-tokens: no token limit)\n"
     )
 
 
@@ -104,9 +101,9 @@ def test_trim_validate_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ]
     path = tmp_path / "chat.json"
     path.write_text(json.dumps(history))
-    assert main(["trim", str(path), "--max-tokens", "50"]) == 0
+    assert main(["trim", str(path), "--budget-tokens", "50"]) == 0
     assert json.loads(capsys.readouterr().out) == trim(history, 50)
-    assert main(["trim", str(path), "--max-tokens", "50", "--validate", "all"]) == 2
+    assert main(["trim", str(path), "--budget-tokens", "50", "--validate", "all"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
     assert captured.err.startswith("context-manager: error: message 1: tool result references")
@@ -117,8 +114,8 @@ def test_trim_validate_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 @pytest.mark.parametrize(
     ("flags", "says"),
     [
-        (["--max-tokens", "0"], "max_tokens must be a positive int"),
-        (["--max-tokens", "500", "--reserve-tokens", "500"], "reserve_tokens must be"),
+        (["--budget-tokens", "0"], "budget_tokens must be a positive int"),
+        (["--budget-tokens", "-5"], "budget_tokens must be a positive int"),
     ],
 )
 def test_trim_option_errors_are_trims_own(
@@ -148,11 +145,11 @@ def test_help_says_which_budget_each_command_takes(capsys: pytest.CaptureFixture
         assert exit_info.value.code == 0
         text = " ".join(capsys.readouterr().out.split())
         if command == "trim":
-            assert "trim()" in text and "the input budget, trim()'s max_tokens" in text
+            assert "trim()" in text and "the input budget, trim()'s budget_tokens" in text
             assert "--window" not in text
         else:
             assert "MessageContextManager" in text and "20% is reserved" in text
-            assert "--max-tokens" not in text
+            assert "--budget-tokens" not in text
 
 
 def test_count_and_stats(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -186,7 +183,7 @@ def test_bad_files_get_clear_errors(
 ) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(content)
-    assert main(["trim", str(bad), "--max-tokens", "100"]) == 2
+    assert main(["trim", str(bad), "--budget-tokens", "100"]) == 2
     assert fragment in capsys.readouterr().err
 
 
@@ -263,7 +260,7 @@ def test_closed_pipe_is_quiet() -> None:
 
     sample = ROOT / "context_manager" / "data" / "sample_conversation.json"
     script = (
-        f"{sys.executable} -m context_manager trim {sample} --max-tokens 100000 "
+        f"{sys.executable} -m context_manager trim {sample} --budget-tokens 100000 "
         "| head -c 10 > /dev/null"
     )
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=ROOT)

@@ -61,7 +61,7 @@ def test_closed_pipe_is_quiet(tmp_path: Path) -> None:
     big.write_text(json.dumps([{"role": "user", "content": "x" * 2000}] * 2000))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "context_manager", "trim", str(big), "--max-tokens", "10000000"],
+        [sys.executable, "-m", "context_manager", "trim", str(big), "--budget-tokens", "10000000"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,

@@ -70,7 +70,7 @@ def test_trim_writes_a_session_log_s_objects_as_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, turns = written_session(tmp_path)
-    assert main(["trim", str(path), "--max-tokens", "1000"]) == 0
+    assert main(["trim", str(path), "--budget-tokens", "1000"]) == 0
     kept = json.loads(capsys.readouterr().out)
     expected = trim([{"role": "system", "content": "Be brief."}, *turns], 1000)
     assert len(kept) == len(expected) == 4

@@ -173,7 +173,7 @@ def test_manager_methods(calls: list[tuple[str, Any, Any]]) -> None:
             [
                 "counter",
                 "strategy",
-                "reserve_tokens",
+                "validate",
                 "max_messages",
                 "priorities",
                 "pinned",
@@ -242,7 +242,8 @@ def test_is_context_overflow(message: Any, window: Any) -> None:
                 "count",
                 "trim",
                 "stats",
-                "--max-tokens",
+                "--budget-tokens",
+                "--window",
                 "0",
                 "-5",
                 "10",

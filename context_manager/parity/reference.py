@@ -22,7 +22,7 @@ from ..errors import ConfigurationError, ContextOverflowError, InvalidMessageErr
 from ..oneshot import trim
 from ..providers import get_provider, turn_blocks
 
-__all__ = ["FIXTURE_SUITES", "estimator_from_options", "run_trim_case"]
+__all__ = ["FIXTURE_SUITES", "budget_from_options", "estimator_from_options", "run_trim_case"]
 
 #: The reference's own package name and version, as written in its fixture files.
 REFERENCE_PACKAGE = "context-manager-reference@0.1.0"
@@ -59,9 +59,8 @@ def run_trim_case(case: Mapping[str, Any]) -> list[int | list[int]] | dict[str, 
     def run(provider: Any) -> list[Any]:
         return trim(
             messages,
-            options["maxTokens"],
+            budget_from_options(options),
             strategy=options.get("strategy") or "sliding_window",
-            reserve_tokens=options.get("reserveTokens") or 0,
             max_messages=options.get("maxMessages"),
             priorities=options.get("priorities"),
             pinned=options.get("pinned") or (),
@@ -137,3 +136,14 @@ FIXTURE_SUITES: dict[str, Callable[[Any], Any]] = {
     "reference.trim.invalid": run_trim_case,
     "reference.trim.providers": run_trim_case,
 }
+
+
+def budget_from_options(options: Mapping[str, Any]) -> Any:
+    """The reference's input budget, ``trim()``'s ``budget_tokens``: its ``maxTokens`` window less
+    its ``reserveTokens`` (bad values go through as they are, for ``trim()`` to refuse)."""
+    window, reserve = options.get("maxTokens"), options.get("reserveTokens") or 0
+    if type(window) is not int or type(reserve) is not int:
+        return window
+    if not 0 <= reserve < window:
+        raise ConfigurationError(f"reserveTokens must be in [0, maxTokens), got {reserve!r}")
+    return window - reserve

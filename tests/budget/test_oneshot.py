@@ -391,7 +391,7 @@ def test_reference_fixtures_through_the_backwards_scan(suite: str) -> None:
     The reference rejects a broken message anywhere; the default only checks what it keeps, so
     an expected error may legitimately become a kept list when the broken message is dropped.
     """
-    from context_manager.parity.reference import estimator_from_options
+    from context_manager.parity.reference import budget_from_options, estimator_from_options
 
     mismatches = []
     for case in _reference_cases(suite):
@@ -399,9 +399,8 @@ def test_reference_fixtures_through_the_backwards_scan(suite: str) -> None:
         try:
             kept = trim(
                 messages,
-                options["maxTokens"],
+                budget_from_options(options),
                 strategy=options.get("strategy") or "sliding_window",
-                reserve_tokens=options.get("reserveTokens") or 0,
                 max_messages=options.get("maxMessages"),
                 priorities=options.get("priorities"),
                 pinned=options.get("pinned") or (),
