@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
+from copy import copy
 from itertools import accumulate, chain, compress
 from operator import mul, not_
 from typing import Any
@@ -177,7 +178,7 @@ class Ledger:
         n = len(self.group_start)
         if self.leveled < n:
             levels, pinned = self._levels, self.group_pinned
-            priority, tokens = self.group_priority, self.group_tokens
+            priority, cum = self.group_priority, self.cum
             for g in range(self.leveled, n):
                 if pinned[g]:
                     continue
@@ -185,9 +186,23 @@ class Ledger:
                 if level is None:
                     level = levels[priority[g]] = Level()
                 level.groups.append(g)
-                level.cum.append(level.cum[-1] + tokens[g])
+                level.cum.append(level.cum[-1] + cum[g + 1] - cum[g])
             self.leveled = n
         return self._levels
+
+    def with_sums(self, cum: list[int]) -> Ledger:
+        """The ledger as a strategy sees it when groups cost other than what was counted
+        (pruned tool results, the newest exchange cut to fit): ``cum`` as its trimmable sums.
+
+        A read-only copy that shares every list but ``cum`` (O(attributes), not O(history));
+        its priority levels are filed afresh from ``cum`` on first read. Never write to it.
+        """
+        if cum is self.cum:
+            return self
+        view = copy(self)
+        view.cum = cum
+        view._levels, view.leveled = {}, 0
+        return view
 
     def held_count(self) -> int:
         """Messages held."""

@@ -23,7 +23,7 @@ from ..events import Event, ToolResultsPruned, ToolResultTruncated
 from ..messages import Message, normalize
 from ..messages.truncate import head_tail, rewrite_results
 from ..providers import ProviderRules
-from ._ledger import Ledger, Level
+from ._ledger import Ledger
 from .plan import plan_context
 from .scattered import Scattered, count, gather
 from .strategies import Strategy
@@ -51,57 +51,17 @@ class ViewPruner(Protocol):
         ...
 
 
-class PrunedLedger(Ledger):
-    """The ledger as the strategy should see it after pruning: ``cum`` holds pruned tokens.
-
-    A read-only stand-in: it never runs ``Ledger.__init__`` and forwards every attribute it does
-    not hold to the real ledger, so the inherited reading methods (``trimmable``,
-    ``start_fitting``, ``with_pins``, ...) run on the pruned sums. ``levels`` (the priority
-    strategy's per-priority sums) are rebuilt from the pruned sums on first use: O(groups), paid
-    only by the priority strategy on a request where pruning saved something. Never write to it.
-    """
-
-    def __init__(self, ledger: Ledger, cum: list[int]) -> None:
-        self.__dict__["_ledger"] = ledger
-        self.__dict__["cum"] = cum
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.__dict__["_ledger"], name)
-
-    @property
-    def levels(self) -> dict[int, Level]:
-        out: dict[int, Level] | None = self.__dict__.get("_pruned_levels")
-        if out is not None:
-            return out
-        cum = self.cum
-        out = {}
-        for priority, level in self.__dict__["_ledger"].levels.items():
-            new = out[priority] = Level()
-            new.groups = level.groups
-            sums = new.cum
-            for g in level.groups:
-                sums.append(sums[-1] + cum[g + 1] - cum[g])
-        self.__dict__["_pruned_levels"] = out  # built once per request, on first use
-        return out
-
-
-def pruned_view(ledger: Ledger, cum: list[int]) -> Ledger:
-    """``ledger`` itself when ``cum`` is its own sums, else a :class:`PrunedLedger`."""
-    return ledger if cum is ledger.cum else PrunedLedger(ledger, cum)
-
-
 def with_group_tokens(ledger: Ledger, g: int, tokens: int) -> Ledger:
     """A view in which group ``g`` counts ``tokens`` (the newest exchange cut to fit).
 
     Copies the sums once (O(groups)); only used on the rare request where the newest exchange
     alone does not fit.
     """
-    base = ledger.__dict__["_ledger"] if isinstance(ledger, PrunedLedger) else ledger
     cum = list(ledger.cum)
     delta = tokens - (cum[g + 1] - cum[g])
     for k in range(g + 1, len(cum)):
         cum[k] += delta
-    return PrunedLedger(base, cum)
+    return ledger.with_sums(cum)
 
 
 def materialize(
@@ -243,7 +203,7 @@ class ViewOptions:
         if pruner is not None and type(strategy).evict is not Strategy.evict:
             fixed = self.budget - room - ledger.pinned_total
             plan = pruner.plan(ledger, self.counter, self.window, fixed)
-            view = pruned_view(ledger, plan.cum) if plan.saved_tokens else ledger
+            view = ledger.with_sums(plan.cum) if plan.saved_tokens else ledger
         floor = strategy.evict(view, room)
         return ledger.evict_before(floor) if floor > ledger.floor else ()
 
@@ -285,7 +245,7 @@ def plan_view(
 ) -> ViewPlan:
     """Pruning, then the newest-exchange fallback, then :func:`plan_context` on what is left.
 
-    The strategy decides on the pruned sums (a :class:`PrunedLedger`), so it keeps what will
+    The strategy decides on the pruned sums (``Ledger.with_sums``), so it keeps what will
     actually fit once old results are trimmed. Raises :class:`Shortfall` like ``plan_context``.
     Pruning ratios are of ``options.window``; usage counts every held message (pinned ones
     included) plus what is sent besides them (system prompt, summary, priming, tools), which is
@@ -298,7 +258,7 @@ def plan_view(
         plan = pruner.plan(ledger, counter, options.window, fixed)
         report = plan.report
         if plan.saved_tokens:
-            view, repl = pruned_view(ledger, plan.cum), plan.replacements
+            view, repl = ledger.with_sums(plan.cum), plan.replacements
     fit = None
     g = ledger.complete - 1
     if options.truncate_newest and g >= ledger.floor and not ledger.group_pinned[g]:
