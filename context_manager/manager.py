@@ -28,7 +28,7 @@ from ._tool_calls import ToolCallHandling, interrupts
 from .budget._ledger import Ledger
 from .budget.calibration import Calibration
 from .budget.plan import Shortfall
-from .budget.pruned import ViewPlan, plan_view, view_options
+from .budget.pruned import Pruning, ViewPlan, plan_view, view_options
 from .budget.strategies import Strategy, get_strategy
 from .counting import TokenCounter, get_counter
 from .counting.usage import read_usage
@@ -86,7 +86,7 @@ class MessageContextManager(ToolCallHandling):
         provider: str | ProviderRules | None = None,
         interrupted_result: str = INTERRUPTED_RESULT,
         calibrate: bool | None = None,
-        pruning: Any = None,
+        pruning: Pruning | None = None,
         truncate_newest: bool = True,
     ) -> None:
         super().__init__()
@@ -145,14 +145,14 @@ class MessageContextManager(ToolCallHandling):
     budget_tokens = ReadOnly[int]("_budget_tokens", "What the context may use.")
     counter = ReadOnly[TokenCounter]("_counter", "The token counter every message is counted by.")
     strategy = ReadOnly[Strategy]("_strategy", "The trimming strategy.")
-    pruning = ReadOnly[Any]("_pruning", "Tool-result pruning of the view (None: off).")
+    pruning = ReadOnly["Pruning | None"]("_pruning", "Tool-result pruning of the view (None: off).")
 
     @property
     def tools(self) -> list[Any] | None:
         """Tool definitions counted in every request (a copy; set them at construction)."""
         return list(self._tools) if self._tools else None
 
-    def use_pruning(self, pruning: Any) -> None:
+    def use_pruning(self, pruning: Pruning | None) -> None:
         """Switch the tool-result pruning of the view (``None``: off); history is unchanged.
 
         Compaction's fallback uses it when the history is too short to summarize. The engine

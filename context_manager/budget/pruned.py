@@ -51,6 +51,15 @@ class ViewPruner(Protocol):
         ...
 
 
+class Pruning(Protocol):
+    """What ``pruning=`` takes: a configuration that binds one engine per manager
+    (``compaction.pruning.ToolResultPruning`` is the library's)."""
+
+    def bind(self) -> ViewPruner:
+        """A fresh engine for one manager (its state follows that manager's history)."""
+        ...
+
+
 def with_group_tokens(ledger: Ledger, g: int, tokens: int) -> Ledger:
     """A view in which group ``g`` counts ``tokens`` (the newest exchange cut to fit).
 
@@ -225,7 +234,7 @@ class ViewOptions:
 
 
 def view_options(
-    pruning: Any, truncate_newest: bool, counter: TokenCounter, window: int, budget: int
+    pruning: Pruning | None, truncate_newest: bool, counter: TokenCounter, window: int, budget: int
 ) -> ViewOptions:
     """Check ``pruning`` (anything with ``bind()``, i.e. a ``ToolResultPruning``) and bind it."""
     if pruning is not None and not callable(getattr(pruning, "bind", None)):
