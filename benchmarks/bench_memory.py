@@ -41,7 +41,7 @@ def measure(n: int) -> dict[str, float]:
         messages = corpus.generate(n, seed=corpus.SEED + 1)
         gc.collect()
         caller = tracemalloc.get_traced_memory()[0] - base
-        manager = MessageContextManager(10**9, strategy="sliding_window")
+        manager = MessageContextManager(10**9, strategy="sliding_window", counter="chars")
         for message in messages:
             manager.add(message)
         gc.collect()

@@ -42,7 +42,7 @@ REPEAT_SIZES = tuple(n for n in SIZES if n >= 1_000)
 
 
 def ours(messages: Any, max_tokens: int) -> list[Any]:
-    return trim(messages, max_tokens)
+    return trim(messages, max_tokens, counter="chars")  # the estimator (Pi's chars/4)
 
 
 def ours_tiktoken(messages: Any, max_tokens: int) -> list[Any]:
@@ -55,7 +55,7 @@ WORKER_CACHE = MessageCountCache()
 
 
 def ours_cached(messages: Any, max_tokens: int) -> list[Any]:
-    return trim(messages, max_tokens, cache=WORKER_CACHE)
+    return trim(messages, max_tokens, counter="chars", cache=WORKER_CACHE)
 
 
 def before(messages: Any, max_tokens: int) -> list[Any]:

@@ -50,7 +50,9 @@ def turn(r: random.Random, t: int) -> list[dict[str, Any]]:
 
 def per_request(n_messages: int, preset: str, window: int = 128_000, reps: int = 20) -> float:
     r = random.Random(7)
-    m = MessageContextManager(window, strategy="sliding_window", pruning=PRESETS[preset])
+    m = MessageContextManager(
+        window, strategy="sliding_window", counter="chars", pruning=PRESETS[preset]
+    )
     t = 0
     while len(m) < n_messages:
         m.extend(turn(r, t))
@@ -67,7 +69,9 @@ def per_request(n_messages: int, preset: str, window: int = 128_000, reps: int =
 def turns_that_fit(preset: str, window: int = 32_000, turns: int = 200) -> int:
     """User turns whose request (latest turn included) is sent whole, with everything before it."""
     r = random.Random(11)
-    m = MessageContextManager(window, strategy="sliding_window", pruning=PRESETS[preset])
+    m = MessageContextManager(
+        window, strategy="sliding_window", counter="chars", pruning=PRESETS[preset]
+    )
     best = 0
     for t in range(turns):
         m.extend(turn(r, t))
