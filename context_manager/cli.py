@@ -1,4 +1,5 @@
-"""Command line: ``context-manager demo | count | trim | stats | check | verify | sessions``.
+"""Command line: ``context-manager demo | count | trim | stats | check | replay | verify |
+sessions``.
 
 ``trim`` is the library's ``trim()``: ``--budget-tokens`` is its input budget, and every option has
 ``trim()``'s default. ``demo`` and ``stats`` fill a ``MessageContextManager``: their ``--window``
@@ -183,7 +184,27 @@ def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     json.dump(fields, out, indent=1)
     out.write("\n")
     err.write(summary_line(stats, len(messages)) + "\n")
+    if stats.sections:
+        err.write(sections_line(stats.sections) + "\n")
     return 0
+
+
+def sections_line(sections: dict[str, int]) -> str:
+    """Where the context's tokens go: ``sections: history 1,200 (60%), tool_results ...``."""
+    total = sum(sections.values()) or 1
+    ranked = sorted(((n, k) for k, n in sections.items() if n), reverse=True)
+    return "sections: " + ", ".join(f"{k} {n:,} ({n / total:.0%})" for n, k in ranked)
+
+
+def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Replay the session under several settings; a table (or JSON) and optionally a PNG."""
+    from .replay.command import run_replay
+
+    messages = load_messages(args.file)
+    tools = load_messages(args.tools) if args.tools else None
+    if args.budget is None and args.model is None:
+        raise CliError("replay needs --budget, or a --model whose window sets it")
+    return run_replay(args, messages, tools, out, err)
 
 
 def cmd_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -317,6 +338,35 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("file", help="JSON array of messages or JSONL; - for stdin")
     check.add_argument("--provider", default="openai", choices=PROVIDER_NAMES)
     check.set_defaults(func=cmd_check)
+    replaying = sub.add_parser(
+        "replay",
+        help="replay a session under several settings: tokens sent, cached share, cost",
+        description="Send the session's requests (one before each assistant step) under each "
+        "--setting and judge each against the previous one under --provider's prompt-cache "
+        "rules. Prints per-setting averages and the recommended setting; --plot draws tokens "
+        "sent, cached share and cumulative cost (needs matplotlib).",
+    )
+    replaying.add_argument("file", help="session log, JSON array of messages or JSONL; - for stdin")
+    replaying.add_argument("--provider", required=True, choices=["anthropic", "openai", "gemini"])
+    replaying.add_argument("--model", default=None, help="model: its cache minimum and prices")
+    replaying.add_argument("--budget", type=int, default=None, help="input budget in tokens")
+    replaying.add_argument("--counter", default=None, help="counter spec (default: --model's)")
+    replaying.add_argument(
+        "--setting",
+        action="append",
+        default=None,
+        help="repeatable: sliding_window, fifo, langchain, retention=R, prune=openclaw, "
+        "prune=anthropic, joined with '+' (default: a standard set)",
+    )
+    replaying.add_argument("--tools", default=None, help="JSON file of tool definitions sent")
+    replaying.add_argument("--ttl", default=None, help="Anthropic 5m / 1h; OpenAI in_memory / 24h")
+    replaying.add_argument(
+        "--seconds-between", type=float, default=None, help="simulated time between requests"
+    )
+    replaying.add_argument("--price", type=float, default=None, help="$ per million input tokens")
+    replaying.add_argument("--plot", default=None, help="write a PNG here")
+    replaying.add_argument("--json", action="store_true", help="per-request rows as JSON")
+    replaying.set_defaults(func=cmd_replay)
     verify = sub.add_parser("verify", help="check TypeScript fixtures against Python")
     verify.add_argument("dir", help="directory of fixture JSON files")
     verify.set_defaults(func=cmd_verify)

@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeAlias
 from .messages.record import Message
 
 __all__ = [
+    "CacheReported",
     "Change",
     "Cleared",
     "Compacted",
@@ -120,10 +121,24 @@ class ToolResultTruncated:
     original_tokens: int
 
 
+@dataclass(frozen=True, slots=True)
+class CacheReported:
+    """What the provider's prompt cache would serve of the context ``get_context`` returned.
+
+    ``report`` is a :class:`~context_manager.prompt_cache.CacheReport` (tokens repeating the
+    previous request's prefix, where and why it broke, cached / written tokens, cost). Emitted
+    by ``get_context`` when ``prompt_cache.track_cache`` is on. Not logged.
+    """
+
+    report: Any
+
+
 #: A change a journal writes ahead of memory.
 Change: TypeAlias = MessageAdded | SystemPromptSet | UsageRecorded | Cleared | Compacted
 #: Anything a subscriber may receive.
-Event: TypeAlias = Change | Evicted | ToolCallsClosed | ToolResultsPruned | ToolResultTruncated
+Event: TypeAlias = (
+    Change | Evicted | ToolCallsClosed | ToolResultsPruned | ToolResultTruncated | CacheReported
+)
 Listener: TypeAlias = Callable[[Event], None]
 
 

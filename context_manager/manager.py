@@ -29,15 +29,25 @@ from .budget._ledger import Ledger
 from .budget.calibration import Calibration
 from .budget.plan import Shortfall
 from .budget.pruned import Pruning, ViewPlan, plan_view, view_options
+from .budget.sections import context_sections
 from .budget.strategies import Strategy, get_strategy
 from .counting import TokenCounter, get_counter
 from .counting.usage import read_usage
 from .errors import ConfigurationError, ContextOverflowError, InvalidMessageError
-from .events import Cleared, Compacted, Evicted, MessageAdded, SystemPromptSet, UsageRecorded
+from .events import (
+    CacheReported,
+    Cleared,
+    Compacted,
+    Evicted,
+    MessageAdded,
+    SystemPromptSet,
+    UsageRecorded,
+)
 from .host import HistoryItem
 from .messages import Message, normalize
 from .messages.groups import INTERRUPTED_RESULT, Repairer, ToolProtocol
 from .messages.normalize import with_index
+from .prompt_cache.tracker import last_report, observe_request
 from .providers import ProviderRules, fuse_turns, get_provider
 from .stats import ContextStats
 
@@ -368,7 +378,13 @@ class MessageContextManager(ToolCallHandling):
             if self._summary is not None:
                 head.append(self._summary[0])
             out[:0] = head
-            return fuse_turns(out) if self._provider and self._provider.strict else out
+            out = fuse_turns(out) if self._provider and self._provider.strict else out
+            cache = observe_request(
+                self._extensions, out, plan, bool(self._system), bool(self._summary)
+            )
+            if cache is not None and self._listeners:
+                self._emit(CacheReported(cache))
+            return out
 
     def context_tokens(self) -> int:
         """Tokens of what ``get_context`` returns, reply priming and tool definitions included."""
@@ -384,6 +400,7 @@ class MessageContextManager(ToolCallHandling):
                 counts["system"] += 1
                 tokens["system"] += self._system[2]
             report = None
+            sections: dict[str, int] = {}
             try:
                 plan = self._plan()
                 head = (1 if self._system else 0) + (1 if self._summary else 0)
@@ -391,6 +408,14 @@ class MessageContextManager(ToolCallHandling):
                 budget = self._calibration.budget(self._budget_tokens)
                 context_tokens = budget - self._room() + plan.tokens
                 report = plan.report
+                sections = context_sections(
+                    ledger,
+                    plan,
+                    self._counter,
+                    system=self._system[2] if self._system else 0,
+                    summary=self._summary[2] if self._summary else 0,
+                    tools=self._fixed - self._counter.prompt_overhead,
+                )
             except ContextOverflowError:
                 context_count, context_tokens = 0, 0
             used = self.used_tokens
@@ -411,6 +436,8 @@ class MessageContextManager(ToolCallHandling):
                 calibrated=self._usage_anchor is not None,
                 calibration=self._calibration.factor,
                 pruning=report,
+                sections=sections,
+                cache=last_report(self._extensions),
             )
 
     def _after_change(self) -> None:

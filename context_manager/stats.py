@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["ContextStats"]
@@ -30,6 +30,12 @@ class ContextStats:
     calibration: float = 1.0
     #: What tool-result pruning did to the current view (a ``PruningReport``; None: off).
     pruning: Any = None
+    #: Tokens of the context by section (system, tools, summary, pinned, history, tool_results,
+    #: media, overhead); they add up to ``context_tokens``. Empty when the context overflows.
+    sections: dict[str, int] = field(default_factory=dict)
+    #: The prompt-cache report of the latest ``get_context`` (a ``prompt_cache.CacheReport``;
+    #: None until ``prompt_cache.track_cache`` is on and a context was built).
+    cache: Any = None
 
     @property
     def usage_ratio(self) -> float:

@@ -22,13 +22,13 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("errors", "_js", "data")),
     (1, ("messages", "models")),
     (2, ("counting", "_config")),
-    (3, ("events", "host", "_hub", "stats", "budget", "providers", "cache")),
+    (3, ("events", "host", "_hub", "stats", "budget", "providers", "cache", "prompt_cache")),
     (4, ("manager", "_tool_calls")),
     (5, ("oneshot",)),
     (6, ("compaction",)),
     (7, ("store",)),
     (8, ("interop",)),
-    (9, ("parity",)),
+    (9, ("parity", "replay")),
     (10, ("cli", "_cli_input", "__main__", "integrations")),
 ]
 # Convenience methods on the manager (in its base, _hub.ExtensionHub) that load an upper layer
@@ -191,9 +191,19 @@ def test_small_public_surface() -> None:
     import context_manager
 
     assert len(context_manager.__all__) <= 25
-    assert set(context_manager.__all__) == set(context_manager._EXPORTS)
     for name in context_manager.__all__:
         assert getattr(context_manager, name) is not None
+    # In a fresh interpreter, the names dir() lists beyond what importing defined are the ones
+    # loaded on first use: each must be in __all__, and each name in __all__ must be listed.
+    code = (
+        "import context_manager as c; "
+        "print(sorted(n for n in dir(c) if not n.startswith('_') and n not in vars(c)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    lazy = set(ast.literal_eval(out))
+    assert lazy == set(context_manager.__all__)
 
 
 @pytest.mark.parametrize("module", ["context_manager"])
