@@ -47,7 +47,7 @@ class ToolCallHandling(ExtensionHub):
         with self._lock:
             if value and not self._repair:
                 # The repairer mirrors the protocol state from here on.
-                self._repairer = Repairer.resuming(self._protocol, self._ledger.last_call())
+                self._repairer = Repairer.resuming(self._protocol, self._open_callers())
             self._repair = bool(value)
 
     def close_pending_tool_calls(self, reason: str | None = None) -> list[Any]:
@@ -65,12 +65,29 @@ class ToolCallHandling(ExtensionHub):
         ids = tuple(self._protocol.pending)
         if not ids:
             return []
-        results = missing_results(self._ledger.last_call(), ids, text)
+        results = missing_results(self._open_callers(), ids, text)
         for result in results:
             self._store(result, normalize(result), self._added, 0, False)
         if self._listeners:
             self._emit(ToolCallsClosed(ids, text))
         return results
+
+    def _open_callers(self) -> list[tuple[Any, Message]]:
+        """The held messages that issued the open calls, in order (read back from the newest
+        message, as far as the open group reaches): each answer takes its caller's shape."""
+        ledger, wanted = self._ledger, set(self._protocol.pending)
+        records, originals = ledger.records, ledger.originals
+        found: list[tuple[Any, Message]] = []
+        for i in range(len(records) - 1, -1, -1):
+            if not wanted:
+                break
+            rec = records[i]
+            if rec.tool_calls and not wanted.isdisjoint(rec.call_ids):
+                wanted.difference_update(rec.call_ids)
+                if originals[i] is not None:
+                    found.append((originals[i], rec))
+        found.reverse()
+        return found
 
     def _add_repaired(
         self, message: Any, rec: Message, index: int, priority: int, pinned: bool

@@ -19,7 +19,11 @@ Sources (each rule names its own):
   next words, or two user turns the caller sent), :func:`fuse_turns` joins them into one turn,
   as Anthropic's own API does server-side, so the output alternates.
 - Gemini, "Function calling": contents start with a user turn; a function call follows a user
-  turn or a function response.
+  turn or a function response; responses to parallel calls without ids pair by position.
+- Every provider: a result takes the shape of its call (an OpenAI ``tool`` message answers no
+  Anthropic ``tool_use``, a chat dict no pydantic-ai ``ToolCallPart``): ``result-shape``, read
+  through :func:`~context_manager.messages.shapes.shape_of`. SDK objects are judged exactly as
+  the same content written as dicts.
 
 The restriction only ever *drops* groups from a selection (never adds), so it cannot push a
 context over its budget; the latest user turn and the newest exchange are never dropped.
@@ -34,6 +38,7 @@ from typing import Any, Literal, Protocol
 
 from .errors import ConfigurationError, InvalidMessageError
 from .messages import Message, normalize
+from .messages.shapes import part_kinds, same_shape, shape_of
 
 __all__ = ["PROVIDERS", "Problem", "ProviderRules", "fuse_turns", "get_provider", "validate"]
 
@@ -99,14 +104,32 @@ def _turn_role(rec: Message) -> str:
 # -- checking a list -----------------------------------------------------------------------
 
 
-def _pairing(records: Sequence[Message], out: list[Problem]) -> None:
+def _pairing(given: Sequence[Any], records: Sequence[Message], out: list[Problem]) -> None:
+    """Each call answered before the next message, no result without its open call, and each
+    result in the shape of its call (an OpenAI tool message cannot answer an Anthropic call)."""
     pending: dict[str, int] = {}
+    shapes: dict[int, str | None] = {}
+
+    def shape(k: int) -> str | None:
+        if k not in shapes:
+            shapes[k] = shape_of(given[k])
+        return shapes[k]
+
     for i, rec in enumerate(records):
+        mismatch = None
         for rid in rec.result_ids:
             if rid not in pending:
                 out.append(Problem(i, "tool-pairing", f"tool result {rid!r} answers no open call"))
-            else:
-                del pending[rid]
+                continue
+            caller = pending.pop(rid)
+            theirs, mine = shape(caller), shape(i)
+            if mismatch is None and not same_shape(theirs, mine):
+                mismatch = (
+                    f"the result of tool call {rid!r} is a {mine} message, its call "
+                    f"(message {caller}) a {theirs} one: answer in the call's shape"
+                )
+        if mismatch is not None:
+            out.append(Problem(i, "result-shape", mismatch))
         if pending and not rec.result_ids and not (rec.item and rec.tool_calls):
             waiting = ", ".join(pending)
             out.append(Problem(i, "tool-pairing", f"tool call(s) {waiting} are not answered"))
@@ -134,7 +157,7 @@ def validate(messages: Iterable[Any], provider: str | ProviderRules = "openai") 
         except InvalidMessageError as exc:
             problems.append(Problem(i, "readable", exc.reason))
             records.append(Message("user"))
-    _pairing(records, problems)
+    _pairing(given, records, problems)
     body = [(i, r) for i, r in enumerate(records) if r.role not in ("system", "developer")]
     if rules.first_user and body and _turn_role(body[0][1]) != "user":
         problems.append(
@@ -158,7 +181,7 @@ def validate(messages: Iterable[Any], provider: str | ProviderRules = "openai") 
                 )
             )
     for i, message in enumerate(given):
-        kinds = [p.get("type") for p in _content(message) if isinstance(p, dict)]
+        kinds = part_kinds(message) if rules.results_first or rules.thinking_first else []
         if rules.results_first and "tool_result" in kinds and "text" in kinds:
             last_result = max(k for k, t in enumerate(kinds) if t == "tool_result")
             if kinds.index("text") < last_result:
@@ -172,11 +195,6 @@ def validate(messages: Iterable[Any], provider: str | ProviderRules = "openai") 
 
 
 _THINKING = ("thinking", "redacted_thinking")
-
-
-def _content(message: Any) -> list[Any]:
-    content = message.get("content") if isinstance(message, dict) else None
-    return content if isinstance(content, list) else []
 
 
 # -- strict alternation: joining same-role neighbours -------------------------------------

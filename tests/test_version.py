@@ -86,8 +86,18 @@ def test_cli_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert done.returncode == 0 and done.stdout.split() == [DIST, context_manager.__version__]
 
 
+#: The names that were at the top level while 0.2.0 was being written: each keeps a listed home.
+MOVED = {
+    "AnthropicSummarizer", "CheckpointNotFoundError", "CompactionEntry", "CompactionError",
+    "CompactionInProgressError", "CompactionTriggers", "ExtractiveSummarizer", "Image", "JsonlLog",
+    "OpenAISummarizer", "ResetPolicy", "SessionIndex", "SimpleCompaction", "StoreCorruptionError",
+    "TokenBudgetCompaction", "ToolCall", "ToolResult", "add_compaction_listener",
+    "asend_with_recovery", "is_context_overflow", "send_with_recovery",
+}  # fmt: skip
+
+
 def test_reference_lists_every_home() -> None:
-    assert len(HOMES) == 21
+    assert HOMES.keys() >= MOVED
 
 
 @pytest.mark.parametrize("name", sorted(HOMES))

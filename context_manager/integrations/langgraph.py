@@ -1,11 +1,16 @@
 """LangGraph / LangChain: a ``pre_model_hook`` that trims what the model sees each step.
 
-``create_react_agent(model, tools, pre_model_hook=pre_model_hook(max_tokens=...))`` sends the
-model a context that keeps the system message first and the newest message last, starts on a
-human message, never orphans a ``ToolMessage`` and stays within budget, while the graph state
-keeps the full history (the hook returns ``llm_input_messages``, which changes only the model's
-input). A manager is kept in step with the state between steps: messages already seen (by id)
-are not recounted, so a step costs the new messages plus the trim.
+``pre_model_hook(tools=tools, prompt=prompt, max_tokens=...)`` returns ``state ->
+{"llm_input_messages": [...]}``: the model sees a context that keeps a leading system message,
+starts on a human message, ends with the newest message, never orphans a ``ToolMessage`` (a call
+an interrupt left unanswered gets a synthetic ``ToolMessage``), cuts an oversized newest tool
+result head+tail instead of failing, and fits the budget together with ``prompt`` and the tool
+schemas, which the agent sends apart from the messages. The graph state keeps the whole history.
+
+Use it in your own ``StateGraph`` node (``hook(state)["llm_input_messages"]``, then call the model
+with ``[SystemMessage(prompt), *those]``), or as ``create_react_agent(..., pre_model_hook=hook)``
+(deprecated since LangGraph 1.0 in favour of LangChain's ``create_agent``, for which
+:class:`~.langchain_agents.ContextManagerMiddleware` does the same).
 """
 
 from __future__ import annotations
@@ -14,64 +19,50 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..manager import MessageContextManager
+from ._tracker import ContextTracker
 
-__all__ = ["ContextTracker", "pre_model_hook"]
+__all__ = ["ContextTracker", "pre_model_hook", "tool_definitions"]
 
 _DEFAULTS: dict[str, Any] = {"strategy": "sliding_window", "provider": "anthropic"}
 
 
-def _key(message: Any) -> Any:
-    given = getattr(message, "id", None)
-    return given if given is not None else id(message)
+def tool_definitions(tools: Sequence[Any]) -> list[dict[str, Any]]:
+    """OpenAI function definitions of LangChain tools (``BaseTool``, functions, schemas, dicts),
+    as ``bind_tools`` sends them; provider built-ins without a function schema are left out
+    (their cost is the provider's)."""
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    out = []
+    for tool in tools:
+        if isinstance(tool, Mapping) and "function" not in tool and "name" not in tool:
+            continue  # a provider built-in tool such as {"type": "web_search"}
+        out.append(convert_to_openai_tool(tool))
+    return out
 
 
-class ContextTracker:
-    """A manager that follows a growing message list, adding only what is new.
+def pre_model_hook(
+    *, tools: Sequence[Any] | None = None, prompt: Any = None, **options: Any
+) -> Callable[[Any], dict[str, Any]]:
+    """A pre-model hook: ``state -> {"llm_input_messages": ...}``.
 
-    Messages are recognised by ``id`` (LangGraph gives every message one) or else by identity;
-    if the list was rewritten (a removed or replaced message), the manager is rebuilt.
-    ``pin_first`` pins the first message (a framework's request carrying the system prompt).
+    ``tools``: the tools the model is bound to (counted as their schemas); ``prompt``: the
+    system prompt the agent adds before the messages (a text or a ``SystemMessage``; counted, not
+    returned). Other options are the manager's (``max_tokens``, ``model``, ``counter``,
+    ``strategy``, ``provider``, ``retention_ratio``, ...); defaults: a sliding window with
+    Anthropic's rules, which also start the context on a human message.
     """
+    if prompt is not None and not isinstance(prompt, str) and not hasattr(prompt, "content"):
+        raise ConfigurationError(
+            "prompt must be a text or a SystemMessage (a callable prompt cannot be counted "
+            "ahead: trim in your own node and count what it returns)"
+        )
+    definitions = tool_definitions(tools) if tools else None
+    tracker = ContextTracker(**{**_DEFAULTS, **options})
 
-    def __init__(self, *, pin_first: bool = False, **options: Any) -> None:
-        self.pin_first = pin_first
-        self.options = {**_DEFAULTS, **options}
-        self.manager = MessageContextManager(**self.options)
-        self._keys: list[Any] = []
-        self.rebuilds = 0
-
-    def context(self, messages: Sequence[Any]) -> list[Any]:
-        """The messages to send for this state (the caller's objects, trimmed)."""
-        if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
-            raise ConfigurationError("the state's messages must be a list of messages")
-        keys = self._keys
-        n = len(keys)
-        with self.manager.locked():
-            if len(messages) < n or any(_key(messages[i]) != keys[i] for i in range(n - 1, -1, -1)):
-                self.manager = MessageContextManager(**self.options)  # history was rewritten
-                self._keys = keys = []
-                self.rebuilds += 1
-                n = 0
-            for i in range(n, len(messages)):
-                message = messages[i]
-                self.manager.add(message, pinned=self.pin_first and i == 0)
-                keys.append(_key(message))
-            return self.manager.get_context()
-
-
-def pre_model_hook(**options: Any) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
-    """A ``pre_model_hook`` for ``create_react_agent``: ``state -> {"llm_input_messages": ...}``.
-
-    Options are the manager's (``max_tokens``, ``model``, ``strategy``, ``provider``,
-    ``retention_ratio``, ...); defaults: a sliding window with Anthropic's rules, which also
-    start the context on a human message.
-    """
-    tracker = ContextTracker(**options)
-
-    def hook(state: Mapping[str, Any]) -> dict[str, Any]:
+    def hook(state: Any) -> dict[str, Any]:
         messages = state["messages"] if isinstance(state, Mapping) else state.messages
-        return {"llm_input_messages": tracker.context(messages)}
+        sent = tracker.context(messages, system=prompt, tools=definitions)
+        return {"llm_input_messages": sent}
 
     hook.tracker = tracker  # type: ignore[attr-defined]
     return hook

@@ -8,8 +8,11 @@ calls after it, so ``get_items()`` returns a provider-valid view within the budg
 gets a directory of its own (:func:`session_file_name`) holding its log and the generations the log
 rotates to, so two users never read each other's history, not even after a clear or a pop.
 
-``trimming_input_filter(**options)`` is a ``RunConfig(call_model_input_filter=...)`` for users who
-keep their own session store: it trims each model call's input the same way.
+The session bounds what a run loads; what each model call sends (the loaded items, the items
+the run adds, the instructions and the tool schemas) is bounded by ``trimming_input_filter``
+(``RunConfig(call_model_input_filter=...)``), with or without this session.
+``handoff_input_filter`` trims the conversation a hand-off passes to the receiving agent. Both
+live in :mod:`.openai_agents_filters` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -19,16 +22,20 @@ import os
 import re
 import stat
 import string
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
 from ..manager import MessageContextManager
-from ..oneshot import trim
 from ..providers import validate
+from .openai_agents_filters import handoff_input_filter, trimming_input_filter
 
-__all__ = ["ContextManagerSession", "session_file_name", "trimming_input_filter"]
+__all__ = [
+    "ContextManagerSession",
+    "handoff_input_filter",
+    "session_file_name",
+    "trimming_input_filter",
+]
 
 _DEFAULTS: dict[str, Any] = {"strategy": "sliding_window", "provider": "openai-responses"}
 
@@ -220,23 +227,3 @@ class ContextManagerSession:
 
     async def clear_session(self) -> None:
         self.manager.clear(keep_system_prompt=True)
-
-
-def trimming_input_filter(**options: Any) -> Callable[[Any], Any]:
-    """A ``call_model_input_filter``: trims ``model_data.input`` to the budget each call.
-
-    Options are ``trim()``'s (``max_tokens`` is required; ``provider`` defaults to
-    ``"openai-responses"``).
-    """
-    if "max_tokens" not in options:
-        raise ConfigurationError("trimming_input_filter needs max_tokens=...")
-    options = {"provider": "openai-responses", **options}
-
-    def call_model_input_filter(data: Any) -> Any:
-        from agents.run import ModelInputData
-
-        model_data = data.model_data
-        kept = trim(list(model_data.input), **options)
-        return ModelInputData(input=kept, instructions=model_data.instructions)
-
-    return call_model_input_filter

@@ -40,6 +40,15 @@ KNOWN_TYPES: dict[str, tuple[str, str]] = {
         "openai.types.responses",
         "ResponseFunctionToolCallOutputItem",
     ),
+    # the input items that close an SDK conversation's interrupted calls (messages/shapes.py)
+    "openai.FunctionCallOutput": (
+        "openai.types.responses.response_input_item",
+        "FunctionCallOutput",
+    ),
+    "openai.ResponseCustomToolCallOutput": (
+        "openai.types.responses",
+        "ResponseCustomToolCallOutput",
+    ),
     "openai.ResponseFunctionWebSearch": ("openai.types.responses", "ResponseFunctionWebSearch"),
     "openai.ResponseFileSearchToolCall": ("openai.types.responses", "ResponseFileSearchToolCall"),
     "anthropic.Message": ("anthropic.types", "Message"),

@@ -5,7 +5,12 @@ thought summary), ``function_call`` ``{name, args, id?}``, ``function_response``
 ``{name, response, id?}``, ``inline_data`` / ``file_data`` (media) and an opaque
 ``thought_signature`` that Gemini 3 requires back (it is kept in the caller's object, and its
 size is counted). Gemini pairs a response with its call by ``id`` when the API gave one, else by
-name: such calls get the id ``~name``, which the tool protocol lets repeat.
+position: the API returns parallel calls without ids (the same function may be called twice in
+one turn) and takes their responses, in one content, in the same order. Such a call gets the id
+``~name`` (the second call of that function in its turn ``~name~2``, and so on), and so does the
+response in the same place of the next content: the k-th response to ``name`` answers the k-th
+call to it, as Gemini reads them. Those ids may repeat from turn to turn (the protocol allows
+ids that start with ``~`` to), so every rule pairs them like any other id.
 """
 
 from __future__ import annotations
@@ -18,16 +23,25 @@ from .media import image_of, media_of
 from .record import Image, Media, Message, ToolCall, ToolResult, to_json_text
 from .sdk import as_part
 
-__all__ = ["from_content", "is_gemini_content"]
+__all__ = ["from_content", "is_gemini_content", "positional_ids"]
 
 
 def is_gemini_content(message: Mapping[str, Any]) -> bool:
     return "parts" in message and message.get("role") in ("user", "model", None)
 
 
-def _call_id(part: Mapping[str, Any]) -> str:
-    given = part.get("id")
-    return given if isinstance(given, str) and given else f"~{part.get('name', '')}"
+def positional_ids(entries: list[tuple[str, Any]]) -> list[str]:
+    """The ids of one content's calls (or responses), given as ``(name, id)`` in order: the id
+    given, else ``~name`` for the first id-less one of that name, ``~name~k`` for the k-th."""
+    seen: dict[str, int] = {}
+    out = []
+    for name, given in entries:
+        if isinstance(given, str) and given:
+            out.append(given)
+            continue
+        k = seen[name] = seen.get(name, 0) + 1
+        out.append(f"~{name}" if k == 1 else f"~{name}~{k}")
+    return out
 
 
 def from_content(message: Mapping[str, Any], index: int | None) -> Message:
@@ -38,8 +52,8 @@ def from_content(message: Mapping[str, Any], index: int | None) -> Message:
     texts: list[str] = []
     thoughts: list[str] = []
     other: list[str] = []
-    calls: list[ToolCall] = []
-    results: list[ToolResult] = []
+    calls: list[tuple[str, Any, str]] = []  # (name, id given, arguments)
+    results: list[tuple[str, Any, str]] = []  # (name, id given, response)
     images: list[Image] = []
     media: list[Media] = []
     for part in map(as_part, parts, [index] * len(parts)):
@@ -52,23 +66,24 @@ def from_content(message: Mapping[str, Any], index: int | None) -> Message:
             name = call.get("name")
             if not isinstance(name, str):
                 raise InvalidMessageError("function_call needs a string 'name'", index=index)
-            calls.append(ToolCall(_call_id(call), name, to_json_text(call.get("args") or {})))
+            calls.append((name, call.get("id"), to_json_text(call.get("args") or {})))
         response = part.get("function_response") or part.get("functionResponse")
         if isinstance(response, Mapping):
-            results.append(
-                ToolResult(_call_id(response), to_json_text(response.get("response") or {}))
-            )
+            text = to_json_text(response.get("response") or {})
+            results.append((str(response.get("name", "")), response.get("id"), text))
         blob = part.get("inline_data") or part.get("inlineData") or part.get("file_data")
         if blob:
             _media(blob, images, media)
         signature = part.get("thought_signature") or part.get("thoughtSignature")
         if isinstance(signature, str):
             other.append(signature)
+    call_ids = positional_ids([(name, given) for name, given, _ in calls])
+    result_ids = positional_ids([(name, given) for name, given, _ in results])
     return Message(
         role,
         text="\n".join(texts),
-        tool_calls=tuple(calls),
-        tool_results=tuple(results),
+        tool_calls=tuple(ToolCall(i, c[0], c[2]) for i, c in zip(call_ids, calls, strict=True)),
+        tool_results=tuple(ToolResult(i, r[2]) for i, r in zip(result_ids, results, strict=True)),
         images=tuple(images),
         thinking="\n".join(thoughts),
         other="\n".join(other),

@@ -14,12 +14,14 @@ keeps.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import InvalidMessageError
 from .normalize import normalize
-from .record import Message
+from .record import Message, ToolCall
+from .results import without_results
+from .shapes import render_results
 
 #: Text of the result inserted for a call whose result never arrived.
 MISSING_RESULT_TEXT = "Error: no result was recorded for this tool call."
@@ -224,55 +226,34 @@ INTERRUPTED_RESULT = "Error: the tool call was interrupted before it returned a 
 
 
 def missing_results(
-    call_message: Any, call_ids: Iterable[str], text: str = MISSING_RESULT_TEXT
+    callers: Iterable[tuple[Any, Message]],
+    call_ids: Iterable[str],
+    text: str = MISSING_RESULT_TEXT,
 ) -> list[Any]:
-    """Synthetic error results in the caller's shape: Anthropic blocks, Responses
-    ``function_call_output`` items, or OpenAI tool messages."""
-    ids = list(call_ids)
-    if isinstance(call_message, Mapping) and call_message.get("type") in (
-        "function_call",
-        "custom_tool_call",
-    ):
-        kind = f"{call_message['type']}_output"
-        return [{"type": kind, "call_id": i, "output": text} for i in ids]
-    anthropic = (
-        isinstance(call_message, Mapping)
-        and "tool_calls" not in call_message
-        and any(
-            isinstance(p, Mapping) and p.get("type") == "tool_use"
-            for p in (call_message.get("content") or ())
-            if not isinstance(call_message.get("content"), str)
-        )
-    )
-    if anthropic:
-        blocks = [
-            {
-                "type": "tool_result",
-                "tool_use_id": i,
-                "content": text,
-                "is_error": True,
-            }
-            for i in ids
-        ]
-        return [{"role": "user", "content": blocks}]
-    return [{"role": "tool", "tool_call_id": i, "content": text} for i in ids]
+    """Synthetic error results for ``call_ids``, each rendered in the shape of the message that
+    made its call (:func:`~.shapes.render_results`): ``callers`` are the (message, record) pairs
+    of the open group that issued calls, in order. A call whose message is gone (evicted) is
+    answered in the shape of the others, else as an OpenAI tool message."""
+    wanted = dict.fromkeys(call_ids)
+    out: list[Any] = []
+    last: Any = None
+    for caller, rec in callers:
+        mine = [call for call in rec.tool_calls if call.id in wanted]
+        for call in mine:
+            del wanted[call.id]
+        out += render_results(caller, mine, text)
+        last = caller if mine else last
+    if wanted:
+        out += render_results(last, [ToolCall(i, "", "") for i in wanted], text)
+    return out
 
 
 def _without_stale_results(original: Any, rec: Message, stale: set[str]) -> Any | None:
-    """A copy of a mixed message without the result blocks that answer nothing (None: drop it)."""
+    """A copy of a mixed message without the results that answer nothing (None: drop it)."""
     keeps_content = rec.text or rec.images or rec.tool_calls
-    if rec.tool_call_id is not None or not keeps_content or not isinstance(original, Mapping):
+    if rec.tool_call_id is not None or not keeps_content:
         return None
-    content = [
-        p
-        for p in original.get("content") or ()
-        if not (
-            isinstance(p, Mapping)
-            and p.get("type") == "tool_result"
-            and p.get("tool_use_id") in stale
-        )
-    ]
-    return {**original, "content": content}
+    return without_results(original, stale)
 
 
 class Repairer:
@@ -285,18 +266,19 @@ class Repairer:
 
     def __init__(self) -> None:
         self.protocol = ToolProtocol()
-        self._last_call: Any = None
+        #: The messages of the open group that issued calls (they decide the results' shape).
+        self._callers: list[tuple[Any, Message]] = []
         self.dropped = 0
         self.inserted = 0
 
     @classmethod
-    def resuming(cls, protocol: ToolProtocol, last_call: Any) -> Repairer:
+    def resuming(cls, protocol: ToolProtocol, callers: Iterable[tuple[Any, Message]]) -> Repairer:
         """A repairer that continues a stream ``protocol`` has followed so far (repair switched
         on mid-conversation): open calls are closed with synthetic results on the next message.
-        ``last_call`` is the message that issued the open calls (it decides the results' shape)."""
+        ``callers``: the (message, record) pairs that issued the open calls."""
         fixer = cls()
         fixer.protocol = protocol.copy()
-        fixer._last_call = last_call
+        fixer._callers = list(callers)
         return fixer
 
     def feed(
@@ -321,9 +303,12 @@ class Repairer:
         if self.protocol.problem(rec) is not None:  # e.g. a reused call id: drop the message
             self.dropped += 1
             return out
+        opens = not self.protocol.pending
         self.protocol.accept(rec, index)
         if rec.tool_calls:
-            self._last_call = original
+            if opens:
+                self._callers = []
+            self._callers.append((original, rec))
         out.append((original, rec))
         return out
 
@@ -331,7 +316,7 @@ class Repairer:
         """Close the open group with synthetic results (if any are missing)."""
         if not self.protocol.pending:
             return []
-        fillers = missing_results(self._last_call, list(self.protocol.pending))
+        fillers = missing_results(self._callers, list(self.protocol.pending))
         self.inserted += len(self.protocol.pending)
         out = []
         for filler in fillers:

@@ -7,13 +7,15 @@ normalized record, so format quirks live here and nowhere else. The caller's obj
 untouched beside the record and is what ``get_context()`` gives back.
 
 Detection order (first match wins): the plain ``{role, content}`` dict; :class:`Message`; dicts
-(Responses items by ``type``, Gemini by ``parts``, then chat roles); objects of a known SDK by
-their class's module (OpenAI, Anthropic, google-genai, pydantic-ai, LangChain); LangChain-style
-``(role, text)`` tuples. Anything else is refused with what was recognised.
+(Responses items by ``type``, pydantic-ai's JSON by ``kind`` and ``parts``, Gemini by ``parts``,
+then chat roles); objects of a known SDK by their class's module (OpenAI, Anthropic, google-genai,
+pydantic-ai, LangChain); LangChain-style ``(role, text)`` tuples. Anything else is refused with
+what was recognised.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,7 +26,7 @@ from .media import image_of, media_of
 from .nesting import describe_nesting
 from .record import _ROLE_SET, ROLES, Image, Media, Message, ToolCall, ToolResult, to_json_text
 from .responses import ITEM_TYPES, from_item
-from .sdk import as_part, family, pydantic_ai_record, sdk_dict
+from .sdk import as_part, family, is_pydantic_ai_dict, pydantic_ai_record, sdk_dict
 
 # Role spellings that mean one of ours: LangChain's shorthands, Gemini's "model".
 _ROLE_ALIASES = {"human": "user", "ai": "assistant", "model": "assistant"}
@@ -233,7 +235,16 @@ def _openai_tool_call(raw: Any, index: int | None) -> ToolCall:
 def _langchain_tool_call(raw: Any, index: int | None) -> ToolCall:
     if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
         raise InvalidMessageError("LangChain tool call needs an 'id'", index=index)
-    return ToolCall(raw["id"], str(raw.get("name", "")), to_json_text(raw.get("args", {})))
+    return ToolCall(raw["id"], str(raw.get("name", "")), _langchain_args(raw.get("args", {})))
+
+
+def _langchain_args(args: Any) -> str:
+    """The arguments as LangChain sends them to OpenAI-style APIs (``json.dumps(args,
+    ensure_ascii=False)``, spaces after ``:`` and ``,``), so they are counted as sent."""
+    try:
+        return json.dumps(args, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return to_json_text(args)  # raises the typed error naming what cannot be written
 
 
 def _content(content: Any, index: int | None, parts: _Parts) -> None:
@@ -298,6 +309,8 @@ def _from_mapping(msg: Mapping[str, Any], index: int | None) -> Message:
     if kind in ITEM_TYPES and (role is None or kind != "message"):
         return from_item(msg, index)
     if is_gemini_content(msg):
+        if is_pydantic_ai_dict(msg):
+            return pydantic_ai_record(msg, index)
         return from_content(msg, index)
     if role == "function":  # the legacy OpenAI function-calling result
         name = msg.get("name")

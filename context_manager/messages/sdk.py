@@ -15,7 +15,15 @@ from typing import Any
 from ..errors import InvalidMessageError
 from .record import Message, ToolCall, ToolResult, to_json_text
 
-__all__ = ["as_part", "family", "pydantic_ai_record", "sdk_dict"]
+__all__ = [
+    "as_part",
+    "family",
+    "field",
+    "is_pydantic_ai_dict",
+    "pydantic_ai_record",
+    "sdk_dict",
+    "text_of",
+]
 
 # Module prefix -> SDK family, in the order they are tried.
 _FAMILIES = (
@@ -67,7 +75,8 @@ def as_part(value: Any, index: int | None) -> Any:
     return sdk_dict(value, index)
 
 
-def _text(content: Any) -> str:
+def text_of(content: Any) -> str:
+    """The text a record holds for a pydantic-ai part's content (strings as they are, else JSON)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list | tuple):
@@ -85,10 +94,25 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
+def field(obj: Any, key: str, default: Any = None) -> Any:
+    """``obj[key]`` of a dict, ``obj.key`` of an object (``default`` when absent)."""
+    return obj.get(key, default) if isinstance(obj, Mapping) else getattr(obj, key, default)
+
+
+def is_pydantic_ai_dict(message: Mapping[str, Any]) -> bool:
+    """A pydantic-ai message as its JSON (``ModelMessagesTypeAdapter``): ``kind`` and ``parts``."""
+    return (
+        message.get("kind") in ("request", "response")
+        and "parts" in message
+        and "role" not in message
+    )
+
+
 def pydantic_ai_record(message: Any, index: int | None) -> Message:
-    """A pydantic-ai ``ModelRequest`` / ``ModelResponse`` as a record, part by part."""
-    kind = getattr(message, "kind", None)
-    parts = getattr(message, "parts", None)
+    """A pydantic-ai ``ModelRequest`` / ``ModelResponse`` as a record, part by part; its JSON
+    (``ModelMessagesTypeAdapter.dump_python(mode="json")``) reads the same."""
+    kind = field(message, "kind")
+    parts = field(message, "parts")
     if kind not in ("request", "response") or not isinstance(parts, list | tuple):
         raise InvalidMessageError(
             f"unsupported pydantic-ai object {type(message).__name__}",
@@ -101,24 +125,24 @@ def pydantic_ai_record(message: Any, index: int | None) -> Message:
     results: list[ToolResult] = []
     system_only = kind == "request" and bool(parts)
     for part in parts:
-        part_kind = getattr(part, "part_kind", None)
+        part_kind = field(part, "part_kind")
         if part_kind != "system-prompt":
             system_only = False
         if part_kind in ("system-prompt", "user-prompt", "text"):
-            texts.append(_text(getattr(part, "content", "")))
+            texts.append(text_of(field(part, "content", "")))
         elif part_kind == "thinking":
-            thinking.append(str(getattr(part, "content", "")))
+            thinking.append(str(field(part, "content", "")))
         elif part_kind == "tool-call":
-            args = getattr(part, "args", None)
+            args = field(part, "args")
             text = args if isinstance(args, str) else to_json_text(_jsonable(args or {}))
-            calls.append(ToolCall(str(part.tool_call_id), str(part.tool_name), text))
-        elif part_kind in ("tool-return", "retry-prompt") and getattr(part, "tool_call_id", None):
+            call_id, name = str(field(part, "tool_call_id")), str(field(part, "tool_name"))
+            calls.append(ToolCall(call_id, name, text))
+        elif part_kind in ("tool-return", "retry-prompt") and field(part, "tool_call_id"):
             is_error = part_kind == "retry-prompt"
-            results.append(
-                ToolResult(str(part.tool_call_id), _text(getattr(part, "content", "")), is_error)
-            )
+            content = text_of(field(part, "content", ""))
+            results.append(ToolResult(str(field(part, "tool_call_id")), content, is_error))
         elif part_kind == "retry-prompt":
-            texts.append(_text(getattr(part, "content", "")))
+            texts.append(text_of(field(part, "content", "")))
     role = "assistant" if kind == "response" else ("system" if system_only else "user")
     return Message(
         role,

