@@ -5,16 +5,17 @@ in :class:`~context_manager.budget._ledger.Ledger`, the choice of what goes firs
 :class:`~context_manager.budget.strategies.Strategy`. ``get_context`` costs O(log n) to decide plus
 the size of what it returns.
 
-Extensions (stores, compaction) never touch private state: a *journal* receives each
-:mod:`~context_manager.events` change before memory changes (write-ahead), subscribers receive it
-after, and :meth:`MessageContextManager.locked` is the one lock they may hold.
+Extensions (stores, compaction) never touch private state: a *journal* receives each change before
+memory changes (write-ahead), subscribers after, and ``locked()`` is the one lock they may hold.
+The manager owns its parts: the ledger, the tool-call policy (``_tool_calls.ToolCalls``), the
+view options (pruning, truncation) and, from its base ``ExtensionHub``, journal and subscribers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
-from typing import Any, TypeVar
+from typing import Any
 
 from ._config import (
     budget_options,
@@ -23,8 +24,8 @@ from ._config import (
     checked_tools,
     options_from_config,
 )
-from ._hub import ReadOnly
-from ._tool_calls import ToolCallHandling, interrupts
+from ._hub import ExtensionHub, ReadOnly
+from ._tool_calls import ToolCalls, interrupts
 from .budget._ledger import Ledger
 from .budget.calibration import Calibration
 from .budget.plan import Shortfall
@@ -41,20 +42,19 @@ from .events import (
     Evicted,
     MessageAdded,
     SystemPromptSet,
+    ToolCallsClosed,
     UsageRecorded,
 )
 from .host import HistoryItem
 from .messages import Message, normalize
-from .messages.groups import INTERRUPTED_RESULT, Repairer, ToolProtocol
+from .messages.groups import INTERRUPTED_RESULT
 from .messages.normalize import with_index
 from .prompt_cache.tracker import last_report, observe_request
 from .providers import ProviderRules, fuse_turns, get_provider
 from .stats import ContextStats
 
-T = TypeVar("T")
 
-
-class MessageContextManager(ToolCallHandling):
+class MessageContextManager(ExtensionHub):
     """Keeps a conversation inside a token budget.
 
     ``max_tokens`` is the model's context window; the input budget is that minus an output
@@ -62,12 +62,13 @@ class MessageContextManager(ToolCallHandling):
     ``model`` the window defaults to the model's, and a larger ``max_tokens`` is an error (we
     refuse rather than clamp, so a typo cannot silently shrink or grow a budget).
     ``counter=None`` counts with the model's most precise counter (tiktoken for OpenAI models,
-    the safe estimate for Claude / Gemini / ...), or chars/4 without a model.
+    the safe estimate for Claude / Gemini / ...), or the safe estimate without a model (chars/4
+    only when named: ``counter="chars"``).
     ``strategy`` defaults to ``"sliding_window"`` (as ``trim()`` does): the history keeps every
     message and only what is sent is trimmed, so a reopened session has all of it; ``"fifo"``
     evicts on add (memory bounded by the budget; ``on_evict`` hears what goes).
-    ``retention_ratio`` makes trimming prompt-cache friendly (see ``SlidingWindow``).
-    ``calibrate``: scale budget decisions by billed/counted usage (default: estimates only).
+    ``retention_ratio`` makes trimming prompt-cache friendly (see ``SlidingWindow``); ``calibrate``
+    scales budget decisions by billed/counted usage (default: estimates only).
     ``pruning`` (a ``ToolResultPruning``) trims or clears old tool results in the view only;
     ``truncate_newest`` cuts the newest tool exchange head+tail to fit instead of dropping it.
 
@@ -114,7 +115,6 @@ class MessageContextManager(ToolCallHandling):
         self.warn_ratio = warn_ratio
         self.on_near_limit = checked_hook("on_near_limit", on_near_limit)
         self.on_evict = checked_hook("on_evict", on_evict)
-        self._repair = bool(repair)
         self._provider = get_provider(provider)
         #: Text of the synthetic result that closes a tool call a new user turn interrupted.
         self.interrupted_result = interrupted_result
@@ -124,8 +124,7 @@ class MessageContextManager(ToolCallHandling):
         tools_tokens = self._counter.count_tools(list(self._tools)) if self._tools else 0
         self._fixed = self._counter.prompt_overhead + tools_tokens
         self._ledger = Ledger()
-        self._protocol = ToolProtocol()
-        self._repairer: Repairer | None = None
+        self._calls = ToolCalls(repair)  # protocol state, closures, repair
         self._system: tuple[Any, Message, int] | None = None
         self._warned = False
         self._usage_anchor: tuple[int, int] | None = None
@@ -217,10 +216,9 @@ class MessageContextManager(ToolCallHandling):
     def add(self, message: Any, *, priority: int = 0, pinned: bool = False) -> int:
         """Add one message (any accepted shape); returns the tokens it was counted at.
 
-        Every add takes the same path: read the message (a leading system message becomes the
-        system prompt), close the calls a new user turn interrupted (or, with ``repair=True``,
-        repair the stream), then :meth:`_store`. With a store, the message is written before
-        memory changes; if that fails, nothing changed and the store's typed error says why.
+        One path: read it (a leading system message becomes the system prompt), close the calls
+        a new user turn interrupted (or repair the stream), then :meth:`_store`, which writes a
+        store ahead of memory (on failure nothing changed and the store's typed error says why).
         """
         if type(priority) is not int:
             check_priority(priority)
@@ -235,9 +233,12 @@ class MessageContextManager(ToolCallHandling):
                 tokens = self._install_system(message, rec)
                 self._added += 1
                 return tokens
-            if self._repair:
-                return self._add_repaired(message, rec, index, priority, pinned)
-            if self._protocol.pending and self.close_interrupted and interrupts(rec):
+            if self._calls.repair:
+                tokens = 0
+                for item, item_rec in self._calls.repaired(message, index, rec):
+                    tokens = self._store(item, item_rec, self._added, priority, bool(pinned))
+                return tokens
+            if self._calls.protocol.pending and self.close_interrupted and interrupts(rec):
                 self._close_pending(self.interrupted_result)
                 index = self._added
             return self._store(message, rec, index, priority, bool(pinned))
@@ -246,10 +247,9 @@ class MessageContextManager(ToolCallHandling):
         """Check the tool protocol, count, write ahead, append, let the strategy evict, tell.
 
         Memory changes only after the checks and the journal accepted the message. The strategy
-        is asked on every add (a non-destructive one answers "nothing" at once), so what it
-        evicts is reported by the add that made room for it.
+        is asked on every add, so what it evicts is reported by the add that made room for it.
         """
-        protocol, ledger = self._protocol, self._ledger
+        protocol, ledger = self._calls.protocol, self._ledger
         outside = protocol.outside(rec)  # no tool exchange to check or record (most messages)
         joins = False if outside else protocol.check(rec, index)
         tokens = self._counter.count_message(rec)
@@ -290,6 +290,32 @@ class MessageContextManager(ToolCallHandling):
             for message in messages:
                 self.add(message)
 
+    @property
+    def repair(self) -> bool:
+        """Repair a broken tool protocol on add instead of raising; may be switched any time."""
+        return self._calls.repair
+
+    @repair.setter
+    def repair(self, value: bool) -> None:
+        with self._lock:
+            self._calls.set_repair(value, self._ledger)
+
+    def close_pending_tool_calls(self, reason: str | None = None) -> list[Any]:
+        """Answer every open tool call with a synthetic error result (your own cancel path): the
+        results are added like any message, in the caller's shape; emits ``ToolCallsClosed``."""
+        if reason is not None and not isinstance(reason, str):
+            raise ConfigurationError(f"reason must be a string, got {reason!r}")
+        with self._lock:
+            return self._close_pending(reason or self.interrupted_result)
+
+    def _close_pending(self, text: str) -> list[Any]:
+        ids, results = self._calls.pending, self._calls.closures(self._ledger, text)
+        for result in results:
+            self._store(result, normalize(result), self._added, 0, False)
+        if ids and self._listeners:
+            self._emit(ToolCallsClosed(ids, text))
+        return results
+
     def record_usage(self, usage: Any) -> None:
         """Anchor counts on reported prompt tokens (int or usage object); learn the calibration."""
         reported = read_usage(usage).prompt_tokens
@@ -309,8 +335,8 @@ class MessageContextManager(ToolCallHandling):
             change = Cleared(bool(keep_system_prompt))
             self._write(change)
             self._ledger = Ledger()
-            self._protocol.reset()
-            self._repairer = self._usage_anchor = self._summary = self._compaction = None
+            self._calls.reset()
+            self._usage_anchor = self._summary = self._compaction = None
             self._calibration.reset()
             self._warned = False
             self._view.reset()
