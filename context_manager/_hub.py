@@ -91,6 +91,14 @@ class ExtensionHub:
 
         return open_session(cls, path, **options)  # type: ignore[type-var]
 
+    @classmethod
+    async def aopen(cls, target: Any, **options: Any) -> Self:
+        """``open`` for asyncio: the store's I/O is awaited; make changes inside
+        ``async with manager.store.batch():`` (docs/guide/stores.md, "Async")."""
+        from .store import aopen_session
+
+        return await aopen_session(cls, target, **options)  # type: ignore[type-var]
+
     def compact(
         self, summarizer: Any = None, *, focus: str | None = None, policy: Any = None
     ) -> Any:

@@ -1,26 +1,32 @@
 """Persistence: one record-level :class:`Store` protocol with four backends (a Kimi-compatible
 JSONL log, SQLite, Redis, PostgreSQL; ``open_store``), a ``sessions.json`` index, and the glue
 that makes a :class:`~context_manager.manager.MessageContextManager` persist every change
-(``MessageContextManager.open``). docs/guide/stores.md: which backend when;
-docs/guide/persistence.md: the format and guarantees.
+(``MessageContextManager.open``; ``aopen`` / ``aconnect`` for asyncio).
+docs/guide/stores.md: which backend when; docs/guide/persistence.md: the format and guarantees.
 """
 
 from __future__ import annotations
 
 from ..errors import CheckpointNotFoundError, StoreConflictError, StoreOutcomeUnknownError
+from .async_session import AsyncJournalError, AsyncSessionStore, aopen_session
+from .async_targets import AsyncStoreHandle, ThreadedStore, aconnect, aopen_store
 from .copy import copy_session
 from .handle import StoreHandle
 from .index import ResetPolicy, SessionEntry, SessionIndex
 from .jsonl import FSYNC_MODES, FsyncMode, JsonlLog
 from .log import StoreLog
-from .protocol import Batch, Head, Store
+from .protocol import AsyncStore, Batch, Head, Store
 from .records import RestoredLog, StoredMessage
-from .retry import retrying
+from .retry import aretrying, retrying
 from .session import SessionStore, open_session
 from .targets import connect, open_store
 
 __all__ = [
     "FSYNC_MODES",
+    "AsyncJournalError",
+    "AsyncSessionStore",
+    "AsyncStore",
+    "AsyncStoreHandle",
     "Batch",
     "CheckpointNotFoundError",
     "FsyncMode",
@@ -37,6 +43,11 @@ __all__ = [
     "StoreLog",
     "StoreOutcomeUnknownError",
     "StoredMessage",
+    "ThreadedStore",
+    "aconnect",
+    "aopen_session",
+    "aopen_store",
+    "aretrying",
     "connect",
     "copy_session",
     "open_session",

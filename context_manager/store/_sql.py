@@ -1,5 +1,6 @@
-"""The SQL backends' shared algorithm (SQLite and PostgreSQL differ only in connection,
-locking and placeholders, supplied by a subclass).
+"""The SQL backends' shared algorithm, written once as flows (``_drive.py``): SQLite and
+PostgreSQL differ only in connection, locking and placeholders (a subclass's class attributes),
+and the sync and async PostgreSQL stores only in the driver that performs the steps.
 
 Schema (``<prefix>`` defaults to ``context_``)::
 
@@ -35,17 +36,23 @@ COMMIT may or may not have reached the server), the store reconnects once and se
 write again, which the id makes safe; only if that is impossible does the caller get
 ``StoreOutcomeUnknownError`` ("may have been applied"). Tables written by an earlier version
 get the ``epoch`` / ``rid`` columns and the index added on open.
+
+Steps: :class:`Sql` (one statement and its parameters, or ``many`` rows of them; the result is
+the rows it returned) and :data:`RECONNECT`. Transactions are explicit statements (``BEGIN``,
+``COMMIT``, ``ROLLBACK``) on an autocommit connection, so the transaction's shape, its rollback
+and the reconnect-once rule are part of the flow, identical for every driver.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ..errors import (
     CheckpointNotFoundError,
@@ -54,6 +61,7 @@ from ..errors import (
     StoreError,
     StoreOutcomeUnknownError,
 )
+from ._drive import Failed, Flow
 from .protocol import Batch, Head, check_session_id, extends
 from .records import CHECKPOINT, dump_record, record_id
 
@@ -61,23 +69,35 @@ _T = TypeVar("_T")
 
 
 class ConnectionLost(StoreError):
-    """Raised by a backend's ``_transaction`` when its connection broke mid-transaction: a write
-    in flight may or may not have committed. :meth:`SqlStore._write` resolves it (reconnect, send
-    again) or turns it into ``StoreOutcomeUnknownError``."""
+    """Raised by a transaction whose connection broke mid-way: a write in flight may or may not
+    have committed. :meth:`SqlFlows._write` resolves it (reconnect, send again) or turns it into
+    ``StoreOutcomeUnknownError``."""
 
+
+@dataclass(frozen=True, slots=True)
+class Sql:
+    """Run one statement (``many``: once per row of ``params``); the result is its rows."""
+
+    text: str
+    params: Sequence[Any] = ()
+    many: bool = False
+
+
+class Reconnect:
+    """Replace the connection (the old one broke); a failure raises ``StoreError``."""
+
+
+RECONNECT = Reconnect()
+_COMMIT = Sql("COMMIT")
+_ROLLBACK = Sql("ROLLBACK")
 
 _PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 
-
-class Cursor(Protocol):
-    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
-    def executemany(self, sql: str, params: Any, /) -> Any: ...
-    def fetchone(self) -> Any: ...
-    def fetchall(self) -> list[Any]: ...
+Row = tuple[str, int | None, str | None]  # body, checkpoint id, record id
 
 
-class SqlStore:
-    """One session in a SQL database; subclasses supply ``_transaction`` and ``_lock_clause``."""
+class SqlFlows:
+    """One session in a SQL database, as flows; subclasses set the dialect and a driver."""
 
     #: ``?`` placeholders are rewritten to this (``%s`` for psycopg).
     placeholder = "?"
@@ -87,6 +107,11 @@ class SqlStore:
     share_clause = ""
     #: The names of a table's columns (one placeholder: the table name).
     columns_query = "SELECT name FROM pragma_table_info(?)"
+    #: The statements that open a write and a read transaction.
+    begin_write = "BEGIN IMMEDIATE"
+    begin_read = "BEGIN"
+    #: The database's name in messages.
+    dialect = "SQLite"
 
     def __init__(self, session: str, *, prefix: str = "context_") -> None:
         self._session = check_session_id(session)
@@ -98,20 +123,17 @@ class SqlStore:
         self._head: Head | None = None
 
     # -- subclass hooks --------------------------------------------------------------------
-    def _transaction(self, *, write: bool) -> AbstractContextManager[Cursor]:
-        raise NotImplementedError
-
-    def _reconnect(self) -> None:
-        """Open a new connection after :class:`ConnectionLost` (a local database never loses
-        one, so the default refuses)."""
-        raise StoreError(f"{self.target}: the connection was lost")
-
     @property
     def target(self) -> str:
         raise NotImplementedError
 
-    def close(self) -> None:
-        raise NotImplementedError
+    def _reason(self, error: BaseException) -> str:
+        """A client error's text for a message (PostgreSQL: without the URL's password)."""
+        return str(error).strip()
+
+    def _cause(self, error: BaseException) -> BaseException | None:
+        """What a typed error is chained from (None where the client's text would leak)."""
+        return error
 
     # -- shared algorithm ------------------------------------------------------------------
     def _sql(self, text: str) -> str:
@@ -126,24 +148,51 @@ class SqlStore:
     def head(self) -> Head | None:
         return self._head
 
-    def create_schema(
-        self, cur: Cursor, *, bigint: str = "BIGINT", real: str = "DOUBLE PRECISION"
-    ) -> None:
+    def _transaction(self, body: Callable[[], Flow[_T]], *, write: bool) -> Flow[_T]:
+        """``body`` in one transaction: committed, or rolled back with a typed error."""
+        try:
+            yield Sql(self.begin_write if write else self.begin_read)
+            result = yield from body()
+            yield _COMMIT
+            return result
+        except GeneratorExit:
+            raise
+        except Failed as failed:
+            if failed.lost:  # COMMIT may have reached the server before the reply was lost
+                raise ConnectionLost(
+                    f"{self.target}: the connection to {self.dialect} was lost"
+                ) from None
+            yield from self._rollback()
+            raise StoreError(
+                f"{self.target} session {self._session!r}: {self.dialect} failed: "
+                f"{self._reason(failed.error)}; nothing was changed"
+            ) from self._cause(failed.error)
+        except BaseException:
+            yield from self._rollback()
+            raise
+
+    def _rollback(self) -> Flow[None]:
+        with contextlib.suppress(Failed):  # no transaction open, or no connection: no undo
+            yield _ROLLBACK
+
+    def _create_schema(
+        self, *, bigint: str = "BIGINT", real: str = "DOUBLE PRECISION"
+    ) -> Flow[None]:
         """Create the tables, or add what an earlier version's tables lack (idempotent)."""
         for statement in schema(self.prefix, bigint=bigint, real=real):
-            cur.execute(statement)
+            yield Sql(statement)
         for table, column in (("sessions", "epoch"), ("records", "rid")):
-            cur.execute(self._sql(self.columns_query), (f"{self.prefix}{table}",))
-            if column not in {str(row[0]) for row in cur.fetchall()}:
-                cur.execute(self._sql(f"ALTER TABLE {{p}}{table} ADD COLUMN {column} TEXT"))
-        cur.execute(
+            rows = yield Sql(self._sql(self.columns_query), (f"{self.prefix}{table}",))
+            if column not in {str(row[0]) for row in rows}:
+                yield Sql(self._sql(f"ALTER TABLE {{p}}{table} ADD COLUMN {column} TEXT"))
+        yield Sql(
             self._sql(
                 "CREATE UNIQUE INDEX IF NOT EXISTS {p}records_rid ON {p}records "
                 "(session, generation, rid) WHERE rid IS NOT NULL"
             )
         )
 
-    def _write(self, run: Callable[[Cursor], _T], rids: tuple[str, ...] = ()) -> _T:
+    def _write(self, body: Callable[[], Flow[_T]], rids: tuple[str, ...] = ()) -> Flow[_T]:
         """Run one write transaction; on a lost connection reconnect and run it again once.
 
         Sending it again is safe for an append whose records carry ids (a first attempt that
@@ -152,14 +201,13 @@ class SqlStore:
         """
         for attempt in range(2):
             try:
-                with self._transaction(write=True) as cur:
-                    return run(cur)
+                return (yield from self._transaction(body, write=True))
             except ConnectionLost as exc:
                 lost = exc
                 if not rids or attempt:
                     break
                 try:
-                    self._reconnect()
+                    yield RECONNECT
                 except StoreError:
                     break
         raise StoreOutcomeUnknownError(
@@ -173,47 +221,46 @@ class SqlStore:
             record_ids=rids,
         ) from None
 
-    def _read(self, run: Callable[[Cursor], _T]) -> _T:
+    def _read(self, body: Callable[[], Flow[_T]]) -> Flow[_T]:
         """Run one read transaction; a lost connection is reopened once (reads are safe)."""
         try:
-            with self._transaction(write=False) as cur:
-                return run(cur)
+            return (yield from self._transaction(body, write=False))
         except ConnectionLost:
-            self._reconnect()
-            with self._transaction(write=False) as cur:
-                return run(cur)
+            yield RECONNECT
+            return (yield from self._transaction(body, write=False))
 
-    def _locked_generation(self, cur: Cursor) -> tuple[int, str]:
+    def _locked_generation(self) -> Flow[tuple[int, str]]:
         """Create the session row if needed and lock it; the current generation and epoch."""
-        cur.execute(
+        yield Sql(
             self._sql(
                 "INSERT INTO {p}sessions (session, generation, updated_at, epoch) "
                 "VALUES (?, 0, ?, ?) ON CONFLICT DO NOTHING"
             ),
             (self._session, time.time(), secrets.token_hex(8)),
         )
-        cur.execute(
+        rows = yield Sql(
             self._sql(
                 "SELECT generation, epoch FROM {p}sessions WHERE session = ?" + self.lock_clause
             ),
             (self._session,),
         )
-        row = cur.fetchone()
-        return int(row[0]), str(row[1] or "")
+        return int(rows[0][0]), str(rows[0][1] or "")
 
-    def _next_position(self, cur: Cursor, generation: int) -> int:
-        cur.execute(
+    def _next_position(self, generation: int) -> Flow[int]:
+        rows = yield Sql(
             self._sql(
                 "SELECT COALESCE(MAX(position) + 1, 0) FROM {p}records "
                 "WHERE session = ? AND generation = ?"
             ),
             (self._session, generation),
         )
-        return int(cur.fetchone()[0])
+        return int(rows[0][0])
 
-    def _checked(self, cur: Cursor) -> Head:
-        generation, epoch = self._locked_generation(cur)
-        head = Head(generation, self._next_position(cur, generation), epoch=epoch)
+    def _checked(self, locked: tuple[int, str] | None = None) -> Flow[Head]:
+        """The session's head (its row locked, or already ``locked`` by this transaction),
+        or ``StoreConflictError`` when it is not this store's view."""
+        generation, epoch = locked or (yield from self._locked_generation())
+        head = Head(generation, (yield from self._next_position(generation)), epoch=epoch)
         view = self._head
         if view is not None and view == Head(0, 0) and head == Head(0, 0, epoch=epoch):
             view = head  # read before the session existed; it still holds nothing
@@ -227,11 +274,9 @@ class SqlStore:
             )
         return head
 
-    def _insert(
-        self, cur: Cursor, head: Head, rows: list[tuple[str, int | None, str | None]]
-    ) -> list[int]:
+    def _insert(self, head: Head, rows: list[Row]) -> Flow[list[int]]:
         positions = list(range(head.position, head.position + len(rows)))
-        cur.executemany(
+        yield Sql(
             self._sql(
                 "INSERT INTO {p}records (session, generation, position, checkpoint, body, rid) "
                 "VALUES (?, ?, ?, ?, ?, ?)"
@@ -240,95 +285,93 @@ class SqlStore:
                 (self._session, head.generation, pos, checkpoint, body, rid)
                 for pos, (body, checkpoint, rid) in zip(positions, rows, strict=True)
             ],
+            many=True,
         )
-        cur.execute(
+        yield Sql(
             self._sql("UPDATE {p}sessions SET updated_at = ? WHERE session = ?"),
             (time.time(), self._session),
         )
         return positions
 
-    def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
-        rows: list[tuple[str, int | None, str | None]] = []
+    def _append(self, records: Sequence[Mapping[str, Any]]) -> Flow[list[int]]:
+        rows: list[Row] = []
         for record in records:
             body = dump_record(record)[:-1].decode("utf-8")
             checkpoint = record.get("id") if record.get("role") == CHECKPOINT else None
             rows.append((body, checkpoint, record_id(record)))
         first = rows[0][2] if rows else None
 
-        def run(cur: Cursor) -> tuple[Head, list[int]]:
+        def run() -> Flow[tuple[Head, list[int]]]:
+            locked = yield from self._locked_generation()
             if first is not None:
-                found = self._stored_at(cur, first)
-                if found is not None:  # a retry of a write that did commit: nothing to write
-                    generation, epoch, at = found
+                at = yield from self._stored_at(first, locked[0])
+                if at is not None:  # a retry of a write that did commit: nothing to write
+                    generation, epoch = locked
                     return Head(generation, at + len(rows), epoch=epoch), list(
                         range(at, at + len(rows))
                     )
-            head = self._checked(cur)
-            positions = self._insert(cur, head, rows)
+            head = yield from self._checked(locked)
+            positions = yield from self._insert(head, rows)
             return Head(head.generation, head.position + len(rows), epoch=head.epoch), positions
 
         rids = tuple(rid for _, _, rid in rows if rid is not None)
-        self._head, positions = self._write(run, rids)
+        self._head, positions = yield from self._write(run, rids)
         return positions
 
-    def _stored_at(self, cur: Cursor, rid: str) -> tuple[int, str, int] | None:
-        """(generation, epoch, position) of the record with id ``rid`` in the current
-        generation, or None. A batch's records are contiguous from its first one."""
-        generation, epoch = self._locked_generation(cur)
-        cur.execute(
+    def _stored_at(self, rid: str, generation: int) -> Flow[int | None]:
+        """The position of the record with id ``rid`` in ``generation`` (the current one, its
+        row locked), or None. A batch's records are contiguous from its first one."""
+        rows = yield Sql(
             self._sql(
                 "SELECT position FROM {p}records WHERE session = ? AND generation = ? AND rid = ?"
             ),
             (self._session, generation, rid),
         )
-        row = cur.fetchone()
-        return None if row is None else (generation, epoch, int(row[0]))
+        return None if not rows else int(rows[0][0])
 
-    def checkpoint(self) -> int:
-        def run(cur: Cursor) -> tuple[Head, int]:
-            head = self._checked(cur)
-            cur.execute(
+    def _checkpoint(self) -> Flow[int]:
+        def run() -> Flow[tuple[Head, int]]:
+            head = yield from self._checked()
+            rows = yield Sql(
                 self._sql(
                     "SELECT COALESCE(MAX(checkpoint) + 1, 0) FROM {p}records "
                     "WHERE session = ? AND generation = ?"
                 ),
                 (self._session, head.generation),
             )
-            checkpoint_id = int(cur.fetchone()[0])
+            checkpoint_id = int(rows[0][0])
             body = json.dumps({"role": CHECKPOINT, "id": checkpoint_id})
-            self._insert(cur, head, [(body, checkpoint_id, None)])
+            yield from self._insert(head, [(body, checkpoint_id, None)])
             return Head(head.generation, head.position + 1, epoch=head.epoch), checkpoint_id
 
-        self._head, checkpoint_id = self._write(run)
+        self._head, checkpoint_id = yield from self._write(run)
         return checkpoint_id
 
-    def revert_to(self, checkpoint_id: int) -> Head:
-        def run(cur: Cursor) -> Head:
-            generation, epoch = self._locked_generation(cur)
-            cur.execute(
+    def _revert_to(self, checkpoint_id: int) -> Flow[Head]:
+        def run() -> Flow[Head]:
+            generation, epoch = yield from self._locked_generation()
+            rows = yield Sql(
                 self._sql(
                     "SELECT position FROM {p}records "
                     "WHERE session = ? AND generation = ? AND checkpoint = ?"
                 ),
                 (self._session, generation, checkpoint_id),
             )
-            row = cur.fetchone()
-            if row is None:
-                cur.execute(
+            if not rows:
+                counted = yield Sql(
                     self._sql(
                         "SELECT COUNT(checkpoint) FROM {p}records "
                         "WHERE session = ? AND generation = ?"
                     ),
                     (self._session, generation),
                 )
-                count = int(cur.fetchone()[0])
                 raise CheckpointNotFoundError(
                     f"{self.target} session {self._session!r}: checkpoint {checkpoint_id} does "
-                    f"not exist (the session has {count} checkpoints, ids from 0); pick an "
-                    "existing id"
+                    f"not exist (the session has {int(counted[0][0])} checkpoints, ids from 0); "
+                    "pick an existing id"
                 )
-            cut = int(row[0])
-            cur.execute(
+            cut = int(rows[0][0])
+            yield Sql(
                 self._sql(
                     "INSERT INTO {p}records (session, generation, position, checkpoint, body, rid) "
                     "SELECT session, ?, position, checkpoint, body, rid FROM {p}records "
@@ -336,85 +379,77 @@ class SqlStore:
                 ),
                 (generation + 1, self._session, generation, cut),
             )
-            self._new_generation(cur, generation + 1)
+            yield from self._new_generation(generation + 1)
             return Head(generation + 1, cut, epoch=epoch)
 
-        self._head = self._write(run)
+        self._head = yield from self._write(run)
         return self._head
 
-    def clear(self) -> None:
-        def run(cur: Cursor) -> Head:
-            generation, epoch = self._locked_generation(cur)
-            self._new_generation(cur, generation + 1)
+    def _clear(self) -> Flow[None]:
+        def run() -> Flow[Head]:
+            generation, epoch = yield from self._locked_generation()
+            yield from self._new_generation(generation + 1)
             return Head(generation + 1, 0, epoch=epoch)
 
-        self._head = self._write(run)
+        self._head = yield from self._write(run)
 
-    def _new_generation(self, cur: Cursor, generation: int) -> None:
-        cur.execute(
+    def _new_generation(self, generation: int) -> Flow[None]:
+        yield Sql(
             self._sql("UPDATE {p}sessions SET generation = ?, updated_at = ? WHERE session = ?"),
             (generation, time.time(), self._session),
         )
 
-    def load(self, start: int = 0) -> Batch:
-        def run(cur: Cursor) -> tuple[Head, list[Any]]:
-            cur.execute(
+    def _load(self, start: int = 0) -> Flow[Batch]:
+        def run() -> Flow[tuple[Head, list[Any]]]:
+            found = yield Sql(
                 self._sql(
                     "SELECT generation, epoch FROM {p}sessions WHERE session = ?"
                     + self.share_clause
                 ),
                 (self._session,),
             )
-            row = cur.fetchone()
-            generation = int(row[0]) if row is not None else 0
-            epoch = str(row[1] or "") if row is not None else ""
-            cur.execute(
+            generation = int(found[0][0]) if found else 0
+            epoch = str(found[0][1] or "") if found else ""
+            rows = yield Sql(
                 self._sql(
                     "SELECT position, body FROM {p}records WHERE session = ? AND generation = ? "
                     "AND position >= ? ORDER BY position"
                 ),
                 (self._session, generation, max(0, int(start))),
             )
-            rows = cur.fetchall()
-            end = self._next_position(cur, generation)
+            # The rows are every position from ``start`` up, in order: the last one read is the
+            # highest (MAX(position)); only an empty read asks for the end.
+            end = int(rows[-1][0]) + 1 if rows else (yield from self._next_position(generation))
             # No row yet: the first write creates it with a new epoch, which this view must not
             # match (a stale blind view would otherwise equal a rebuilt session).
             return Head(generation, end, epoch=epoch), rows
 
-        self._head, rows = self._read(run)
+        self._head, rows = yield from self._read(run)
         return Batch(self._head, [(int(pos), _line(body)) for pos, body in rows])
 
-    def load_after(self, head: Head) -> Batch | None:
-        batch = self.load(head.position)
+    def _load_after(self, head: Head) -> Flow[Batch | None]:
+        batch = yield from self._load(head.position)
         return batch if extends(batch.head, head) else None
 
-    def sessions(self) -> list[str]:
-        def run(cur: Cursor) -> list[str]:
-            cur.execute(self._sql("SELECT session FROM {p}sessions ORDER BY session"))
-            return [str(row[0]) for row in cur.fetchall()]
+    def _sessions(self) -> Flow[list[str]]:
+        def run() -> Flow[list[str]]:
+            rows = yield Sql(self._sql("SELECT session FROM {p}sessions ORDER BY session"))
+            return [str(row[0]) for row in rows]
 
-        return self._read(run)
+        return (yield from self._read(run))
 
-    def generations(self) -> list[int]:
-        """Every generation that holds records (old ones are kept by revert and clear)."""
-
-        def run(cur: Cursor) -> list[int]:
-            cur.execute(
+    def _generations(self) -> Flow[list[int]]:
+        def run() -> Flow[list[int]]:
+            rows = yield Sql(
                 self._sql(
                     "SELECT DISTINCT generation FROM {p}records WHERE session = ? "
                     "ORDER BY generation"
                 ),
                 (self._session,),
             )
-            return [int(row[0]) for row in cur.fetchall()]
+            return [int(row[0]) for row in rows]
 
-        return self._read(run)
-
-    def __enter__(self) -> SqlStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        return (yield from self._read(run))
 
 
 def _line(body: str | bytes) -> bytes:

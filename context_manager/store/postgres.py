@@ -19,6 +19,11 @@ they save little for these short statements (measured in ``docs/guide/stores.md`
 
 The URL is checked (``_urls.postgres_url``) before libpq sees it and every error text is built
 without the password: libpq quotes malformed URLs, password included, in its own errors.
+
+What the sync :class:`PostgresStore` and the async ``postgres_async.AsyncPostgresStore`` share
+lives here once: the dialect (:class:`PgDialect`: placeholders, row locks, the table check, the
+redaction of errors) and the connection pool's rules (:class:`PoolRules`, as flows whose steps
+are "connect" and "close this connection"). The SQL itself is ``_sql.py``'s.
 """
 
 from __future__ import annotations
@@ -26,21 +31,22 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigurationError, ContextManagerError, StoreError
-from ._sql import ConnectionLost, Cursor, SqlStore
+from ..errors import ConfigurationError, StoreError
+from ._drive import Flow, drive
+from ._sql import Sql, SqlFlows
+from ._sqldb import SqlStore
 from ._urls import postgres_url
 from .protocol import DEFAULT_SESSION
 
-__all__ = ["ConnectionPool", "PostgresStore"]
+__all__ = ["ConnectionPool", "PgDialect", "PoolRules", "PostgresStore"]
 
 _DDL_LOCK = 0x636D5F7374  # any constant: serializes CREATE TABLE among workers
 
 
-def _psycopg() -> Any:
+def psycopg_module() -> Any:
     try:
         import psycopg
     except ImportError as exc:
@@ -50,7 +56,7 @@ def _psycopg() -> Any:
     return psycopg
 
 
-def _checked_connect_options(connect_timeout: object, prepare: object) -> tuple[int, int | None]:
+def checked_connect_options(connect_timeout: object, prepare: object) -> tuple[int, int | None]:
     if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, (int, float)):
         raise ConfigurationError(f"connect_timeout must be seconds, got {connect_timeout!r}")
     if not 0 < connect_timeout < math.inf:
@@ -63,13 +69,47 @@ def _checked_connect_options(connect_timeout: object, prepare: object) -> tuple[
     return max(1, int(connect_timeout)), (5 if prepare else None)
 
 
-class ConnectionPool:
+def connect_options(timeout: int, prepare_threshold: int | None) -> dict[str, Any]:
+    """psycopg's ``connect`` keywords (sync and async alike)."""
+    return {"autocommit": True, "connect_timeout": timeout, "prepare_threshold": prepare_threshold}
+
+
+def connect_error(url_info: Any, exc: BaseException) -> StoreError:
+    """A failed connect as a typed error naming the target and keeping libpq's reason, without
+    the password; raise it ``from url_info.cause(exc)`` (not libpq's exception if that would
+    print the password)."""
+    reason = url_info.redact(" ".join(str(exc).split()))
+    return StoreError(f"{url_info.display}: cannot connect to PostgreSQL: {reason}")
+
+
+def reusable(conn: Any) -> bool:
+    """Open, not broken and outside any transaction (a cancelled or failed one left it)."""
+    idle = psycopg_module().pq.TransactionStatus.IDLE
+    return not (conn.broken or conn.closed) and conn.info.transaction_status == idle
+
+
+class Connect:
+    """Pool step: open a new connection."""
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """Pool step: close ``conn`` (its failure is ignored)."""
+
+    conn: Any
+
+
+CONNECT = Connect()
+
+
+class PoolRules:
     """Connections to one PostgreSQL URL, reused by the session stores of one process.
 
-    A per-request session borrows a connection (:meth:`acquire`) and gives it back on close
-    (:meth:`release`), so a request pays no connect (a TCP and auth round trip or three) and no
+    A per-request session borrows a connection (``acquire``) and gives it back on close
+    (``release``), so a request pays no connect (a TCP and auth round trip or three) and no
     table check. Idle connections are kept up to ``max_idle``; a broken one, or one left inside
-    a transaction, is closed instead of reused. Made by :func:`~context_manager.store.connect`.
+    a transaction, is closed instead of reused. The rules as flows; the sync
+    :class:`ConnectionPool` and the async one perform their steps.
     """
 
     def __init__(
@@ -82,12 +122,12 @@ class ConnectionPool:
     ) -> None:
         self._url_info = postgres_url(url)
         self._url = url
-        self._timeout, self._prepare_threshold = _checked_connect_options(connect_timeout, prepare)
+        self._timeout, self._prepare_threshold = checked_connect_options(connect_timeout, prepare)
         if isinstance(max_idle, bool) or not isinstance(max_idle, int) or max_idle < 0:
             raise ConfigurationError(f"max_idle must be an integer >= 0, got {max_idle!r}")
         self._max_idle = max_idle
         self._idle: list[Any] = []
-        self._guard = threading.Lock()
+        self._guard = threading.Lock()  # held for bookkeeping only, never across a step
         self._closed = False
         #: Table prefixes already created or found (a table check per pool, not per request).
         self.ready: set[str] = set()
@@ -96,7 +136,7 @@ class ConnectionPool:
     def target(self) -> str:
         return self._url_info.display
 
-    def acquire(self) -> Any:
+    def _acquire(self) -> Flow[Any]:
         with self._guard:
             if self._closed:
                 raise StoreError(f"{self.target}: the connection pool is closed")
@@ -104,49 +144,53 @@ class ConnectionPool:
                 conn = self._idle.pop()
                 if not (conn.broken or conn.closed):
                     return conn
-        return _connect(self._url, self._url_info, self._timeout, self._prepare_threshold)
+        return (yield CONNECT)
 
-    def release(self, conn: Any) -> None:
-        psycopg = _psycopg()
-        reusable = not (conn.broken or conn.closed) and (
-            conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        )
+    def _release(self, conn: Any) -> Flow[None]:
+        keep = reusable(conn)
         with self._guard:
-            if reusable and not self._closed and len(self._idle) < self._max_idle:
+            if keep and not self._closed and len(self._idle) < self._max_idle:
                 self._idle.append(conn)
                 return
-        with contextlib.suppress(Exception):
-            conn.close()
+        yield Close(conn)
 
-    def close(self) -> None:
+    def _close(self) -> Flow[None]:
         with self._guard:
             self._closed = True
             idle, self._idle = self._idle, []
         for conn in idle:
+            yield Close(conn)
+
+
+class ConnectionPool(PoolRules):
+    """:class:`PoolRules` on psycopg's sync connections (made by
+    :func:`~context_manager.store.connect`)."""
+
+    def _perform(self, step: Connect | Close) -> Any:
+        if isinstance(step, Close):
             with contextlib.suppress(Exception):
-                conn.close()
+                step.conn.close()
+            return None
+        psycopg = psycopg_module()
+        try:
+            return psycopg.connect(
+                self._url, **connect_options(self._timeout, self._prepare_threshold)
+            )
+        except psycopg.Error as exc:
+            raise connect_error(self._url_info, exc) from self._url_info.cause(exc)
+
+    def acquire(self) -> Any:
+        return drive(self._acquire(), self._perform)
+
+    def release(self, conn: Any) -> None:
+        drive(self._release(conn), self._perform)
+
+    def close(self) -> None:
+        drive(self._close(), self._perform)
 
 
-def _connect(url: str, url_info: Any, timeout: int, prepare_threshold: int | None) -> Any:
-    """A new connection; its error names the target and keeps libpq's reason, without the
-    password (and without chaining libpq's exception if that would print it)."""
-    psycopg = _psycopg()
-    try:
-        return psycopg.connect(
-            url,
-            autocommit=True,
-            connect_timeout=timeout,
-            prepare_threshold=prepare_threshold,
-        )
-    except psycopg.Error as exc:
-        reason = url_info.redact(" ".join(str(exc).split()))
-        raise StoreError(
-            f"{url_info.display}: cannot connect to PostgreSQL: {reason}"
-        ) from url_info.cause(exc)
-
-
-class PostgresStore(SqlStore):
-    """One session in a PostgreSQL database."""
+class PgDialect(SqlFlows):
+    """PostgreSQL's side of the SQL flows, shared by the sync and the async store."""
 
     placeholder = "%s"
     lock_clause = " FOR UPDATE"
@@ -155,6 +199,47 @@ class PostgresStore(SqlStore):
         "SELECT column_name FROM information_schema.columns "
         "WHERE table_schema = current_schema() AND table_name = %s"
     )
+    begin_write = "BEGIN"
+    begin_read = "BEGIN"
+    dialect = "PostgreSQL"
+
+    _url_info: Any
+
+    @property
+    def target(self) -> str:
+        """The URL without its password or query: ``postgresql://user@host:port/dbname``."""
+        return str(self._url_info.display)
+
+    def _reason(self, error: BaseException) -> str:
+        return str(self._url_info.redact(str(error).strip()))
+
+    def _cause(self, error: BaseException) -> BaseException | None:
+        return self._url_info.cause(error)  # type: ignore[no-any-return]
+
+    def _create_tables(self) -> Flow[None]:
+        """Create the tables if they do not exist (idempotent, safe from several workers).
+
+        A per-request open usually finds them: one catalog lookup of the index made last
+        answers that without the DDL lock, which would otherwise make every open in the
+        cluster wait for every other.
+        """
+
+        def probe() -> Flow[bool]:
+            rows = yield Sql("SELECT to_regclass(%s)", (f"{self.prefix}records_rid",))
+            return rows[0][0] is not None
+
+        if (yield from self._transaction(probe, write=False)):
+            return
+
+        def create() -> Flow[None]:
+            yield Sql("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+            yield from self._create_schema()
+
+        yield from self._transaction(create, write=True)
+
+
+class PostgresStore(PgDialect, SqlStore):
+    """One session in a PostgreSQL database."""
 
     def __init__(
         self,
@@ -168,12 +253,11 @@ class PostgresStore(SqlStore):
         pool: ConnectionPool | None = None,
     ) -> None:
         super().__init__(session, prefix=prefix)
-        self._connect_timeout, self._prepare_threshold = _checked_connect_options(
+        self._connect_timeout, self._prepare_threshold = checked_connect_options(
             connect_timeout, prepare
         )
         self._url_info = postgres_url(url)  # ConfigurationError, never quoting the URL
-        psycopg = _psycopg()
-        self._error: type[Exception] = psycopg.Error
+        self._error = psycopg_module().Error
         self._url = url
         self._lock = threading.RLock()
         self._pool = pool
@@ -187,31 +271,24 @@ class PostgresStore(SqlStore):
             if pool is not None:
                 pool.ready.add(prefix)
 
-    @property
-    def target(self) -> str:
-        """The URL without its password or query: ``postgresql://user@host:port/dbname``."""
-        return self._url_info.display
-
     def create_tables(self) -> None:
-        """Create the tables if they do not exist (idempotent, safe from several workers).
-
-        A per-request open usually finds them: one catalog lookup of the index made last
-        answers that without the DDL lock, which would otherwise make every open in the
-        cluster wait for every other.
-        """
-        with self._transaction(write=False) as cur:
-            cur.execute("SELECT to_regclass(%s)", (f"{self.prefix}records_rid",))
-            if cur.fetchone()[0] is not None:
-                return
-        with self._transaction(write=True) as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
-            self.create_schema(cur)
+        """Create the tables if they do not exist (idempotent, safe from several workers)."""
+        self._run(self._create_tables())
 
     def _open_connection(self) -> Any:
         """A connection: borrowed from the pool when there is one, else a new one."""
         if self._pool is not None:
             return self._pool.acquire()
-        return _connect(self._url, self._url_info, self._connect_timeout, self._prepare_threshold)
+        psycopg = psycopg_module()
+        try:
+            return psycopg.connect(
+                self._url, **connect_options(self._connect_timeout, self._prepare_threshold)
+            )
+        except psycopg.Error as exc:
+            raise connect_error(self._url_info, exc) from self._url_info.cause(exc)
+
+    def _is_lost(self) -> bool:
+        return bool(self._conn.broken or self._conn.closed)
 
     def _reconnect(self) -> None:
         """A new connection after the old one broke (the server restarted, a proxy or pooler
@@ -220,25 +297,6 @@ class PostgresStore(SqlStore):
             with contextlib.suppress(Exception):
                 self._conn.close()
             self._conn = self._open_connection()
-
-    @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Cursor]:
-        with self._lock:
-            try:
-                with self._conn.transaction(), self._conn.cursor() as cur:
-                    yield cur
-            except ContextManagerError:
-                raise
-            except self._error as exc:
-                if self._conn.broken or self._conn.closed:
-                    # COMMIT may have reached the server before the reply was lost.
-                    raise ConnectionLost(
-                        f"{self.target}: the connection to PostgreSQL was lost"
-                    ) from None
-                raise StoreError(
-                    f"{self.target} session {self.session!r}: PostgreSQL failed: "
-                    f"{self._url_info.redact(str(exc).strip())}; nothing was changed"
-                ) from self._url_info.cause(exc)
 
     def close(self) -> None:
         """Close the connection, or give it back to the pool it was borrowed from."""

@@ -36,7 +36,15 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
 
-__all__ = ["DEFAULT_SESSION", "Batch", "Head", "Store", "check_session_id", "extends"]
+__all__ = [
+    "DEFAULT_SESSION",
+    "AsyncStore",
+    "Batch",
+    "Head",
+    "Store",
+    "check_session_id",
+    "extends",
+]
 
 #: The session a database target uses when ``session=`` is not given.
 DEFAULT_SESSION = "default"
@@ -155,3 +163,31 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class AsyncStore(Protocol):
+    """:class:`Store` for asyncio: the same operations, with the same meaning, awaited.
+
+    Made by :func:`~context_manager.store.aconnect` (``await handle.session(id)``): Redis on
+    ``redis.asyncio``, PostgreSQL on psycopg's ``AsyncConnection`` (both drive the sync
+    backend's flows, ``_drive.py``), SQLite and JSONL as the sync store run in a worker thread.
+    """
+
+    @property
+    def session(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def head(self) -> Head | None: ...
+
+    async def load(self, start: int = 0) -> Batch: ...
+    async def load_after(self, head: Head) -> Batch | None: ...
+    async def append(
+        self, records: Sequence[Mapping[str, Any]], *, durable: bool = False
+    ) -> list[int]: ...
+    async def checkpoint(self) -> int: ...
+    async def revert_to(self, checkpoint_id: int) -> object: ...
+    async def clear(self) -> None: ...
+    async def sessions(self) -> list[str]: ...
+    async def aclose(self) -> None: ...

@@ -16,6 +16,11 @@ seconds after its last write (old generations too); an expired session disappear
 :meth:`RedisStore.sessions`. Durability is the server's: with ``appendonly yes`` and
 ``appendfsync always`` an acknowledged record survives a server crash; a killed *worker* never
 loses an acknowledged record (the script ran before the reply).
+
+Every operation is written once as a flow (``_drive.py``) over four kinds of step (a script
+call, a command, a pipeline of ``EXISTS``, a key scan); :class:`RedisStore` performs them on
+redis-py's sync client and ``redis_async.AsyncRedisStore`` on ``redis.asyncio``, so the checks,
+the reconnect-once rule and the typed errors are the same code. The scripts are ``_redis_lua.py``.
 """
 
 from __future__ import annotations
@@ -24,9 +29,9 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ..errors import (
     CheckpointNotFoundError,
@@ -35,143 +40,15 @@ from ..errors import (
     StoreError,
     StoreOutcomeUnknownError,
 )
+from . import _redis_lua
+from ._drive import Failed, Flow, drive
 from ._urls import redis_url
 from .protocol import DEFAULT_SESSION, Batch, Head, check_session_id, extends
 from .records import CHECKPOINT, dump_record, record_id
 
-__all__ = ["RedisStore", "make_client"]
+__all__ = ["RedisFlows", "RedisStore", "make_client"]
 
-# Each script is declared with one key, ``<prefix>{<session>}:gen`` (KEYS[1]), and touches only
-# keys with the session's hash tag, so on Redis Cluster it runs on the node that owns the
-# session's slot; the sessions index (another slot) is written apart (:meth:`_indexed`).
-# ARGV[1] is the key prefix ``<prefix>{<session>}:``; ARGV[2] and ARGV[3] are not read.
-# Every script reads the session's epoch: a random value drawn when the session's keys are
-# created (ARGV new_epoch), so a session that expired (ttl) and was rebuilt to the same
-# generation and position has another one and a stale writer's view cannot match it again (ABA).
-# A view read while the session did not exist (epoch '') matches it only while it is still empty.
-
-# ARGV: base, index, session, expect_gen ('' = blind), expect_pos, ttl, now, mode,
-# expect_epoch, new_epoch, first record id ('' = none), then (body, checkpoint id or '') pairs.
-# Returns {status, generation, next position, checkpoint id, epoch}: status 1 written, 0 stale
-# view (nothing written), 2 the first id is already stored (a retry: nothing written).
-_APPEND = """
-local base = ARGV[1]
-local gen = tonumber(redis.call('GET', base .. 'gen') or '0')
-local epoch = redis.call('GET', base .. 'epoch')
-local list = base .. 'g:' .. gen
-local ck = base .. 'ck:' .. gen
-local ids = base .. 'id:' .. gen
-local len = redis.call('LLEN', list)
-local count = (#ARGV - 11) / 2
-if ARGV[11] ~= '' then
-  local at = redis.call('HGET', ids, ARGV[11])
-  if at then return {2, gen, tonumber(at) + count, -1, epoch or ''} end
-end
-if ARGV[4] ~= '' then
-  local same = tonumber(ARGV[4]) == gen and tonumber(ARGV[5]) == len
-  if ARGV[9] ~= (epoch or '') and not (ARGV[9] == '' and gen == 0 and len == 0) then
-    same = false
-  end
-  if not same then return {0, gen, len, -1, epoch or ''} end
-end
-if not epoch then epoch = ARGV[10] end
-local pos = len
-local made = -1
-if ARGV[8] == 'checkpoint' then
-  made = tonumber(redis.call('HGET', ck, 'next') or '0')
-  redis.call('RPUSH', list, '{"role": "_checkpoint", "id": ' .. made .. '}')
-  redis.call('HSET', ck, tostring(made), pos, 'next', made + 1)
-  pos = pos + 1
-else
-  if ARGV[11] ~= '' then redis.call('HSET', ids, ARGV[11], pos) end
-  local bodies = {}
-  for i = 12, #ARGV, 2 do
-    bodies[#bodies + 1] = ARGV[i]
-    if ARGV[i + 1] ~= '' then
-      local id = tonumber(ARGV[i + 1])
-      redis.call('HSET', ck, ARGV[i + 1], pos)
-      if id + 1 > tonumber(redis.call('HGET', ck, 'next') or '0') then
-        redis.call('HSET', ck, 'next', id + 1)
-      end
-    end
-    pos = pos + 1
-  end
-  for j = 1, #bodies, 1000 do
-    redis.call('RPUSH', list, unpack(bodies, j, math.min(j + 999, #bodies)))
-  end
-end
-redis.call('SET', base .. 'gen', gen)
-redis.call('SET', base .. 'epoch', epoch)
-local ttl = tonumber(ARGV[6])
-if ttl > 0 then
-  for _, key in ipairs({base .. 'gen', base .. 'epoch', list, ck, ids}) do
-    if redis.call('EXISTS', key) == 1 then redis.call('EXPIRE', key, ttl) end
-  end
-end
-return {1, gen, pos, made, epoch}
-"""
-
-# ARGV: base, index, session, checkpoint id ('' = clear), ttl, now, new_epoch.
-# Returns {ok, new generation, next position, checkpoints in the old generation, epoch}.
-_ROTATE = """
-local base = ARGV[1]
-local gen = tonumber(redis.call('GET', base .. 'gen') or '0')
-local epoch = redis.call('GET', base .. 'epoch') or ARGV[7]
-local list = base .. 'g:' .. gen
-local ck = base .. 'ck:' .. gen
-local ids = base .. 'id:' .. gen
-local ng = gen + 1
-local nlist = base .. 'g:' .. ng
-local nck = base .. 'ck:' .. ng
-local nids = base .. 'id:' .. ng
-local cut = 0
-if ARGV[4] ~= '' then
-  local found = redis.call('HGET', ck, ARGV[4])
-  if not found then
-    return {0, gen, 0, tonumber(redis.call('HGET', ck, 'next') or '0'), epoch}
-  end
-  cut = tonumber(found)
-  local i = 0
-  while i < cut do
-    local items = redis.call('LRANGE', list, i, math.min(i + 999, cut - 1))
-    redis.call('RPUSH', nlist, unpack(items))
-    i = i + 1000
-  end
-  local all = redis.call('HGETALL', ck)
-  for k = 1, #all, 2 do
-    if all[k] ~= 'next' and tonumber(all[k + 1]) < cut then
-      redis.call('HSET', nck, all[k], all[k + 1])
-    end
-  end
-  redis.call('HSET', nck, 'next', ARGV[4])
-  local known = redis.call('HGETALL', ids)
-  for k = 1, #known, 2 do
-    if tonumber(known[k + 1]) < cut then redis.call('HSET', nids, known[k], known[k + 1]) end
-  end
-end
-redis.call('SET', base .. 'gen', ng)
-redis.call('SET', base .. 'epoch', epoch)
-local ttl = tonumber(ARGV[5])
-if ttl > 0 then
-  for _, key in ipairs({base .. 'gen', base .. 'epoch', nlist, nck, nids, list, ck, ids}) do
-    if redis.call('EXISTS', key) == 1 then redis.call('EXPIRE', key, ttl) end
-  end
-end
-return {1, ng, cut, 0, epoch}
-"""
-
-# ARGV: base, start. Returns {generation, length, epoch, lines...}.
-_LOAD = """
-local base = ARGV[1]
-local gen = tonumber(redis.call('GET', base .. 'gen') or '0')
-local list = base .. 'g:' .. gen
-local out = {gen, redis.call('LLEN', list), redis.call('GET', base .. 'epoch') or ''}
-for _, item in ipairs(redis.call('LRANGE', list, tonumber(ARGV[2]), -1)) do
-  out[#out + 1] = item
-end
-return out
-"""
-
+_T = TypeVar("_T")
 
 logger = logging.getLogger("context_manager.store")
 
@@ -181,12 +58,44 @@ logger = logging.getLogger("context_manager.store")
 _CHECKED: set[str] = set()
 _CHECKED_LOCK = threading.Lock()
 
+_SCRIPTS = {"append": _redis_lua.APPEND, "rotate": _redis_lua.ROTATE, "load": _redis_lua.LOAD}
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """Run the script ``name`` (``_SCRIPTS``) with the session's key and ``args``."""
+
+    name: str
+    args: list[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """Call the client's command method ``name`` with ``args``."""
+
+    name: str
+    args: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Exists:
+    """``EXISTS`` for each key in one pipeline; the replies in order."""
+
+    keys: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """Every key matching ``match`` (``SCAN``), as a list."""
+
+    match: str
+
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _redis() -> Any:
+def redis_module() -> Any:
     try:
         import redis
     except ImportError as exc:
@@ -196,13 +105,19 @@ def _redis() -> Any:
     return redis
 
 
-def make_client(url: str, *, cluster: bool = False) -> Any:
-    """A redis-py client for ``url`` (``RedisCluster`` with ``cluster=True``), with typed
-    errors that never show the URL's password. One per process is enough: it pools its
-    connections and is thread-safe (:func:`~context_manager.store.connect` shares one)."""
+def make_client(url: str, *, cluster: bool = False, asyncio: bool = False) -> Any:
+    """A redis-py client for ``url`` (``RedisCluster`` with ``cluster=True``; the
+    ``redis.asyncio`` one with ``asyncio=True``), with typed errors that never show the URL's
+    password. One per process is enough: it pools its connections
+    (:func:`~context_manager.store.connect` shares one)."""
     info = redis_url(url)
-    redis = _redis()
+    redis = redis_module()
     try:
+        if asyncio:
+            import redis.asyncio as aredis
+            from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+
+            return AsyncRedisCluster.from_url(url) if cluster else aredis.Redis.from_url(url)
         if cluster:
             from redis.cluster import RedisCluster
 
@@ -218,8 +133,8 @@ def make_client(url: str, *, cluster: bool = False) -> Any:
         ) from info.cause(exc)
 
 
-class RedisStore:
-    """One session in Redis."""
+class RedisFlows:
+    """One session in Redis, as flows; a subclass holds the client and performs the steps."""
 
     def __init__(
         self,
@@ -228,8 +143,8 @@ class RedisStore:
         *,
         prefix: str = "cm:",
         ttl: int | None = None,
-        client: Any = None,
         cluster: bool = False,
+        listed: dict[str, str] | None = None,
     ) -> None:
         self._session = check_session_id(session)
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
@@ -241,7 +156,7 @@ class RedisStore:
         # Checked before redis-py sees it: a bad port, bracket or database number is a
         # ConfigurationError that does not quote the URL (redis-py's ValueError may).
         self._url_info = redis_url(url)
-        redis = _redis()
+        redis = redis_module()
         # RedisClusterException (no slot covers a key, no node reachable) is not a RedisError.
         self._error: tuple[type[Exception], ...] = (
             redis.RedisError,
@@ -254,20 +169,22 @@ class RedisStore:
         self._base = f"{prefix}{{{self._session}}}:"
         self._index = f"{prefix}sessions"
         self._head: Head | None = None
-        self._lock = threading.RLock()
         self._persistence_checked = False
         self._listed = False
+        # A handle's record of the sessions its stores listed (session -> epoch), so a
+        # per-request store does not list its session again (see _indexed).
+        self._listed_by_handle = listed
         self._keys = [f"{self._base}gen"]
-        if client is not None:  # the caller's (or a StoreHandle's): this store never closes it
-            self._client = client
-        else:
-            self._client = make_client(url, cluster=cluster)
-        self._owns_client = client is None
+        self._scripts: dict[str, Any] = {}
+
+    def _use(self, client: Any, owned: bool) -> None:
+        """Register the scripts on ``client`` (sync or async; no round trip)."""
+        self._client = client
+        self._owns_client = owned
+        refused: tuple[type[Exception], ...] = (ValueError, *self._error)
         try:
-            self._append = self._client.register_script(_APPEND)
-            self._rotate = self._client.register_script(_ROTATE)
-            self._load = self._client.register_script(_LOAD)
-        except (ValueError, *self._error) as exc:
+            self._scripts = {name: client.register_script(lua) for name, lua in _SCRIPTS.items()}
+        except refused as exc:
             reason = self._url_info.redact(str(exc))
             raise StoreError(
                 f"{self.target}: cannot use Redis: {reason}"
@@ -286,34 +203,35 @@ class RedisStore:
     def head(self) -> Head | None:
         return self._head
 
-    @contextmanager
-    def _errors(self, record_ids: tuple[str, ...] | None = None) -> Iterator[None]:
-        """Typed errors; ``record_ids`` marks a write, whose outcome a broken connection leaves
-        unknown (the script may have run before the reply was lost)."""
-        with self._lock:
-            try:
-                yield
-            except self._lost as exc:
-                reason = self._url_info.redact(str(exc))
-                if record_ids is None:
-                    raise StoreError(
-                        f"{self.target} session {self._session!r}: Redis is unreachable: {reason}"
-                    ) from None
-                raise StoreOutcomeUnknownError(
-                    f"{self.target} session {self._session!r}: the connection to Redis broke "
-                    f"while a write was in flight ({reason}); it may have been applied. Reload "
-                    "the session; its records carry ids, so sending the same write again cannot "
-                    "store it twice",
-                    record_ids=record_ids,
-                ) from None
-            except self._error as exc:
-                reason = self._url_info.redact(str(exc))
+    def _failure(self, exc: BaseException) -> Failed:
+        """What a performer raises for a client error."""
+        return Failed(exc, lost=isinstance(exc, self._lost))
+
+    def _call(self, step: Any, record_ids: tuple[str, ...] | None = None) -> Flow[Any]:
+        """Perform ``step`` with typed errors; ``record_ids`` marks a write, whose outcome a
+        broken connection leaves unknown (the script may have run before the reply was lost)."""
+        try:
+            return (yield step)
+        except Failed as failed:
+            reason = self._url_info.redact(str(failed.error))
+            if not failed.lost:
                 raise StoreError(
                     f"{self.target} session {self._session!r}: Redis failed: {reason}; nothing "
                     "was changed"
                 ) from None
+            if record_ids is None:
+                raise StoreError(
+                    f"{self.target} session {self._session!r}: Redis is unreachable: {reason}"
+                ) from None
+            raise StoreOutcomeUnknownError(
+                f"{self.target} session {self._session!r}: the connection to Redis broke "
+                f"while a write was in flight ({reason}); it may have been applied. Reload "
+                "the session; its records carry ids, so sending the same write again cannot "
+                "store it twice",
+                record_ids=record_ids,
+            ) from None
 
-    def _check_persistence(self) -> None:
+    def _check_persistence(self) -> Flow[None]:
         """Log one warning per server when it would lose acknowledged records on a restart.
 
         Without ``appendonly yes`` a restarted Redis comes back with its last RDB snapshot (or
@@ -327,9 +245,9 @@ class RedisStore:
                 return
             _CHECKED.add(self.target)
         try:
-            config = self._client.config_get("appendonly")
-            snapshots = self._client.config_get("save")
-        except self._error:
+            config = yield Command("config_get", ("appendonly",))
+            snapshots = yield Command("config_get", ("save",))
+        except Failed:
             return
         appendonly = _text(config.get("appendonly", config.get(b"appendonly", "")))
         if appendonly == "yes":
@@ -345,9 +263,9 @@ class RedisStore:
 
     def _run_append(
         self, mode: str, pairs: list[str], rids: tuple[str, ...] = ()
-    ) -> tuple[int, int, int]:
+    ) -> Flow[tuple[int, int, int]]:
         if not self._persistence_checked:
-            self._check_persistence()
+            yield from self._check_persistence()
         view = self._head
         args: list[Any] = [
             self._base,
@@ -363,17 +281,16 @@ class RedisStore:
             rids[0] if rids else "",
             *pairs,
         ]
+        step = Script("append", args)
         try:
-            with self._errors(rids):
-                status, generation, position, made, epoch = self._append(self._keys, args)
+            status, generation, position, made, epoch = yield from self._call(step, rids)
         except StoreOutcomeUnknownError:
             if not rids:
                 raise
             # The script may have run; its records carry ids, so running it again is safe: it
             # finds the first id and writes nothing (the client reconnects on its own).
-            with self._errors(rids):
-                status, generation, position, made, epoch = self._append(self._keys, args)
-        epoch = epoch.decode() if isinstance(epoch, bytes) else str(epoch)
+            status, generation, position, made, epoch = yield from self._call(step, rids)
+        epoch = _text(epoch)
         if not status:
             assert view is not None
             raise StoreConflictError(
@@ -383,10 +300,10 @@ class RedisStore:
                 "nothing was written: reload the session and retry"
             )
         self._head = Head(int(generation), int(position), epoch=epoch)
-        self._indexed()
+        yield from self._indexed()
         return int(generation), int(position), int(made)
 
-    def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
+    def _append(self, records: Sequence[Mapping[str, Any]]) -> Flow[list[int]]:
         pairs: list[str] = []
         rids: list[str] = []
         for record in records:
@@ -399,28 +316,33 @@ class RedisStore:
         # The script indexes a batch by its first record's id (records of a batch are
         # contiguous), which is what a retry of the same batch looks up.
         first = record_id(records[0]) if records else None
-        _, end, _ = self._run_append("append", pairs, tuple(rids) if first else ())
+        _, end, _ = yield from self._run_append("append", pairs, tuple(rids) if first else ())
         return list(range(end - len(records), end))
 
-    def checkpoint(self) -> int:
-        return self._run_append("checkpoint", [])[2]
+    def _checkpoint(self) -> Flow[int]:
+        return (yield from self._run_append("checkpoint", []))[2]
 
-    def _indexed(self) -> None:
+    def _indexed(self) -> Flow[None]:
         """List the session in ``<prefix>sessions`` after this store's first write.
 
         Apart from the write scripts because the index lives in another cluster slot; once per
-        store object because its only use is listing (an expired session is dropped from it by
-        :meth:`sessions`). A failure here loses no record, so it is not an error of the write.
+        store object, and once per session and epoch for the stores of one handle, because its
+        only use is listing (an expired session is dropped from it by :meth:`sessions`). A
+        failure here loses no record, so it is not an error of the write.
         """
-        if self._listed:
-            return
+        shared = self._listed_by_handle
+        epoch = self._head.epoch if self._head is not None else ""
+        if self._listed or (shared is not None and shared.get(self._session) == epoch):
+            return  # a session rebuilt after expiring or being deleted has a new epoch
         try:
-            self._client.zadd(self._index, {self._session: time.time()})
+            yield Command("zadd", (self._index, {self._session: time.time()}))
             self._listed = True
-        except self._error as exc:
-            logger.debug("%s: sessions index not updated: %s", self.target, exc)
+            if shared is not None:
+                shared[self._session] = epoch
+        except Failed as failed:
+            logger.debug("%s: sessions index not updated: %s", self.target, failed.error)
 
-    def _run_rotate(self, checkpoint_id: int | None) -> Head:
+    def _run_rotate(self, checkpoint_id: int | None) -> Flow[Head]:
         args = [
             self._base,
             self._index,
@@ -430,65 +352,111 @@ class RedisStore:
             time.time(),
             secrets.token_hex(8),
         ]
-        with self._errors(()):
-            ok, generation, position, count, epoch = self._rotate(self._keys, args)
+        ok, generation, position, count, epoch = yield from self._call(Script("rotate", args), ())
         if not ok:
             raise CheckpointNotFoundError(
                 f"{self.target} session {self._session!r}: checkpoint {checkpoint_id} does not "
                 f"exist (the session has {count} checkpoints, ids from 0); pick an existing id"
             )
-        epoch = epoch.decode() if isinstance(epoch, bytes) else str(epoch)
-        self._head = Head(int(generation), int(position), epoch=epoch)
-        self._indexed()
+        self._head = Head(int(generation), int(position), epoch=_text(epoch))
+        yield from self._indexed()
         return self._head
 
-    def revert_to(self, checkpoint_id: int) -> Head:
-        return self._run_rotate(checkpoint_id)
-
-    def clear(self) -> None:
-        self._run_rotate(None)
-
-    def load(self, start: int = 0) -> Batch:
-        with self._errors():
-            reply = self._load(self._keys, [self._base, max(0, int(start))])
-        epoch = reply[2].decode() if isinstance(reply[2], bytes) else str(reply[2])
-        self._head = Head(int(reply[0]), int(reply[1]), epoch=epoch)
+    def _load(self, start: int = 0) -> Flow[Batch]:
+        reply = yield from self._call(Script("load", [self._base, max(0, int(start))]))
+        self._head = Head(int(reply[0]), int(reply[1]), epoch=_text(reply[2]))
         first = self._head.position - (len(reply) - 3)
         return Batch(
             self._head,
             [(first + i, bytes(line) + b"\n") for i, line in enumerate(reply[3:])],
         )
 
-    def load_after(self, head: Head) -> Batch | None:
-        batch = self.load(head.position)
+    def _load_after(self, head: Head) -> Flow[Batch | None]:
+        batch = yield from self._load(head.position)
         return batch if extends(batch.head, head) else None
 
-    def sessions(self) -> list[str]:
-        with self._errors():
-            names = [
-                n.decode() if isinstance(n, bytes) else n
-                for n in self._client.zrange(self._index, 0, -1)
-            ]
-            pipe = self._client.pipeline(transaction=False)
-            for name in names:
-                pipe.exists(f"{self.prefix}{{{name}}}:gen")
-            alive = pipe.execute()
-            gone = [name for name, ok in zip(names, alive, strict=True) if not ok]
-            if gone:  # expired (TTL): drop from the index
-                self._client.zrem(self._index, *gone)
+    def _sessions(self) -> Flow[list[str]]:
+        names = [_text(n) for n in (yield from self._call(Command("zrange", (self._index, 0, -1))))]
+        alive = yield from self._call(Exists([f"{self.prefix}{{{name}}}:gen" for name in names]))
+        gone = [name for name, ok in zip(names, alive, strict=True) if not ok]
+        if gone:  # expired (TTL): drop from the index
+            yield from self._call(Command("zrem", (self._index, *gone)))
         return sorted(name for name, ok in zip(names, alive, strict=True) if ok)
+
+    def _generations(self) -> Flow[list[int]]:
+        keys = yield from self._call(Scan(f"{self._base}g:*"))
+        return sorted(int(_text(k).rsplit(":", 1)[1]) for k in keys)
+
+
+class RedisStore(RedisFlows):
+    """One session in Redis (redis-py's sync client)."""
+
+    def __init__(
+        self,
+        url: str,
+        session: str = DEFAULT_SESSION,
+        *,
+        prefix: str = "cm:",
+        ttl: int | None = None,
+        client: Any = None,
+        cluster: bool = False,
+        listed: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(url, session, prefix=prefix, ttl=ttl, cluster=cluster, listed=listed)
+        self._lock = threading.RLock()
+        # The caller's (or a StoreHandle's) client: this store never closes it.
+        owned = client is None
+        self._use(make_client(url, cluster=cluster) if owned else client, owned)
+
+    def _perform(self, step: Script | Command | Exists | Scan) -> Any:
+        client = self._client
+        try:
+            if isinstance(step, Script):
+                return self._scripts[step.name](self._keys, step.args)
+            if isinstance(step, Command):
+                return getattr(client, step.name)(*step.args)
+            if isinstance(step, Exists):
+                pipe = client.pipeline(transaction=False)
+                for key in step.keys:
+                    pipe.exists(key)
+                return pipe.execute()
+            return list(client.scan_iter(match=step.match, count=1000))
+        except self._error as exc:
+            raise self._failure(exc) from None
+
+    def _run(self, flow: Flow[_T]) -> _T:
+        with self._lock:
+            return drive(flow, self._perform)
+
+    def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
+        return self._run(self._append(records))
+
+    def checkpoint(self) -> int:
+        return self._run(self._checkpoint())
+
+    def revert_to(self, checkpoint_id: int) -> Head:
+        return self._run(self._run_rotate(checkpoint_id))
+
+    def clear(self) -> None:
+        self._run(self._run_rotate(None))
+
+    def load(self, start: int = 0) -> Batch:
+        return self._run(self._load(start))
+
+    def load_after(self, head: Head) -> Batch | None:
+        return self._run(self._load_after(head))
+
+    def sessions(self) -> list[str]:
+        return self._run(self._sessions())
 
     def generations(self) -> list[int]:
         """Every generation that still holds records (old ones are kept by revert and clear)."""
-        with self._errors():
-            keys = list(self._client.scan_iter(match=f"{self._base}g:*", count=1000))
-        return sorted(int(k.decode().rsplit(":", 1)[1]) for k in keys)
+        return self._run(self._generations())
 
     def close(self) -> None:
         """Close the client this store made; a caller's ``client=`` stays open (it is theirs)."""
         if self._owns_client:
-            with self._errors():
-                self._client.close()
+            self._run(self._call(Command("close", ())))
 
     def __enter__(self) -> RedisStore:
         return self

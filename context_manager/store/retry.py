@@ -11,14 +11,22 @@ spread out instead of colliding again in lockstep) and a cap on attempts, and ca
 reading only the records after what the worker last saw (``SessionStore.reload``), so a retry
 costs the records others wrote, not the whole session. The delays come from a
 :class:`random.Random` the caller may pass (tests pass a seeded one); nothing is global.
+
+The loop is one flow (``_drive.py``) with four steps (wait, catch up, ask whether a write
+landed, make the change): :func:`retrying` performs them on a sync journal and
+:func:`aretrying` on an async one (``MessageContextManager.aopen``), where the change runs inside
+``async with manager.store.batch():`` and the waits are ``asyncio.sleep``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import random
 import time
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ..errors import (
     ConfigurationError,
@@ -27,12 +35,78 @@ from ..errors import (
     StoreOutcomeUnknownError,
 )
 from ..host import ManagerHost
+from ._drive import Flow, adrive, drive
+from .async_session import AsyncSessionStore
 from .session import SessionStore
 
-__all__ = ["retrying"]
+__all__ = ["aretrying", "retrying"]
 
 M = TypeVar("M", bound=ManagerHost)
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class _Wait:
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Landed:
+    record_ids: tuple[str, ...]
+
+
+class _Reload:
+    pass
+
+
+class _Change:
+    pass
+
+
+_RELOAD = _Reload()
+_CHANGE = _Change()
+
+
+def _checked(
+    attempts: object, first_delay: object, max_delay: object, rng: random.Random | None
+) -> random.Random:
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        raise ConfigurationError(f"attempts must be a positive integer, got {attempts!r}")
+    for name, value in (("first_delay", first_delay), ("max_delay", max_delay)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 3600:
+            raise ConfigurationError(f"{name} must be a number of seconds in [0, 3600)")
+    return rng if rng is not None else random.Random()
+
+
+def _loop(attempts: int, first_delay: float, max_delay: float, jitter: random.Random) -> Flow[Any]:
+    pending: tuple[str, ...] | None = None  # ids of a write whose outcome is unknown
+    last: StoreError | None = None
+    for attempt in range(attempts):
+        if attempt:
+            # Full jitter: a uniform delay up to the exponential bound, so workers that
+            # collided do not collide again in lockstep.
+            yield _Wait(jitter.uniform(0, min(max_delay, first_delay * 2**attempt)))
+            try:  # catch up first: only the records after what this worker last saw
+                if pending is not None:
+                    if (yield _Landed(pending)):
+                        return None
+                    pending = None
+                else:
+                    yield _RELOAD
+            except (StoreConflictError, StoreOutcomeUnknownError) as exc:
+                last = exc
+                continue
+            except StoreError as exc:  # the server is unreachable: wait and try again
+                last = exc
+                continue
+        try:
+            return (yield _CHANGE)
+        except StoreOutcomeUnknownError as exc:
+            pending, last = exc.record_ids, exc
+        except StoreConflictError as exc:
+            last = exc
+    assert last is not None
+    raise last
 
 
 def retrying(
@@ -54,40 +128,58 @@ def retrying(
     """
     store = getattr(manager, "store", None)
     if not isinstance(store, SessionStore):
+        hint = " (an async store: use aretrying)" if isinstance(store, AsyncSessionStore) else ""
         raise ConfigurationError(
-            "retrying() needs a manager opened on a store (MessageContextManager.open)"
+            f"retrying() needs a manager opened on a store (MessageContextManager.open){hint}"
         )
-    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
-        raise ConfigurationError(f"attempts must be a positive integer, got {attempts!r}")
-    for name, value in (("first_delay", first_delay), ("max_delay", max_delay)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 3600:
-            raise ConfigurationError(f"{name} must be a number of seconds in [0, 3600)")
-    jitter = rng if rng is not None else random.Random()
-    pending: tuple[str, ...] | None = None  # ids of a write whose outcome is unknown
-    last: StoreError | None = None
-    for attempt in range(attempts):
-        if attempt:
-            # Full jitter: a uniform delay up to the exponential bound, so workers that
-            # collided do not collide again in lockstep.
-            sleep(jitter.uniform(0, min(max_delay, first_delay * 2**attempt)))
-            try:  # catch up first: only the records after what this worker last saw
-                if pending is not None:
-                    if store.landed(manager, pending):
-                        return None
-                    pending = None
-                else:
-                    store.reload(manager)
-            except (StoreConflictError, StoreOutcomeUnknownError) as exc:
-                last = exc
-                continue
-            except StoreError as exc:  # the server is unreachable: wait and try again
-                last = exc
-                continue
-        try:
-            return change(manager)
-        except StoreOutcomeUnknownError as exc:
-            pending, last = exc.record_ids, exc
-        except StoreConflictError as exc:
-            last = exc
-    assert last is not None
-    raise last
+    jitter = _checked(attempts, first_delay, max_delay, rng)
+
+    def perform(step: Any) -> Any:
+        if isinstance(step, _Wait):
+            return sleep(step.seconds)
+        if isinstance(step, _Landed):
+            return store.landed(manager, step.record_ids)
+        if step is _RELOAD:
+            return store.reload(manager)
+        return change(manager)
+
+    result: T | None = drive(_loop(attempts, first_delay, max_delay, jitter), perform)
+    return result
+
+
+async def aretrying(
+    manager: M,
+    change: Callable[[M], T | Awaitable[T]],
+    *,
+    attempts: int = 10,
+    first_delay: float = 0.005,
+    max_delay: float = 0.5,
+    rng: random.Random | None = None,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+) -> T | None:
+    """:func:`retrying` for a manager opened with ``MessageContextManager.aopen``: each try
+    runs ``change(manager)`` (awaited if it returns an awaitable) inside
+    ``async with manager.store.batch():``, so its changes are stored in one append when it
+    returns; the same rules, the same loop."""
+    store = getattr(manager, "store", None)
+    if not isinstance(store, AsyncSessionStore):
+        raise ConfigurationError(
+            "aretrying() needs a manager opened on an async store (MessageContextManager.aopen)"
+        )
+    jitter = _checked(attempts, first_delay, max_delay, rng)
+
+    async def perform(step: Any) -> Any:
+        if isinstance(step, _Wait):
+            return await sleep(step.seconds)
+        if isinstance(step, _Landed):
+            return await store.alanded(step.record_ids)
+        if step is _RELOAD:
+            return await store.areload()
+        async with store.batch():
+            result = change(manager)
+            if inspect.isawaitable(result):
+                result = await result
+        return result
+
+    result: T | None = await adrive(_loop(attempts, first_delay, max_delay, jitter), perform)
+    return result

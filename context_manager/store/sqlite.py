@@ -23,13 +23,12 @@ import numbers
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import ConfigurationError, ContextManagerError, StoreError
+from ..errors import ConfigurationError, StoreError
 from . import _files
-from ._sql import Cursor, SqlStore
+from ._drive import Flow
+from ._sqldb import SqlStore
 from .protocol import DEFAULT_SESSION
 
 __all__ = ["SqliteStore", "ThreadConnections"]
@@ -155,6 +154,7 @@ class SqliteStore(SqlStore):
     ) -> None:
         super().__init__(session, prefix=prefix)
         self.path, timeout = _checked_options(path, busy_timeout, fsync)
+        self._error = sqlite3.Error
         self._shared = connections is not None
         if connections is not None:
             self._conn, self._lock = connections.get()
@@ -164,8 +164,7 @@ class SqliteStore(SqlStore):
             self._lock = threading.RLock()  # one connection; a store object may serve threads
             self._conn = _connect(self.path, timeout, fsync)
         try:
-            with self._transaction(write=True) as cur:
-                self.create_schema(cur, bigint="INTEGER", real="REAL")
+            self._run(self._transaction(self._sqlite_schema, write=True))
         except BaseException:
             if connections is None:
                 self._conn.close()
@@ -173,35 +172,12 @@ class SqliteStore(SqlStore):
         if connections is not None:
             connections.ready.add(prefix)
 
+    def _sqlite_schema(self) -> Flow[None]:
+        return self._create_schema(bigint="INTEGER", real="REAL")
+
     @property
     def target(self) -> str:
         return f"sqlite:///{self.path}"
-
-    @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Cursor]:
-        with self._lock:
-            yield from self._locked_transaction(write)
-
-    def _locked_transaction(self, write: bool) -> Iterator[Cursor]:
-        cur = self._conn.cursor()
-        try:
-            cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield cur
-            except BaseException:
-                self._conn.rollback()
-                raise
-            cur.execute("COMMIT")
-        except ContextManagerError:
-            raise
-        except sqlite3.Error as exc:
-            if self._conn.in_transaction:
-                self._conn.rollback()
-            raise StoreError(
-                f"{self.target} session {self.session!r}: SQLite failed: {exc}; nothing was changed"
-            ) from exc
-        finally:
-            cur.close()
 
     def close(self) -> None:
         if not self._shared:

@@ -29,6 +29,8 @@ from .protocol import DEFAULT_SESSION, Store
 __all__ = ["connect", "open_log", "open_store"]
 
 _SCHEMES = ("sqlite://", "redis://", "rediss://", "postgresql://", "postgres://")
+#: The URL schemes of the database backends (anything else is a JSONL path).
+SCHEMES = _SCHEMES
 
 
 def open_store(
@@ -125,9 +127,10 @@ def connect(
         from .redis import make_client
 
         client = make_client(probe, cluster=bool(options.get("cluster", False)))
+        listed: dict[str, str] = {}  # sessions this handle's stores listed in the index
         return shared_handle(
             redis_url(probe).display,
-            lambda s: open_store(probe, session=s, client=client, **options),
+            lambda s: open_store(probe, session=s, client=client, listed=listed, **options),
             client.close,
         )
     if isinstance(probe, str) and probe.startswith(("postgresql://", "postgres://")):

@@ -66,6 +66,7 @@ def _writer(ack_fd: int, path: str, iteration: int, seed: int, tear: bool) -> No
             time.sleep(60)
 
 
+@pytest.mark.slow  # a kill loop
 def test_sigkill_mid_append_loses_no_acknowledged_record(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -142,11 +143,17 @@ def test_two_processes_appending_never_interleave(tmp_path: Path) -> None:
 
 
 def _lock_holder(ack_fd: int, path: str) -> None:
-    log = JsonlLog(path)
-    with log._lock.held():
-        os.write(ack_fd, b"locked\n")
-        time.sleep(0.3)
-        log.append_message({"role": "user", "content": "holder"})
+    """Another writer following the documented protocol (docs/guide/persistence.md): an
+    exclusive ``flock`` on the sidecar ``<log>.lock`` around its own append."""
+    import fcntl
+
+    lock = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    os.write(ack_fd, b"locked\n")
+    time.sleep(0.3)
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(json.dumps({"role": "user", "content": "holder"}) + "\n")
+    fcntl.flock(lock, fcntl.LOCK_UN)
     os.write(ack_fd, b"released\n")
 
 

@@ -258,6 +258,7 @@ def _contending_worker(backend: Backend, worker: int, count: int, out: Any) -> N
     out.put((worker, latencies))
 
 
+@pytest.mark.slow  # sixteen processes racing on every backend
 @pytest.mark.parametrize("workers", [16])
 def test_sixteen_workers_on_one_session_converge_with_retrying(
     backend: Backend, workers: int

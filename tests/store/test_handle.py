@@ -119,3 +119,51 @@ def test_connect_refuses_what_it_cannot_open(target: Any, match: str) -> None:
     with pytest.raises(ConfigurationError, match=match) as caught:
         connect(target)
     assert "hunter2" not in str(caught.value)
+
+
+def test_a_redis_handle_lists_a_session_once_and_again_once_it_was_rebuilt(
+    redis_url: str,
+) -> None:
+    """Per-request stores of one handle (sync or async) skip the sessions-index write their
+    session already had, unless the session expired or was deleted and came back."""
+    import asyncio
+    import time
+    import uuid
+
+    import redis
+
+    from context_manager.store import aconnect
+
+    probe = redis.Redis.from_url(redis_url)
+
+    def index_writes() -> int:
+        return int(probe.info("commandstats").get("cmdstat_zadd", {}).get("calls", 0))
+
+    prefix = f"t{uuid.uuid4().hex[:8]}:"
+    stores = connect(redis_url, prefix=prefix, ttl=1)
+    before = index_writes()
+    for request in range(5):
+        store = stores.session("s")
+        store.append([user(f"request {request}")])
+        store.close()
+    assert index_writes() - before == 1
+    time.sleep(2.2)  # the session expires; the index still names it until sessions() runs
+    assert stores.session("s").sessions() == []
+    store = stores.session("s")
+    store.append([user("rebuilt")])  # a new epoch: listed again
+    assert store.sessions() == ["s"]
+    stores.close()
+
+    async def scenario() -> None:
+        handle = await aconnect(redis_url, prefix=f"{prefix[:-1]}a:")
+        for request in range(5):
+            store = await handle.session("s")
+            await store.append([user(f"request {request}")])
+            await store.aclose()
+        assert await (await handle.session("s")).sessions() == ["s"]
+        await handle.aclose()
+
+    before = index_writes()
+    asyncio.run(scenario())
+    assert index_writes() - before == 1
+    probe.close()

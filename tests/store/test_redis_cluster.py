@@ -111,3 +111,41 @@ def test_a_node_restart_keeps_the_acknowledged_records_of_its_sessions(
         assert [m["content"] for m in reopened.messages] == [f"{session} {i}" for i in range(5)]
         reopened.add(user("after the restart"))
         reopened.store.close()
+
+
+def test_async_sessions_spread_over_every_node_work_end_to_end(
+    redis_cluster_nodes: RedisCluster,
+) -> None:
+    """``aconnect(..., cluster=True)``: the same scripts on ``redis.asyncio.cluster``."""
+    import asyncio
+
+    from context_manager.store import aconnect
+
+    url, prefix = redis_cluster_nodes.url, f"t{uuid.uuid4().hex[:8]}:"
+    sessions = [f"user-{i}" for i in range(24)]
+    assert slot_owners(redis_cluster_nodes, prefix, sessions) == set(redis_cluster_nodes.ports)
+
+    async def serve(handle: Any, session: str) -> None:
+        manager = await MessageContextManager.aopen(handle, session=session, max_tokens=100_000)
+        async with manager.store.batch():
+            manager.add(user(f"{session}: one"))
+        checkpoint = await manager.store.acheckpoint()
+        async with manager.store.batch():
+            manager.add(user(f"{session}: two"))
+        await manager.store.arevert_to(checkpoint)
+        await manager.store.aclose()
+
+    async def scenario() -> list[str]:
+        handle = await aconnect(url, cluster=True, prefix=prefix)
+        await asyncio.gather(*(serve(handle, session) for session in sessions))
+        store = await handle.session(sessions[0])
+        listed = await store.sessions()
+        await store.aclose()
+        await handle.aclose()
+        return listed
+
+    assert asyncio.run(scenario()) == sorted(sessions)
+    for session in sessions:
+        reopened = open_session(url, session, prefix)
+        assert [m["content"] for m in reopened.messages] == [f"{session}: one"]
+        reopened.store.close()

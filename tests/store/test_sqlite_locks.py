@@ -199,6 +199,7 @@ def test_many_processes_opening_thousands_of_sessions_keep_their_locks(
     run_processes(spawned, tmp_path / "db" / "chat.db", processes=8, requests=1000)
 
 
+@pytest.mark.slow
 def test_threads_serving_sessions_of_one_file_keep_their_locks(
     tmp_path: Path, spawned: list[subprocess.Popen[str]]
 ) -> None:

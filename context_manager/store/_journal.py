@@ -1,0 +1,226 @@
+"""What the sync and the async journal share: a change encoded into records, and the journal's
+operations written once as flows (``_drive.py``) whose steps are record-level store operations.
+
+:class:`JournalCore` is the base of :class:`~.session.SessionStore` (performs each :class:`Op`
+on a sync :class:`~.log.SessionLog`) and :class:`~.async_session.AsyncSessionStore` (awaits it
+on an :class:`~.async_session.AsyncLog`). The flows:
+
+- :meth:`JournalCore._reload_flow`: catch up with the store (only the records after this
+  worker's view when the session still extends it; else rebuild from every record);
+- :meth:`JournalCore._commit_flow`: a batch's collected operations, in order; if one fails,
+  memory is rebuilt as the store has it (memory changed as the batch went) and the error is
+  raised. If the rebuild fails too, or the commit was interrupted (a cancelled task), the
+  journal is *stale*: the next reload rebuilds from every record, and a sync write refuses
+  until then. A write whose outcome is unknown and that the rebuild found stored is
+  remembered, so :meth:`landed` answers yes for it afterwards;
+- :meth:`JournalCore._open_flow` and :meth:`JournalCore._revert_flow`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..errors import ContextManagerError, StoreError, StoreOutcomeUnknownError
+from ..events import Change, Compacted, MessageAdded, SystemPromptSet, UsageRecorded
+from ..host import ManagerHost
+from ..messages.codec import encode
+from ._drive import Flow
+from ._replay import Sequence_, compaction_record, replay, restore_manager, system_original
+from .records import ATTRS_KEY, COMPACTION, Replayer, RestoredLog, StoredMessage, record_id
+
+__all__ = ["JournalCore", "Op"]
+
+M = TypeVar("M", bound=ManagerHost)
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """A record-level store operation: ``read`` (the session log, replayed), ``load_after``,
+    ``append`` (``durable`` passed on), ``checkpoint``, ``revert_to``, ``clear``."""
+
+    name: str
+    args: tuple[Any, ...] = ()
+    durable: bool = False
+
+
+class JournalCore:
+    """State and flows of a persistent session's journal (see the module docstring)."""
+
+    def __init__(self, log: Any, restored: RestoredLog) -> None:
+        self.log = log
+        #: What the log held when it was last read (opened, reverted or rebuilt).
+        self.restored = restored
+        self._manager: ManagerHost | None = None
+        #: Memory may hold changes the store refused (see the module docstring).
+        self.stale = False
+        self._recovered: frozenset[str] = frozenset()
+
+    @property
+    def path(self) -> Any:
+        """The log's path (JSONL) or the store's target."""
+        return getattr(self.log, "path", self.log.target)
+
+    @property
+    def target(self) -> str:
+        """Where the session lives (a path, or a URL without its password)."""
+        return str(self.log.target)
+
+    def attach(self, manager: ManagerHost) -> None:
+        self._manager = manager
+        manager.attach_journal(self)  # type: ignore[arg-type]
+
+    def detach(self) -> None:
+        if self._manager is not None:
+            self._manager.attach_journal(None)
+
+    # -- changes into records ----------------------------------------------------------------
+    def _typed(self, change: Change, exc: BaseException) -> ContextManagerError | None:
+        """An encoding or I/O failure of ``write`` as a typed error (None: not one of those)."""
+        if isinstance(exc, (UnicodeError, ValueError, TypeError, RecursionError, OverflowError)):
+            return StoreError(
+                f"{self.target}: cannot store {type(change).__name__}: {exc}; nothing was "
+                "added (the value has no lossless JSON form, e.g. a lone surrogate or NaN)"
+            )
+        if isinstance(exc, OSError):
+            return StoreError(
+                f"{self.target}: cannot write {type(change).__name__}: "
+                f"{exc.strerror or exc}; nothing was changed in memory"
+            )
+        return None
+
+    def _encode(self, change: Change, rid: str) -> None:
+        """Every change but ``Cleared`` (which each journal orders with its own I/O)."""
+        log = self.log
+        if isinstance(change, MessageAdded):
+            payload, tag = encode(change.message)
+            if tag is None and ATTRS_KEY in payload:
+                tag = "dict"  # the message's own "_cm" key: keep it inside the wrapper, intact
+            if tag is None:
+                log.append_message(
+                    payload, pinned=change.pinned, priority=change.priority, record_id=rid
+                )
+            else:  # Kimi-readable wrapper; the object itself travels in _cm
+                wrapper: dict[str, Any] = {"role": change.record.role, "content": None}
+                if change.record.tool_call_id is not None:
+                    wrapper["tool_call_id"] = change.record.tool_call_id
+                log.append_message(
+                    wrapper,
+                    pinned=change.pinned,
+                    priority=change.priority,
+                    extra={"type": tag, "payload": payload},
+                    record_id=rid,
+                )
+        elif isinstance(change, SystemPromptSet):
+            original = system_original(change.message)
+            log.write_system_prompt(change.record.text, original, record_id=rid)
+        elif isinstance(change, UsageRecorded):
+            log.append_usage(change.input_tokens, record_id=rid)
+        elif isinstance(change, Compacted):
+            log.append_compaction(compaction_record(change), record_id=rid)
+
+    def _prompt_after_clear(self, keep_system_prompt: bool, rid: str) -> None:
+        """A clear that keeps the system prompt writes it again in the new generation."""
+        manager = self._manager
+        if keep_system_prompt and manager is not None and manager.system_prompt:
+            original = system_original(manager.system_message)
+            self.log.write_system_prompt(manager.system_prompt, original, record_id=rid)
+
+    # -- records into memory -----------------------------------------------------------------
+    def _apply(self, manager: ManagerHost, sequence: Sequence_, *, fresh: bool) -> None:
+        with manager.locked():
+            manager.attach_journal(None)
+            try:
+                if fresh:
+                    manager.clear(keep_system_prompt=False)
+                replay(manager, sequence, strict=self.log.strict, path=self.target)
+            finally:
+                manager.attach_journal(self)  # type: ignore[arg-type]
+
+    def _open_flow(self, cls: type[M], options: dict[str, Any]) -> Flow[tuple[M, Any]]:
+        """Read the session and build a manager from it (no journal attached yet)."""
+        restored, sequence = yield Op("read")
+        self.restored = restored
+        return restore_manager(
+            cls, sequence, strict=self.log.strict, target=self.target, options=options
+        )
+
+    def _reload_flow(
+        self, manager: ManagerHost, wanted: tuple[str, ...], *, full: bool = False
+    ) -> Flow[bool]:
+        """Catch ``manager`` up with the store; True when every id in ``wanted`` is stored
+        (among the records read, or found by the rebuild after a failed commit)."""
+        recovered = bool(wanted) and set(wanted) <= self._recovered
+        head = self.log.store.head
+        if head is not None and not (full or self.stale):
+            batch = yield Op("load_after", (head,))
+            if batch is not None:
+                replayer = Replayer(self.target, strict=self.log.strict)
+                for position, raw in batch.lines:
+                    replayer.feed(position + 1, raw, True)
+                sequence = replayer.sequence
+                if not any(_rewinds(item) for item in sequence):
+                    self._apply(manager, sequence, fresh=False)
+                    return recovered or _holds(sequence, wanted)
+        restored, sequence = yield Op("read")
+        self.restored = restored
+        self._apply(manager, sequence, fresh=True)
+        self.stale = False
+        return recovered or _holds(sequence, wanted)
+
+    def _revert_flow(self, manager: ManagerHost, checkpoint_id: int) -> Flow[None]:
+        yield Op("revert_to", (checkpoint_id,))
+        yield from self._reload_flow(manager, (), full=True)
+
+    def _commit_flow(self, ops: list[Op]) -> Flow[None]:
+        """Run a batch's operations in order; on a failure rebuild memory, then raise it."""
+        try:
+            for op in ops:  # noqa: UP028 - each op's result is sent back (yield from cannot)
+                yield op
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            manager = self._manager
+            if manager is None:
+                raise
+            if not isinstance(exc, Exception):  # cancelled / interrupted: no more I/O now
+                self.stale = True
+                raise
+            wanted = exc.record_ids if isinstance(exc, StoreOutcomeUnknownError) else ()
+            try:
+                found = yield from self._reload_flow(manager, wanted, full=True)
+            except Exception as rebuild:
+                self.stale = True
+                found = False
+                exc.add_note(
+                    f"memory could not be rebuilt from the store ({type(rebuild).__name__}: "
+                    f"{rebuild}); the next reload rebuilds it"
+                )
+            except BaseException:
+                self.stale = True
+                raise
+            self._recovered = frozenset(wanted) if found else frozenset()
+            raise  # the failure the caller asked about, as it was
+
+    def _refuse_if_stale(self) -> None:
+        if self.stale:
+            raise StoreError(
+                f"{self.target}: a batch's write failed and memory could not be rebuilt from "
+                "the store; reload the session (manager.store.reload(manager)) before writing; "
+                "nothing was changed"
+            )
+
+
+def _rewinds(item: StoredMessage | dict[str, Any]) -> bool:
+    """A record an incremental reload cannot apply on top of memory (a compaction's indices
+    count every message line of the generation)."""
+    return isinstance(item, dict) and item.get("role") == COMPACTION
+
+
+def _holds(sequence: Sequence_, wanted: tuple[str, ...]) -> bool:
+    if not wanted:
+        return False
+    ids = {
+        item.record_id if isinstance(item, StoredMessage) else record_id(item) for item in sequence
+    }
+    return all(rid in ids for rid in wanted)

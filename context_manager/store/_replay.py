@@ -1,0 +1,163 @@
+"""Records back into a manager, and a manager's changes into records: the rules both journals
+(``session.SessionStore``, ``async_session.AsyncSessionStore``) and every open share.
+
+Replay follows file order, so a ``_usage`` record anchors the count at the same point it did
+originally, and a ``_compaction`` record is re-applied (``apply_compaction``) after exactly the
+messages that preceded it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from .._config import checked_hook
+from ..errors import ContextManagerError, StoreCorruptionError
+from ..events import Compacted
+from ..host import ManagerHost
+from ..messages.codec import decode, encode
+from .records import CHECKPOINT, COMPACTION, SYSTEM_PROMPT, USAGE, StoredMessage
+
+__all__ = ["compaction_record", "replay", "restore_manager", "system_original"]
+
+logger = logging.getLogger("context_manager.store")
+
+M = TypeVar("M", bound=ManagerHost)
+
+Sequence_ = list[StoredMessage | dict[str, Any]]
+
+
+def restore_manager(
+    cls: type[M], sequence: Sequence_, *, strict: bool, target: str, options: dict[str, Any]
+) -> tuple[M, Any]:
+    """A manager built with ``options`` and replayed from ``sequence``; also the
+    ``system_prompt`` option (taken out of ``options``: the caller sets it once a journal is
+    attached, so a prompt that differs from the logged one is persisted)."""
+    system_prompt = options.pop("system_prompt", None)
+    # Callbacks see what happens from now on: replaying history must not fire them again.
+    hooks = {name: options.pop(name, None) for name in ("on_evict", "on_near_limit")}
+    manager = cls(**options)
+    replay(manager, sequence, strict=strict, path=target)
+    for name, hook in hooks.items():
+        if hook is not None:
+            setattr(manager, name, checked_hook(name, hook))
+    return manager, system_prompt
+
+
+def compaction_record(change: Compacted) -> dict[str, Any]:
+    """The entry's own fields, plus what replay needs: the cut and the summary message sent."""
+    entry: Any = change.entry
+    fields: dict[str, Any] = {}
+    if entry is not None and hasattr(entry, "to_dict"):
+        fields.update(entry.to_dict())
+    elif isinstance(entry, Mapping):
+        fields.update(entry)
+    fields["first_kept_index"] = change.first_kept_index
+    if change.summary is not None:
+        payload, tag = encode(change.summary)
+        fields["summary_message"] = payload if tag is None else {"type": tag, "payload": payload}
+    return fields
+
+
+def _compaction_entry(fields: dict[str, Any]) -> Any:
+    """Rebuild the compaction module's entry object when it can be; else keep the dict."""
+    try:
+        from ..compaction.entry import CompactionEntry
+    except ImportError:  # pragma: no cover - compaction is part of the package
+        return fields
+    try:
+        return CompactionEntry.from_dict(fields)
+    except (ContextManagerError, TypeError, ValueError):
+        return fields  # written by another tool: keep what it said
+
+
+def system_original(message: Any) -> dict[str, Any] | None:
+    """What to keep of a system prompt beyond its text (None for a plain system dict)."""
+    if (
+        isinstance(message, dict)
+        and set(message) == {"role", "content"}
+        and message["role"] == "system"
+        and isinstance(message["content"], str)
+    ):
+        return None
+    payload, tag = encode(message)
+    return {"message": payload, "type": tag}
+
+
+def replay(manager: ManagerHost, sequence: Sequence_, *, strict: bool, path: str) -> None:
+    """Apply logged records to ``manager`` in file order (no listener must be attached).
+
+    A compaction's ``first_kept_index`` counts message lines of this file (the manager numbers
+    messages from 0 after each clear, and every clear starts a new file); if replay skipped lines,
+    it is mapped onto the messages actually added.
+    """
+    added_before: list[int] = []  # per message line: how many were added before it
+    added = 0
+    for item in sequence:
+        if isinstance(item, StoredMessage):
+            added_before.append(added)
+            try:
+                manager.add(item.message, priority=item.priority, pinned=item.pinned)
+                added += 1
+            except _REPLAY_ERRORS as exc:
+                _rejected(path, item.line, f"{type(exc).__name__}: {exc}", strict)
+            continue
+        try:
+            _replay_meta(manager, item, added_before, added, path)
+        except _REPLAY_ERRORS as exc:
+            _rejected(path, int(item.get("_line", 0)), f"{type(exc).__name__}: {exc}", strict)
+
+
+_REPLAY_ERRORS = (ContextManagerError, TypeError, ValueError, KeyError, RecursionError)
+
+
+def _replay_meta(
+    manager: ManagerHost, item: dict[str, Any], added_before: list[int], added: int, path: str
+) -> None:
+    """One metadata record (a bad one raises; :func:`replay` reports it by line)."""
+    role = item["role"]
+    if role == SYSTEM_PROMPT:
+        attrs = item.get("_cm")
+        original = attrs.get("message") if isinstance(attrs, dict) else None
+        if original is not None:
+            manager.set_system_prompt(decode(original, item["_cm"].get("type")))
+        else:
+            manager.set_system_prompt(item["content"])
+    elif role == USAGE:
+        manager.record_usage(item["token_count"])
+    elif role == COMPACTION:
+        _replay_compaction(manager, item, added_before, added, path)
+    elif role != CHECKPOINT:
+        logger.debug("%s: ignoring unknown metadata record %r", path, role)
+
+
+def _replay_compaction(
+    manager: ManagerHost, item: dict[str, Any], added_before: list[int], added: int, path: str
+) -> None:
+    apply = manager.apply_compaction
+    fields = {k: v for k, v in item.items() if k not in ("role", "content", "_line")}
+    kept = fields.get("first_kept_index")
+    if not isinstance(kept, int) or isinstance(kept, bool) or kept < 0:
+        logger.warning(
+            "%s: line %s: compaction without a valid first_kept_index; ignored",
+            path,
+            item.get("_line"),
+        )
+        return
+    first_kept = added_before[kept] if kept < len(added_before) else added
+    summary = fields.get("summary_message")
+    if not isinstance(summary, dict):
+        summary = {"role": "user", "content": str(fields.get("summary", ""))}
+    apply(summary, first_kept, _compaction_entry({**fields, "first_kept_index": first_kept}))
+
+
+def _rejected(path: str, line: int, reason: str, strict: bool) -> None:
+    if strict:
+        raise StoreCorruptionError(
+            f"{path}: line {line} cannot be replayed: {reason}. Open without strict=True to skip "
+            "it with a warning.",
+            path=path,
+            line=line,
+        )
+    logger.warning("%s: skipping line %d the manager rejected: %s", path, line, reason)

@@ -1,0 +1,100 @@
+"""Redis for asyncio (``redis.asyncio``): :class:`~.redis.RedisStore`'s flows, awaited.
+
+Nothing about the session's keys, scripts, checks or errors is written here: the flows are
+``redis.py``'s (:class:`~.redis.RedisFlows`) and this module only performs their steps on the
+async client, one flow at a time per store object (an ``asyncio.Lock``). Made by
+:func:`~context_manager.store.aconnect` for ``redis://`` targets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from ._drive import Flow, adrive
+from .protocol import DEFAULT_SESSION, Batch, Head
+from .redis import Command, Exists, RedisFlows, Script, make_client
+
+__all__ = ["AsyncRedisStore"]
+
+_T = TypeVar("_T")
+
+
+class AsyncRedisStore(RedisFlows):
+    """One session in Redis, on a ``redis.asyncio`` client (``client=`` is the caller's, or a
+    handle's, and is never closed here)."""
+
+    def __init__(
+        self,
+        url: str,
+        session: str = DEFAULT_SESSION,
+        *,
+        prefix: str = "cm:",
+        ttl: int | None = None,
+        client: Any = None,
+        cluster: bool = False,
+        listed: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(url, session, prefix=prefix, ttl=ttl, cluster=cluster, listed=listed)
+        self._lock = asyncio.Lock()
+        owned = client is None
+        self._use(make_client(url, cluster=cluster, asyncio=True) if owned else client, owned)
+
+    async def _perform(self, step: Any) -> Any:
+        client = self._client
+        try:
+            if isinstance(step, Script):
+                return await self._scripts[step.name](self._keys, step.args)
+            if isinstance(step, Command):
+                return await getattr(client, step.name)(*step.args)
+            if isinstance(step, Exists):
+                pipe = client.pipeline(transaction=False)
+                for key in step.keys:
+                    pipe.exists(key)
+                return await pipe.execute()
+            return [key async for key in client.scan_iter(match=step.match, count=1000)]
+        except self._error as exc:
+            raise self._failure(exc) from None
+
+    async def _run(self, flow: Flow[_T]) -> _T:
+        async with self._lock:
+            return await adrive(flow, self._perform)
+
+    async def append(
+        self, records: Sequence[Mapping[str, Any]], *, durable: bool = False
+    ) -> list[int]:
+        return await self._run(self._append(records))
+
+    async def checkpoint(self) -> int:
+        return await self._run(self._checkpoint())
+
+    async def revert_to(self, checkpoint_id: int) -> Head:
+        return await self._run(self._run_rotate(checkpoint_id))
+
+    async def clear(self) -> None:
+        await self._run(self._run_rotate(None))
+
+    async def load(self, start: int = 0) -> Batch:
+        return await self._run(self._load(start))
+
+    async def load_after(self, head: Head) -> Batch | None:
+        return await self._run(self._load_after(head))
+
+    async def sessions(self) -> list[str]:
+        return await self._run(self._sessions())
+
+    async def generations(self) -> list[int]:
+        """Every generation that still holds records (old ones are kept by revert and clear)."""
+        return await self._run(self._generations())
+
+    async def aclose(self) -> None:
+        """Close the client this store made; a caller's ``client=`` stays open."""
+        if self._owns_client:
+            await self._run(self._call(Command("aclose", ())))
+
+    async def __aenter__(self) -> AsyncRedisStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
