@@ -286,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--counter",
             default=None,
             help="counter spec (chars, estimate, tiktoken, hf:...); default: the --model's "
-            "most precise counter, else chars",
+            "most precise counter, else the safe estimate",
         )
         p.add_argument("--repair", action="store_true", help="fix broken tool-call pairing")
         if strategy_help:  # trim and stats: which messages to keep

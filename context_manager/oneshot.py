@@ -92,7 +92,8 @@ def trim(
     the rule is stated in :class:`~context_manager.budget.strategies.SlidingWindow`.
 
     ``counter`` / ``model``: as for the manager, ``model`` alone picks that model's most precise
-    counter and no ``counter`` nor ``model`` means chars/4; ``model`` does not set the budget here.
+    counter and no ``counter`` nor ``model`` means the safe estimate (``"estimate"``; chars/4 is
+    ``counter="chars"``); ``model`` does not set the budget here.
 
     ``provider`` (``"openai"``, ``"openai-responses"``, ``"anthropic"``, ``"bedrock"``,
     ``"gemini"``) keeps that API's rules and protects the newest exchange too (see

@@ -189,3 +189,76 @@ def naive_select(
     for gi in sorted(keep):
         out.extend(groups[gi].indices)
     return out
+
+
+def naive_fifo_held(
+    messages: list[Any], pinned: set[int], budget: int, caps: list[int] | None = None
+) -> list[list[int]]:
+    """Held message indices after each add, by replaying FIFO eviction one group at a time.
+
+    ``caps[n]``: what the history may take when message ``n`` is added, when something outside
+    ``messages`` changes it (a system prompt or summary set apart, a calibrated budget); by
+    default the budget less reply priming and a leading system message. A leading system
+    message is always held. After each add, while the unpinned groups held exceed the room
+    (the cap less the pinned groups) and the latest user turn fits, the oldest held groups are
+    dropped one at a time, except pinned ones, a group still awaiting results, the newest
+    complete tool exchange (the view cuts it to fit instead; see docs/guide/pruning.md) and the
+    latest user turn's group, which stays until a newer user turn arrives.
+
+    Plain loops: every add recounts the groups still held (so long runs stay affordable when the
+    budget is small), and nothing is shared with the library.
+    """
+    counter = NaiveCounter()
+    history: list[list[int]] = []
+    groups: list[NaiveGroup] = []
+    live: list[int] = []  # groups not evicted, oldest first
+    sys_first = bool(messages) and messages[0]["role"] in ("system", "developer")
+    fixed = counter.prompt_overhead + (counter.count(messages[0]) if sys_first else 0)
+    user_group: int | None = None  # the group holding the latest user turn
+    kept_p: int | None = None  # that group, kept while eviction passed it
+    for n, message in enumerate(messages):
+        read = naive_read(message)
+        if not (sys_first and n == 0):
+            if groups and groups[-1].pending and read.result_ids:
+                group = groups[-1]
+            else:
+                group = NaiveGroup()
+                groups.append(group)
+                live.append(len(groups) - 1)
+            group.indices.append(n)
+            group.tokens += counter.count(message)
+            group.pinned = group.pinned or n in pinned
+            group.pending -= set(read.result_ids)
+            group.pending |= set(read.call_ids)
+            if read.is_user_turn:
+                user_group = len(groups) - 1
+        cap = budget - fixed if caps is None else caps[n]
+        p = user_group if user_group is not None and not groups[user_group].pinned else None
+        if kept_p is not None and kept_p != p and read.is_user_turn:
+            live.remove(kept_p)
+            kept_p = None
+        room = cap - sum(groups[g].tokens for g in live if groups[g].pinned)
+        tp = groups[p].tokens if p is not None else 0
+
+        def trimmable() -> int:
+            return sum(groups[g].tokens for g in live if not groups[g].pinned)
+
+        if trimmable() > room and room >= tp:
+            open_last = len(groups) - 1 if groups[-1].pending else None
+            newest = len(groups) - (2 if open_last is not None else 1)
+            newest_exchange = (
+                newest
+                if newest >= 0 and naive_read(messages[groups[newest].indices[-1]]).result_ids
+                else None
+            )
+            for gi in list(live):
+                if trimmable() <= room:
+                    break
+                if groups[gi].pinned or gi in (open_last, newest_exchange):
+                    continue
+                if gi == p:
+                    kept_p = p
+                    continue
+                live.remove(gi)
+        history.append(([0] if sys_first else []) + [i for g in live for i in groups[g].indices])
+    return history

@@ -56,10 +56,10 @@ def test_check_and_count_read_a_session_log_of_sdk_objects(
     path, turns = written_session(tmp_path)
     assert main(["check", str(path), "--provider", "anthropic"]) == 0
     assert "0 problem(s)" in capsys.readouterr().err
-    assert main(["count", str(path), "--json"]) == 0
+    assert main(["count", str(path), "--json", "--counter", "chars"]) == 0
     counted = json.loads(capsys.readouterr().out)
     expected = [{"role": "system", "content": "Be brief."}, *turns]
-    assert counted["counter"] == "chars/4"  # the CLI's default without --model
+    assert counted["counter"] == "chars/4"  # Pi's arithmetic, named
     assert [r["tokens"] for r in counted["messages"]] == [
         count_tokens([message], None, counter="chars") - count_tokens([], None, counter="chars")
         for message in expected
@@ -120,7 +120,7 @@ def test_a_request_body_is_read_as_its_messages_system_first(
     body, messages = REQUESTS[shape]
     path = tmp_path / "request.json"
     path.write_text(json.dumps(body, indent=2))
-    assert main(["count", str(path), "--json"]) == 0
+    assert main(["count", str(path), "--json", "--counter", "chars"]) == 0
     counted = json.loads(capsys.readouterr().out)
     chars = count_tokens(messages, None, counter="chars") - count_tokens([], None, counter="chars")
     assert counted["total"] == chars

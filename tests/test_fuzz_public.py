@@ -1,5 +1,8 @@
 """Hypothesis throws arbitrary values at every public entry point: only ContextManagerError may
-escape (never a raw TypeError / ValueError / RecursionError / OverflowError)."""
+escape (never a raw TypeError / ValueError / RecursionError / OverflowError).
+
+A long fuzz run: marked slow (``python -m pytest -m slow``; .ci/run runs it).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ from context_manager.cli import main
 from context_manager.compaction.pi_rules.overflow import is_context_overflow
 from context_manager.errors import ContextManagerError
 from context_manager.providers import PROVIDERS, fuse_turns, validate
+
+pytestmark = pytest.mark.slow
 
 scalars = st.one_of(
     st.none(),

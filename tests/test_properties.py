@@ -19,7 +19,7 @@ from context_manager import ContextOverflowError, MessageContextManager
 
 from .budget.scattering import scattered_everywhere
 from .conversations import conversation
-from .naive import NaiveCounter, naive_read, naive_select
+from .naive import NaiveCounter, build_groups, naive_fifo_held, naive_read, naive_select
 
 COUNTER = NaiveCounter()  # the oracle's own estimate: no library code
 EXAMPLES = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -69,14 +69,13 @@ def check_invariants(
 
 
 def _in_open_group(manager: MessageContextManager, message: Any) -> bool:
-    ledger = manager._ledger
-    if not ledger.open:
+    """Whether ``message`` belongs to the newest held group while it still awaits tool results
+    (such a group is never sent), grouped by the oracle from what the manager holds."""
+    held = manager.messages
+    groups = build_groups(held, COUNTER, set(), [0] * len(held))
+    if not groups or not groups[-1].pending:
         return False
-    last = ledger.group_count - 1
-    return any(
-        ledger.originals[i] is message
-        for i in range(ledger.group_start[last], len(ledger.originals))
-    )
+    return any(held[i] is message for i in groups[-1].indices)
 
 
 @st.composite
@@ -109,7 +108,9 @@ def _check_oracle(strategy: str, data: Any) -> None:
     if strategy == "priority":
         cap = None
     before = copy.deepcopy(messages)
-    manager = MessageContextManager(budget, reserve_tokens=0, strategy=strategy, max_messages=cap)
+    manager = MessageContextManager(
+        budget, reserve_tokens=0, strategy=strategy, max_messages=cap, counter="chars"
+    )
     for i, m in enumerate(messages):
         manager.add(m, priority=priorities[i], pinned=i in pinned)
         if strategy == "priority" and i % 2:
@@ -137,80 +138,13 @@ def _check_oracle(strategy: str, data: Any) -> None:
     assert messages == before, "input mutated"
 
 
-def naive_fifo_held(
-    messages: list[Any], pinned: set[int], budget: int, caps: list[int] | None = None
-) -> list[list[int]]:
-    """Held message indices after each add, by replaying FIFO eviction one group at a time.
-
-    ``caps[n]``: what the history may take when message ``n`` is added, when something outside
-    ``messages`` changes it (a system prompt or summary set apart, a calibrated budget); by
-    default the budget less reply priming and a leading system message.
-    """
-    from .naive import build_groups
-
-    history: list[list[int]] = []
-    evicted: set[int] = set()
-    kept_p: int | None = None
-    for n in range(1, len(messages) + 1):
-        seen = messages[:n]
-        sys_first = seen[0]["role"] in ("system", "developer")
-        rest = list(range(1 if sys_first else 0, n))
-        groups = build_groups(
-            [seen[i] for i in rest],
-            COUNTER,
-            {rest.index(p) for p in pinned if p in rest},
-            [0] * len(rest),
-        )
-        for g in groups:
-            g.indices = [rest[i] for i in g.indices]
-        fixed = 3 + (COUNTER.count(seen[0]) if sys_first else 0)
-        cap = budget - fixed if caps is None else caps[n - 1]
-        last_user = max((i for i in rest if naive_read(seen[i]).is_user_turn), default=None)
-        p = next((gi for gi, g in enumerate(groups) if last_user in g.indices), None)
-        if p is not None and groups[p].pinned:
-            p = None
-        if kept_p is not None and kept_p != p and naive_read(seen[-1]).is_user_turn:
-            evicted.add(kept_p)
-            kept_p = None
-        room = cap - sum(g.tokens for g in groups if g.pinned)
-        tp = groups[p].tokens if p is not None else 0
-        held = [gi for gi in range(len(groups)) if gi not in evicted]
-        if sum(groups[g].tokens for g in held if not groups[g].pinned) > room and room >= tp:
-            open_last = len(groups) - 1 if groups and groups[-1].pending else None
-            # The newest complete exchange ending in a tool result is never evicted (the view
-            # cuts it to fit instead; see docs/guide/pruning.md).
-            newest = len(groups) - (2 if open_last is not None else 1)
-            newest_exchange = (
-                newest
-                if newest >= 0 and naive_read(seen[groups[newest].indices[-1]]).result_ids
-                else None
-            )
-            for gi in held:
-                if (
-                    sum(groups[g].tokens for g in held if not groups[g].pinned and g not in evicted)
-                    <= room
-                ):
-                    break
-                if groups[gi].pinned or gi in (open_last, newest_exchange):
-                    continue
-                if gi == p:
-                    kept_p = p
-                    continue
-                evicted.add(gi)
-        idx = ([0] if sys_first else []) + [
-            i for gi, g in enumerate(groups) if gi not in evicted for i in g.indices
-        ]
-        history.append(idx)
-    return history
-
-
 @EXAMPLES
 @given(data=scenario())
 def test_fifo_matches_naive_replay(data: Any) -> None:
     messages, pinned, _, budget, _ = data
     evicted: list[Any] = []
     manager = MessageContextManager(
-        budget, reserve_tokens=0, strategy="fifo", on_evict=evicted.extend
+        budget, reserve_tokens=0, strategy="fifo", on_evict=evicted.extend, counter="chars"
     )
     expected = naive_fifo_held(messages, pinned, budget)
     for i, m in enumerate(messages):

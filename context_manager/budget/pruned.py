@@ -107,8 +107,10 @@ def fit_newest_group(
 ) -> Truncation | None:
     """Cut the tool results of one group head+tail so the group fits ``room`` tokens.
 
-    Binary search on the per-result character cap (each step counts only this group). None when
-    the group has no result we can rewrite or cannot fit even with empty results.
+    Binary search on the per-result character cap (each step counts only this group). A result
+    (and a message) is only replaced by a cut that costs fewer tokens than it: small parallel
+    results cut alongside a big one are sent as they are. None when the group has no result we
+    can rewrite or cannot fit even with empty results.
     """
     lengths = [
         max((utf16_len(r.text) for r in rec.tool_results), default=utf16_len(rec.text))
@@ -119,24 +121,35 @@ def fit_newest_group(
     longest = max(lengths, default=0)
     if longest == 0 or room <= 0:
         return None
-    original_tokens = sum(counter.count_message(r) for r in records)
+    costs = [counter.count_message(r) for r in records]
+    original_tokens = sum(costs)
+    text_tokens: dict[str, int] = {}  # each result text counted once across the search
 
     def build(cap: int) -> tuple[list[Any], int, int] | None:
         head = cap - cap // 2
 
         def rule(text: str, _images: int) -> str | None:
-            return head_tail(text, head, cap // 2) if utf16_len(text) > cap else None
+            # A cut adds "\n...\n" and a marker: a result only a little over the cap would come
+            # back longer, so it is cut only when that sends fewer tokens.
+            if utf16_len(text) <= cap:
+                return None
+            cut = head_tail(text, head, cap // 2)
+            before = text_tokens.get(text)
+            if before is None:
+                before = text_tokens[text] = counter.count_text(text)
+            return cut if counter.count_text(cut) < before else None
 
         out, tokens, changed = [], 0, 0
-        for original, rec in zip(originals, records, strict=True):
+        for original, rec, cost in zip(originals, records, costs, strict=True):
             new = rewrite_results(original, rule, "clear") if rec.result_ids else None
-            if new is not None:
+            new_cost = counter.count_message(normalize(new)) if new is not None else cost
+            if new is not None and new_cost < cost:  # never a message that grew
                 changed += 1
                 out.append(new)
-                tokens += counter.count_message(normalize(new))
+                tokens += new_cost
             else:
                 out.append(original)
-                tokens += counter.count_message(rec)
+                tokens += cost
         return (out, tokens, changed) if changed else None
 
     lo, hi, best = 0, longest - 1, None

@@ -38,7 +38,7 @@ __all__ = [
 
 def count_tokens(
     messages: Iterable[Any],
-    model: str | None = "gpt-4o",
+    model: str | None = None,
     tools: Sequence[Any] | None = None,
     *,
     counter: str | TokenCounter | None = None,
@@ -47,8 +47,9 @@ def count_tokens(
 
     Accepts every message shape ``messages.normalize`` does (OpenAI / Anthropic dicts, LangChain
     objects, :class:`~context_manager.messages.Message`). OpenAI models count exactly with
-    tiktoken; models without a public tokenizer use the safe estimate. ``counter`` overrides the
-    model's counter (any :func:`get_counter` spec, e.g. ``"chars"`` or ``"estimate"``).
+    tiktoken; models without a public tokenizer use the safe estimate, and so does no model at
+    all (the default, as for the manager and ``trim()``). ``counter`` overrides the model's
+    counter (any :func:`get_counter` spec, e.g. ``"chars"`` or ``"tiktoken"``).
     """
     resolved = get_counter(counter, model=model)
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):

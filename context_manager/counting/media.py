@@ -4,7 +4,11 @@ Media are billed by size, pages or duration, never by the base64 that carries th
 below cites the page it comes from; where a provider documents no figure, the value is our
 conservative guess and says so. Sizes, pages and durations come from the inline bytes
 (:mod:`context_manager.messages.media`); what is unknown (a URL image, a file id) is charged
-the rule's ``unknown`` default, which :class:`MediaRules` lets you set.
+the rule's ``unknown`` default, which :class:`MediaRules` lets you set. Audio is charged by its
+duration: read from a WAV header, else estimated from its transcript
+(:data:`SPEECH_BYTES_PER_SECOND`), else from its size (:data:`GUESS_BYTES_PER_SECOND`), else
+:data:`UNKNOWN_SECONDS`; never by the JSON that references it. Without a provider (the safe
+estimate's default rules) a second costs 32 tokens, the highest documented rate (Gemini's).
 
 * **OpenAI** (platform.openai.com/docs/guides/images-vision, "Calculating costs"): tile models
   fit the image in 2048x2048, scale the shortest side down to 768, and charge ``base + tile`` per
@@ -51,6 +55,11 @@ __all__ = [
 #: guess it from the size (16 kbit/s: lower than real speech codecs, so the guess runs long).
 UNKNOWN_SECONDS = 60.0
 GUESS_BYTES_PER_SECOND = 2_000
+#: An audio part with a transcript but no readable duration lasts as long as saying it takes:
+#: 12 UTF-8 bytes of transcript a second, slower than conversational speech in any script
+#: (English ~15 characters a second; Chinese ~4.5 characters, ~13 bytes; Russian ~25 bytes), so
+#: the duration, and the tokens, run long rather than short.
+SPEECH_BYTES_PER_SECOND = 12.0
 #: Pages charged when a document's pages cannot be read (a URL or file id).
 UNKNOWN_PAGES = 10
 _GPT_4O_TILES = ImageCosts()
@@ -117,6 +126,9 @@ class MediaRules:
         if item.kind == "document":
             return self.per_page * (item.pages if item.pages is not None else UNKNOWN_PAGES)
         seconds = item.seconds
+        if seconds is None and item.transcript:
+            spoken = len(item.transcript.encode("utf-8", "surrogatepass"))
+            seconds = spoken / SPEECH_BYTES_PER_SECOND
         if seconds is None:
             seconds = item.size / GUESS_BYTES_PER_SECOND if item.size else UNKNOWN_SECONDS
         rate = self.per_video_second if item.kind == "video" else self.per_second

@@ -189,7 +189,8 @@ def media_of(part: Mapping[str, Any], kind: str, chars: int) -> Media:
     """A document / audio / video part; ``kind`` is the part's family, ``chars`` its JSON size.
 
     ``kind`` may be refined by the inline data's mime type (Gemini sends every medium as
-    ``inline_data``). Pages and seconds are read from the bytes when they are inline.
+    ``inline_data``). Pages and seconds are read from the bytes when they are inline; an audio
+    part's ``transcript`` (OpenAI audio replies, Realtime items) is kept.
     """
     inline = _inline(part)
     nested = part.get("input_audio", part.get("file"))  # OpenAI chat nests both
@@ -206,12 +207,16 @@ def media_of(part: Mapping[str, Any], kind: str, chars: int) -> Media:
     if mime:
         family = mime.split("/", 1)[0]
         kind = {"audio": "audio", "video": "video"}.get(family, kind)
+    transcript = part.get("transcript")
+    if not isinstance(transcript, str) and isinstance(nested, Mapping):
+        transcript = nested.get("transcript")
+    transcript = transcript if isinstance(transcript, str) and kind == "audio" else ""
     if inline is None:
-        return Media(kind, mime, chars=chars)
+        return Media(kind, mime, chars=chars, transcript=transcript)
     data = inline[1]
     raw = data if isinstance(data, bytes) else _b64(data)
     pages = pdf_pages(raw) if kind == "document" else None
     if kind == "document" and pages is None and raw:
         pages = -(-len(raw) // PDF_BYTES_PER_PAGE)
     seconds = wav_seconds(raw) if kind == "audio" else None
-    return Media(kind, mime, pages, seconds, len(raw), chars)
+    return Media(kind, mime, pages, seconds, len(raw), chars, transcript)

@@ -351,8 +351,9 @@ def _from_mapping(msg: Mapping[str, Any], index: int | None) -> Message:
         if isinstance(value, str) and value:
             (parts.texts if key == "refusal" else parts.thinking).append(value)
     audio = msg.get("audio")
-    if isinstance(audio, Mapping):
-        parts.other.append(to_json_text({"id": audio.get("id")}))
+    if isinstance(audio, Mapping):  # a previous audio reply: billed as audio, by its length
+        chars = utf16_len(to_json_text({"id": audio.get("id")})) + 1  # what chars/4 charged
+        parts.media.append(media_of(audio, "audio", chars))
     return _build(role, parts, index, msg.get("name"), msg.get("tool_call_id"))
 
 

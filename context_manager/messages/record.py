@@ -47,6 +47,8 @@ class Media(NamedTuple):
     (0 for a URL or file id); ``pages`` / ``seconds`` are read from those bytes when possible.
     ``chars`` is what the part added to the old ``other`` text (its compact JSON plus the
     newline joining it), which Pi's chars/4 arithmetic still charges, as the TS reference does.
+    ``transcript`` is an audio part's transcript when it carries one (OpenAI audio replies,
+    Realtime items): with no readable duration, the audio is priced by how long it takes to say.
     """
 
     kind: str
@@ -55,6 +57,7 @@ class Media(NamedTuple):
     seconds: float | None = None
     size: int = 0
     chars: int = 0
+    transcript: str = ""
 
 
 @dataclass(slots=True)

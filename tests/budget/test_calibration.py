@@ -101,7 +101,9 @@ def test_can_add_and_near_limit_use_the_factor() -> None:
     )
     rng = random.Random(1)
     manager.add({"role": "user", "content": text(rng, 600)})
-    manager.record_usage(billed(manager.get_context()))
+    reported = billed(manager.get_context())
+    manager.record_usage(reported)
+    at = manager.token_count  # what we had counted when the usage was reported
     assert manager.stats().calibration > 1.8
     room = manager.budget_tokens - manager.used_tokens
     words = 10
@@ -113,13 +115,12 @@ def test_can_add_and_near_limit_use_the_factor() -> None:
     assert not manager.can_add(big)
     while not warned:
         manager.add({"role": "assistant", "content": text(rng, 40)})
-    reported, at = manager._usage_anchor or (0, 0)
     assert reported + manager.token_count - at < 0.9 * 10_000  # uncorrected: no warning yet
 
 
 def test_exact_counters_and_pi_parity_keep_the_plain_anchor() -> None:
     exact = MessageContextManager(8000, model="gpt-4o")
-    assert not exact._calibration.enabled  # tiktoken is exact: nothing to correct
+    assert_learns_nothing(exact)  # tiktoken is exact: nothing to correct
     pi = MessageContextManager(8000, counter="chars", calibrate=False)
     rng = random.Random(3)
     pi.add({"role": "user", "content": text(rng, 900)})
@@ -157,4 +158,22 @@ def test_factor_survives_reopen_and_resets_on_clear(tmp_path: Path) -> None:
     reopened.clear()
     assert reopened.stats().calibration == 1.0
     configured = MessageContextManager.from_config({"calibrate": False, "counter": "estimate"})
-    assert not configured._calibration.enabled
+    assert_learns_nothing(configured)
+    assert_learns_nothing(MessageContextManager(8000, counter="chars", calibrate=False))
+    learning = MessageContextManager(8000, counter="chars")  # an estimate: calibrates by default
+    with pytest.raises(AssertionError):
+        assert_learns_nothing(learning)
+
+
+def assert_learns_nothing(manager: MessageContextManager) -> None:
+    """A usage report of twice our count (a trusted sample: a context of over 500 counted tokens,
+    a ratio inside [LOW, HIGH]) teaches no factor: budget decisions stay on the plain anchor."""
+    rng = random.Random(4)
+    manager.add({"role": "user", "content": text(rng, 900)})
+    counted = manager.context_tokens()
+    assert counted >= MIN_COUNTED and LOW <= 2.0 <= HIGH
+    manager.record_usage(2 * counted)
+    manager.add({"role": "assistant", "content": "x" * 400})
+    grown = manager.count_message({"role": "assistant", "content": "x" * 400})
+    assert manager.stats().calibration == 1.0
+    assert manager.used_tokens == 2 * counted + grown  # reported + counted growth, unscaled

@@ -1,29 +1,32 @@
 """FIFO eviction as a caller sees it: what is held after each add, who is told, and when.
 
-The oracle is the naive add-by-add replay of ``test_properties`` (no library code), read at
+The oracle is the naive add-by-add replay of ``tests/naive.py`` (no library code), read at
 random points through every reader, across changes of what the history may take (a system
-prompt, a usage report with calibration on, a summary, a clear). Compaction of the ledger's
-storage (every few thousand adds in real use) is brought down to a few groups so that the
-examples cross it many times.
+prompt, a usage report with calibration on, a summary, a clear). Long runs (tens of thousands
+of adds, so that the storage of what was evicted is reclaimed many times over) are checked
+against the same replay at every add.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import threading
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_manager import ContextOverflowError, MessageContextManager
-from context_manager.budget import _ledger, calibration
+from context_manager.budget import calibration
 from context_manager.events import Evicted
 
 from ..conversations import conversation
-from ..naive import naive_read
-from ..test_properties import COUNTER, EXAMPLES, naive_fifo_held, positions, scenario
+from ..naive import naive_fifo_held, naive_read
+from ..test_properties import COUNTER, EXAMPLES, positions, scenario
+from .test_scattered import history
 
 READERS = ["messages", "len", "token_count", "history", "stats", "context"]
 
@@ -38,13 +41,12 @@ def test_fifo_holds_what_the_naive_replay_holds_through_every_reader(
     data: Any, reads: list[str]
 ) -> None:
     """``reads[i]`` reads after add ``i`` (past its end: nothing)."""
-    with mock.patch.object(_ledger, "_COMPACT_MIN", 4):  # compactions between reads too
-        _check_reads(data, reads)
+    _check_reads(data, reads)
 
 
 def _check_reads(data: Any, reads: list[str]) -> None:
     messages, pinned, _, budget, _ = data
-    manager = MessageContextManager(budget, reserve_tokens=0, strategy="fifo")
+    manager = MessageContextManager(budget, reserve_tokens=0, strategy="fifo", counter="chars")
     expected = naive_fifo_held(messages, pinned, budget)
     for i, message in enumerate(messages):
         manager.add(message, pinned=i in pinned)
@@ -89,7 +91,7 @@ class Replay:
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self.manager = MessageContextManager(
-            budget, reserve_tokens=0, strategy="fifo", calibrate=True
+            budget, reserve_tokens=0, strategy="fifo", calibrate=True, counter="chars"
         )
         self.system = self.summary = 0  # tokens sent besides the history
 
@@ -142,10 +144,7 @@ def test_the_cap_follows_the_system_prompt_usage_summary_and_clear(
     pins: set[int],
 ) -> None:
     messages = [m for m in messages if m["role"] != "system"]  # system prompts come from ops
-    with (
-        mock.patch.object(calibration, "MIN_COUNTED", 0),  # learn from small contexts too
-        mock.patch.object(_ledger, "_COMPACT_MIN", 4),  # and compact the ledger often
-    ):
+    with mock.patch.object(calibration, "MIN_COUNTED", 0):  # learn from small contexts too
         replay = Replay(budget)
         due = sorted(zip(at, ops, strict=False), key=lambda pair: pair[0])
         first, caps, held = 0, [], []  # since the last clear
@@ -169,6 +168,37 @@ def _check_segment(
 ) -> None:
     pinned = {p - first for p in pins if 0 <= p - first < len(segment)}
     assert held == naive_fifo_held(segment, pinned, 0, caps)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_long_fifo_run_holds_what_the_naive_replay_holds_at_every_add(seed: int) -> None:
+    """Ten thousand turns (tool calls with parallel results, pins, a system prompt) through a
+    small window: thousands of groups are evicted, so the storage they took is reclaimed several
+    times over, and after every add what is held still equals the replay, as do the count, the
+    per-role totals and what is sent."""
+    messages = history(seed, 10_000)
+    rng = random.Random(seed)
+    pinned = set(rng.sample(range(1, len(messages)), 3))
+    budget = 3_000
+    manager = MessageContextManager(budget, reserve_tokens=0, strategy="fifo", counter="chars")
+    expected = naive_fifo_held(messages, pinned, budget)
+    where = {id(m): i for i, m in enumerate(messages)}
+    evicted = 0
+    for i, message in enumerate(messages):
+        manager.add(message, pinned=i in pinned)
+        want = expected[i]
+        assert [0, *(where[id(m)] for m in manager.messages)] == want, f"after add {i}"
+        if i % 97 and i < len(messages) - 50:
+            continue
+        assert len(manager) == len(want)
+        assert manager.token_count == sum(COUNTER.count(messages[j]) for j in want)
+        stats = manager.stats()
+        roles = [messages[j]["role"] for j in want]
+        assert stats.counts_by_role == {r: roles.count(r) for r in stats.counts_by_role}
+        kept = manager.get_context()
+        assert kept[0] is messages[0] and {where[id(m)] for m in kept} <= set(want)
+        evicted = i + 1 - len(want)
+    assert evicted > 3 * 4096  # the storage of evicted groups was reclaimed several times
 
 
 def test_each_eviction_is_told_by_the_add_that_makes_it() -> None:

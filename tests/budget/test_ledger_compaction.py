@@ -1,134 +1,148 @@
-"""The ledger's compaction forgets evicted groups and nothing else.
+"""Compacting a long history: what is held afterwards, and every decision made on it.
 
-A full FIFO manager compacts its storage every few thousand adds (slices and comprehensions, not a
-step per group). After a compaction every held message, its group, pin, priority and every sum
-and index the strategies read must describe exactly the groups held before it. The expected
-state is derived here from the held groups alone, by plain loops that share no code with the
-ledger.
+``apply_compaction`` drops the history before its cut (pinned messages and the latest user turn
+stay); once thousands of messages are gone, the manager also reclaims the storage they took.
+After that, what ``history()`` lists, what each strategy sends (sliding window, priority, the
+retention rule) and what later adds change must be exactly what the rules say of the messages
+still held. The expected held set is derived here from the documented rule by plain loops over
+the naive grouping (``tests/naive.py``), and the contexts from the naive oracles, which share no
+code with the library.
 """
 
 from __future__ import annotations
 
+import contextlib
+import random
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_manager.budget._ledger import Ledger
-from context_manager.messages import Message
+from context_manager import ContextOverflowError, MessageContextManager, SlidingWindow
 
-# One step: (role is user, tokens, priority, pinned, joins the previous group, floor move)
-_STEP = st.tuples(
-    st.booleans(),
-    st.integers(0, 50),
-    st.integers(-2, 2),
-    st.booleans(),
-    st.booleans(),
-    st.integers(0, 3),
+from ..conversations import conversation
+from ..naive import NaiveCounter, build_groups, naive_read, naive_select
+from ..test_properties import positions
+from .naive_retention import naive_retained
+
+COUNTER = NaiveCounter()
+#: Plain turns added before the conversation drawn: a cut among their last ones drops over 4,096
+#: groups, enough for the manager to reclaim their storage.
+PREFIX = [
+    {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "w" * (i % 13)}
+    for i in range(4_300)
+]
+
+
+def naive_held_after_compaction(
+    messages: list[Any], pinned: set[int], split: int, cut: int
+) -> list[int]:
+    """Indices held after adding ``messages[:split]``, compacting before message ``cut`` and
+    adding the rest. The cut moves back to the start of its group and never past a group still
+    awaiting results; pinned groups before it stay, and so does the latest user turn's group until
+    a newer user turn arrives."""
+    groups = build_groups(messages[:split], COUNTER, pinned, [0] * split)
+    where = next((g for g, group in enumerate(groups) if group.indices[-1] >= cut), len(groups))
+    complete = len(groups) - (1 if groups and groups[-1].pending else 0)
+    floor = min(where, complete)
+    users = [i for i in range(split) if naive_read(messages[i]).is_user_turn]
+    turn = next((g for g, group in enumerate(groups) if users and users[-1] in group.indices), None)
+    kept = {g for g in range(floor) if groups[g].pinned}
+    newer_turn = any(naive_read(m).is_user_turn for m in messages[split:])
+    if turn is not None and turn < floor and not groups[turn].pinned and not newer_turn:
+        kept.add(turn)
+    held = [i for g in sorted(kept) for i in groups[g].indices]
+    held += [i for group in groups[floor:] for i in group.indices]
+    return held + list(range(split, len(messages)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    tail=conversation(max_turns=25),
+    strategy=st.sampled_from(["sliding_window", "priority", "retention"]),
+    data=st.data(),
 )
+def test_decisions_after_compacting_a_long_history_match_the_oracle(
+    tail: list[Any], strategy: str, data: Any
+) -> None:
+    tail = [m for m in tail if m["role"] != "system"]
+    messages = PREFIX + tail
+    n = len(messages)
+    split = data.draw(st.integers(len(PREFIX), n), label="added before compacting")
+    lowest = len(PREFIX) - 150
+    if data.draw(st.booleans(), label="cut after the latest user turn"):
+        lowest = 1 + max(i for i in range(split) if naive_read(messages[i]).is_user_turn)
+    cut = data.draw(st.integers(min(lowest, split), split), label="first kept index")
+    reads = data.draw(st.sets(st.integers(len(PREFIX) - 10, n), max_size=6), label="reads")
+    pinned = set(data.draw(st.lists(st.integers(len(PREFIX) - 300, n - 1), max_size=4)))
+    pinned |= set(data.draw(st.lists(st.integers(0, n - 1), max_size=2)))
+    rng = random.Random(data.draw(st.integers(0, 2**16), label="seed"))
+    priorities = [i % 3 for i in range(len(PREFIX))] + [rng.randint(0, 3) for _ in tail]
+    budget = data.draw(st.integers(40, 1_500), label="budget")
+    ratio = 0.5
+    chosen: Any = SlidingWindow(retention_ratio=ratio) if strategy == "retention" else strategy
+    manager = MessageContextManager(budget, reserve_tokens=0, strategy=chosen, counter="chars")
 
+    def add(i: int) -> None:
+        manager.add(messages[i], priority=priorities[i], pinned=i in pinned)
+        if i in reads:  # a request between adds (decisions made before the compaction too)
+            with contextlib.suppress(ContextOverflowError):
+                manager.get_context()
 
-def _build(steps: list[tuple[bool, int, int, bool, bool, int]]) -> Ledger:
-    ledger = Ledger()
-    for n, (user, tokens, priority, pinned, joins, move) in enumerate(steps):
-        rec = Message("user" if user else "assistant", f"m{n}")
-        ledger.append({"n": n}, rec, tokens, priority, pinned, joins and n > 0)
-        if move:
-            ledger.evict_before(min(ledger.floor + move, ledger.group_count))
-    return ledger
+    for i in range(split):
+        add(i)
+    summary = {"role": "user", "content": "summary of the earlier turns"}
+    manager.apply_compaction(summary, cut)
+    for i in range(split, n):
+        add(i)
 
+    held = naive_held_after_compaction(messages, pinned, split, cut)
+    assert [item.index for item in manager.history()] == held
+    assert [item.message for item in manager.history()] == [messages[i] for i in held]
+    assert manager.token_count == COUNTER.count(summary) + sum(
+        COUNTER.count(messages[i]) for i in held
+    )
 
-def _held(ledger: Ledger) -> list[dict[str, Any]]:
-    """Each held group, in order: its messages (seq, original, record, tokens), pin, priority."""
-    groups = []
-    for g in ledger.held_groups():
-        end = ledger.group_start[g + 1] if g + 1 < ledger.group_count else len(ledger.originals)
-        rows = [
-            (ledger.seq[i], ledger.originals[i], ledger.records[i], ledger.tokens[i])
-            for i in range(ledger.group_start[g], end)
-        ]
-        groups.append(
-            {
-                "old": g,
-                "rows": rows,
-                "pinned": ledger.group_pinned[g],
-                "priority": ledger.group_priority[g],
-                "tokens": ledger.group_tokens[g],
-            }
+    sent = [summary, *(messages[i] for i in held)]  # the summary goes first, always
+    sent_pins = {0} | {k + 1 for k, i in enumerate(held) if i in pinned}
+    sent_priorities = [0, *(priorities[i] for i in held)]
+    if strategy == "retention":
+        answer = naive_retained(sent, counter=COUNTER, budget=budget, ratio=ratio, pinned=sent_pins)
+        expected = answer if answer == "overflow" else answer[0]
+    else:
+        expected = naive_select(
+            sent,
+            counter=COUNTER,
+            budget=budget,
+            strategy=strategy,
+            pinned=sent_pins,
+            priorities=sent_priorities,
         )
-    return groups
+    if expected == "overflow":
+        try:
+            manager.get_context()
+        except ContextOverflowError:
+            return
+        raise AssertionError("the oracle overflows, the manager does not")
+    assert positions(manager.get_context(), sent) == expected
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(_STEP, min_size=1, max_size=60))
-def test_compaction_keeps_exactly_the_held_groups(steps: list[Any]) -> None:
-    ledger = _build(steps)
-    before = _held(ledger)
-    old_floor, protected, kept = ledger.floor, ledger.protected, ledger.kept_protected
-    turns_before = [g for g in ledger.turns if any(h["old"] == g for h in before)]
-    opened = ledger.open
-    ledger._compact()
+def test_storage_of_what_compaction_dropped_is_released() -> None:
+    """After compacting away 20,000 messages of 1 KB, the manager keeps a fraction of them in
+    memory (their records, counts and groups go too, not only the caller's objects)."""
+    import gc
+    import tracemalloc
 
-    # Storage: exactly the held rows, in order, grouped as before.
-    assert ledger.group_count == len(before)
-    for new_g, group in enumerate(before):
-        start = ledger.group_start[new_g]
-        end = ledger.group_start[new_g + 1] if new_g + 1 < len(before) else len(ledger.originals)
-        got = [
-            (ledger.seq[i], ledger.originals[i], ledger.records[i], ledger.tokens[i])
-            for i in range(start, end)
-        ]
-        assert got == group["rows"]
-        assert all(a[1] is b[1] and a[2] is b[2] for a, b in zip(got, group["rows"], strict=True))
-        assert ledger.group_pinned[new_g] == group["pinned"]
-        assert ledger.group_priority[new_g] == group["priority"]
-        assert ledger.group_tokens[new_g] == group["tokens"]
-    assert len(ledger.originals) == sum(len(g["rows"]) for g in before)
-
-    # Sums: trimmable prefix sums, pins, totals, per-priority levels.
-    running, cum = 0, [0]
-    for group in before:
-        running += 0 if group["pinned"] else group["tokens"]
-        cum.append(running)
-    assert ledger.cum == cum
-    assert ledger.pinned_groups == [i for i, g in enumerate(before) if g["pinned"]]
-    assert ledger.pinned_total == sum(g["tokens"] for g in before if g["pinned"])
-    assert ledger.total == sum(g["tokens"] for g in before)
-    expected_levels: dict[int, tuple[list[int], list[int]]] = {}
-    for i, group in enumerate(before):
-        if group["pinned"]:
-            continue
-        members, sums = expected_levels.setdefault(group["priority"], ([], [0]))
-        members.append(i)
-        sums.append(sums[-1] + group["tokens"])
-    assert {p: (lv.groups, lv.cum) for p, lv in ledger.levels.items()} == expected_levels
-
-    # Indexes: floor, the latest user turn (and one kept below the floor), user-turn groups.
-    new_of = {g["old"]: i for i, g in enumerate(before)}
-    assert ledger.floor == sum(1 for g in before if g["old"] < old_floor)
-    assert ledger.protected == new_of.get(protected, -1)
-    assert ledger.kept_protected == new_of.get(kept, -1)
-    assert ledger.turns == [new_of[g] for g in turns_before]
-    counts = {"system": 0, "user": 0, "assistant": 0, "tool": 0}
-    tokens = dict.fromkeys(counts, 0)
-    for group in before:
-        for _seq, _original, rec, n in group["rows"]:
-            counts[rec.role] += 1
-            tokens[rec.role] += n
-    assert ledger.role_totals() == (counts, tokens)
-    assert ledger.open == opened
-
-
-def test_a_full_fifo_ledger_compacts_in_place_of_its_evicted_groups() -> None:
-    # The steady state the fast eviction path serves: one group in, the oldest one out.
-    ledger = Ledger()
-    for n in range(20_000):
-        ledger.append({"n": n}, Message("user" if n % 2 else "assistant", "x"), 5, 0, False, False)
-        if ledger.group_count - ledger.floor > 100:
-            ledger.evict_before(ledger.floor + 1)
-    held = [ledger.originals[i] for i in ledger.held_indices()]
-    # The latest user turn is kept below the floor when FIFO passes it; here it is in the tail.
-    assert [m["n"] for m in held] == list(range(20_000 - 100, 20_000))
-    assert len(ledger.originals) < 2 * 4096 + 100  # compacted, not grown with every add
-    assert ledger.total == 100 * 5
-    assert ledger.held_count() == 100
+    manager = MessageContextManager(10**9, counter="chars")
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for i in range(20_000):
+            manager.add({"role": "user" if i % 2 == 0 else "assistant", "content": "x" * 1_000})
+        manager.apply_compaction({"role": "user", "content": "summary"}, 19_990)
+        gc.collect()
+        retained = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert [item.index for item in manager.history()] == list(range(19_990, 20_000))
+    assert retained < 5_000_000, f"{retained:,} bytes retained of about 20 MB added"

@@ -295,12 +295,12 @@ def test_fifo_and_the_sliding_window_keep_different_messages_from_one_list() -> 
     ]
     kept = {}
     for strategy in ("fifo", "sliding_window"):
-        manager = MessageContextManager(15, reserve_tokens=0, strategy=strategy)
+        manager = MessageContextManager(15, reserve_tokens=0, strategy=strategy, counter="chars")
         for message in history:
             manager.add(message)
         kept[strategy] = manager.get_context()
     assert kept["fifo"] != kept["sliding_window"]
-    assert same(trim(history, 15), kept["sliding_window"])
+    assert same(trim(history, 15, counter="chars"), kept["sliding_window"])
 
 
 BROKEN = [
@@ -331,7 +331,7 @@ def test_broken_message_in_the_kept_part(strategy: str, data: Any, broken: Any, 
 def test_overflow_figures_are_the_managers() -> None:
     messages = [{"role": "system", "content": "s" * 400}, {"role": "user", "content": "u" * 400}]
     with pytest.raises(ContextOverflowError) as info:
-        trim(messages, 150)
+        trim(messages, 150, counter="chars")
     assert (info.value.required, info.value.budget) == (3 + 103 + 103, 150)
 
 
@@ -460,7 +460,7 @@ def test_an_unhashable_counter_works_with_a_cache() -> None:
     ],
 )
 def test_utf16_len_matches_an_encoding(text: str) -> None:
-    from context_manager._js import utf16_len
+    from context_manager.counting import utf16_len
 
     assert utf16_len(text) == len(text.encode("utf-16-le", "surrogatepass")) // 2
 
@@ -472,7 +472,7 @@ class _Text(str):
 @settings(max_examples=300, deadline=None)
 @given(st.text(st.characters(codec=None, exclude_categories=()), max_size=300), st.booleans())
 def test_utf16_len_counts_astral_characters_twice(text: str, subclass: bool) -> None:
-    from context_manager._js import utf16_len
+    from context_manager.counting import utf16_len
 
     value = _Text(text) if subclass else text
     assert utf16_len(value) == sum(2 if ord(ch) > 0xFFFF else 1 for ch in text)
@@ -550,10 +550,10 @@ def test_chat_histories_hostile_or_not_give_the_managers_answer(
         messages[bad] = hostile
     total = 3 + sum(len(json.dumps(m)) // 4 for m in messages)  # roughly what all of it costs
     for budget in (1, total // 8 + extra + 1, total // 3 + 1, total // 2 + extra, 10**9):
-        got = outcome(trim, messages, budget)
+        got = outcome(trim, messages, budget, counter="chars")  # the estimator's quick reading
         options = {"max_tokens": budget, "max_messages": None, "pinned": set()}
         expected = manager_context(
-            messages, "sliding_window", priorities=[0] * len(messages), **options
+            messages, "sliding_window", priorities=[0] * len(messages), counter="chars", **options
         )
         if bad < 0 or budget == 10**9 or same_outcome(got, expected):
             assert same_outcome(got, expected), (got, expected)

@@ -57,6 +57,7 @@ def test_manager_trim_and_oracle_agree_at_every_step(data: Any) -> None:
         strategy="sliding_window",
         retention_ratio=ratio,
         max_messages=cap,
+        counter="chars",
     )
     previous: tuple[list[int], list[int], bool] | None = None
     for n in range(1, len(messages) + 1):
@@ -80,6 +81,7 @@ def test_manager_trim_and_oracle_agree_at_every_step(data: Any) -> None:
                     retention_ratio=ratio,
                     max_messages=cap,
                     pinned={p for p in pinned if p < n},
+                    counter="chars",
                 )
             previous = None
             continue
@@ -92,6 +94,7 @@ def test_manager_trim_and_oracle_agree_at_every_step(data: Any) -> None:
             retention_ratio=ratio,
             max_messages=cap,
             pinned={p for p in pinned if p < n},
+            counter="chars",
         )
         assert positions(stateful, messages) == kept_idx
         assert [id(m) for m in stateless] == [id(m) for m in stateful]
@@ -143,7 +146,7 @@ def _check_cache_friendly(
 def test_fifo_with_retention_keeps_the_invariants(data: Any) -> None:
     messages, pinned, budget, ratio, _ = data
     manager = MessageContextManager(
-        budget, reserve_tokens=0, strategy="fifo", retention_ratio=ratio
+        budget, reserve_tokens=0, strategy="fifo", retention_ratio=ratio, counter="chars"
     )
     for i, m in enumerate(messages):
         manager.add(m, pinned=i in pinned)

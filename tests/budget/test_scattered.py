@@ -16,7 +16,7 @@ from context_manager import MessageContextManager, ToolResultPruning
 
 from ..naive import NaiveCounter, naive_select
 from ..test_properties import positions
-from .scattering import scattered_everywhere, scattered_nowhere
+from .scattering import mask_gathers, scattered_everywhere, scattered_nowhere
 
 COUNTER = NaiveCounter()
 
@@ -50,6 +50,7 @@ def history(seed: int, turns: int) -> list[dict[str, Any]]:
 def filled(
     messages: list[dict[str, Any]], budget: int, priorities: list[int], pinned: set[int], **kw: Any
 ) -> MessageContextManager:
+    kw.setdefault("counter", "chars")  # the naive oracle counts chars/4
     manager = MessageContextManager(budget, reserve_tokens=0, strategy="priority", **kw)
     for i, message in enumerate(messages):
         manager.add(message, priority=priorities[i], pinned=i in pinned)
@@ -59,7 +60,9 @@ def filled(
 @pytest.mark.parametrize("forced", [False, True])
 @pytest.mark.parametrize("share", [0.45, 0.76])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_scattered_cut_matches_the_oracle(seed: int, share: float, forced: bool) -> None:
+def test_a_priority_cut_keeping_scattered_groups_matches_the_oracle(
+    seed: int, share: float, forced: bool
+) -> None:
     if forced:
         with scattered_everywhere():
             _matches_the_oracle(seed, share)
@@ -76,8 +79,9 @@ def _matches_the_oracle(seed: int, share: float) -> None:
     total = COUNTER.count_prompt(messages)
     budget = int(total * share)
     manager = filled(messages, budget, priorities, pinned)
-    assert manager._plan().scattered is not None, "the cut should take the mask path"
-    kept = manager.get_context()
+    with mask_gathers() as gathers:
+        kept = manager.get_context()
+    assert gathers, "the cut should take the mask path"
     expected = naive_select(
         messages,
         counter=COUNTER,
@@ -91,7 +95,7 @@ def _matches_the_oracle(seed: int, share: float) -> None:
     assert COUNTER.count_prompt(kept) <= budget
 
 
-def test_levels_added_after_the_first_cut() -> None:
+def test_priorities_first_used_after_the_first_request_keep_the_context_right() -> None:
     """Ranks are built once and extended: new priorities below, between and above the ones
     seen renumber the bytes already held; every context equals the group-run answer."""
     messages = history(3, 700)
@@ -108,14 +112,14 @@ def test_levels_added_after_the_first_cut() -> None:
             assert [id(m) for m in fast] == [id(m) for m in slow], f"after message {i}"
 
 
-def test_more_than_256_priorities_use_group_runs() -> None:
+def test_more_than_256_priorities_match_the_oracle() -> None:
     messages = history(4, 600)
     priorities = [i % 300 for i in range(len(messages))]
     budget = COUNTER.count_prompt(messages) // 2
     manager = filled(messages, budget, priorities, set())
-    with scattered_everywhere():
-        assert manager._plan().scattered is None
+    with scattered_everywhere(), mask_gathers() as gathers:
         kept = manager.get_context()
+    assert not gathers, "a rank per message fits in a byte: over 256 levels take the runs"
     expected = naive_select(
         messages, counter=COUNTER, budget=budget, strategy="priority", priorities=priorities
     )
@@ -123,7 +127,9 @@ def test_more_than_256_priorities_use_group_runs() -> None:
 
 
 @pytest.mark.parametrize("provider", [None, "anthropic"])
-def test_pruned_copies_and_provider_rules(provider: str | None) -> None:
+def test_pruned_copies_and_provider_rules_give_the_same_context_either_way(
+    provider: str | None,
+) -> None:
     """Pruned copies are swapped in by position; with provider rules the runs path is taken.
     Both give what the group runs give, object for object or equal copy for copy."""
     messages = history(5, 800)
@@ -132,9 +138,9 @@ def test_pruned_copies_and_provider_rules(provider: str | None) -> None:
     budget = COUNTER.count_prompt(messages) // 4
     pruning = ToolResultPruning(soft_ratio=0.1, hard_ratio=0.2, min_prunable_chars=0, keep_last=1)
     manager = filled(messages, budget, priorities, {3, 40}, pruning=pruning, provider=provider)
-    with scattered_everywhere():
+    with scattered_everywhere(), mask_gathers() as gathers:
         fast = manager.get_context()
-        assert (manager._plan().scattered is not None) == (provider is None)
+    assert bool(gathers) == (provider is None)
     with scattered_nowhere():
         slow = manager.get_context()
     assert fast == slow

@@ -15,18 +15,10 @@ from typing import Any
 
 import pytest
 
-from context_manager._js import (
-    js_date_ms,
-    js_len,
-    js_number_str,
-    js_regex,
-    js_slice,
-    js_stringify,
-    js_trim,
-    js_truthy,
-)
+from context_manager._js import js_date_ms, js_regex  # only for guards no public call reaches
 from context_manager.compaction import pi_rules as pi
 from context_manager.errors import ConfigurationError, InvalidMessageError
+from context_manager.interop import pi_sessions
 from context_manager.parity import pi as pi_parity
 from context_manager.parity.verify import describe_failure, verify_file
 
@@ -115,7 +107,7 @@ def test_estimate_tokens_measures_like_js(case_id: str) -> None:
 def test_emoji_counts_two_units_each() -> None:
     message, expected = _case("pi.estimateTokens", "emoji-user-string")
     assert expected == 2  # 3 emoji = 6 UTF-16 units -> ceil(6/4); code points would give 1
-    assert js_len(message["content"]) == 6
+    assert len(message["content"].encode("utf-16-le")) // 2 == 6 and len(message["content"]) == 3
 
 
 def test_image_blocks_cost_4800_chars_in_tool_results_only() -> None:
@@ -200,7 +192,7 @@ def test_should_compact_is_strictly_greater_than_window_minus_reserve() -> None:
 
 def test_enabled_uses_js_truthiness() -> None:
     case, expected = _case("pi.shouldCompact", "enabled-[]")
-    assert expected is True and js_truthy([]) and not bool([])
+    assert expected is True and not bool([])  # [] is truthy in JS, falsy in Python
     assert pi.should_compact(case["contextTokens"], case["contextWindow"], case["settings"])
 
 
@@ -258,11 +250,16 @@ def test_silent_and_length_overflow_need_a_window() -> None:
         assert expected is want
 
 
-def test_unsupported_regex_flags_are_refused() -> None:
+def test_guards_no_public_call_reaches() -> None:
+    """Kept on the private helpers: every public caller passes Pi's constant patterns (flag
+    ``i`` on ASCII text) and reads timestamps with NaN for what JS reading is not reproduced,
+    so these refusals cannot be reached through the public API."""
     with pytest.raises(ConfigurationError):
         js_regex("a", "g")
     with pytest.raises(ConfigurationError):
         js_regex("é", "i")
+    with pytest.raises(InvalidMessageError):
+        js_date_ms("2026-01-01T00:00")  # local time in JS: refused, not guessed
 
 
 # --- serialization -------------------------------------------------------------------------------
@@ -281,29 +278,63 @@ def test_js_number_and_key_order_in_tool_call_json() -> None:
     assert "n=1e-7" in expected and '{"2":[1,"😀"],"b":null}' in expected
 
 
-def test_js_value_helpers() -> None:
-    assert [js_number_str(x) for x in (1e-7, 1e21, 1e16, 0.000001, -0.0)] == [
-        "1e-7",
-        "1e+21",
-        "10000000000000000",
-        "0.000001",
-        "0",
+def _call_arguments(arguments: dict[str, Any]) -> str:
+    """How ``serialize_conversation`` writes one tool call's arguments (JS's JSON.stringify)."""
+    call = {"type": "toolCall", "id": "1", "name": "f", "arguments": arguments}
+    message = {"role": "assistant", "content": [call], "stopReason": "toolUse", "timestamp": 1}
+    out = pi.serialize_conversation(pi.convert_to_llm([message]))
+    assert out.startswith("[Assistant tool calls]: f(") and out.endswith(")")
+    return out.removeprefix("[Assistant tool calls]: f(").removesuffix(")")
+
+
+def _custom_message_time(timestamp: Any) -> Any:
+    """The time a session entry stamped ``timestamp`` gets (JS's ``new Date(x).getTime()``)."""
+    entry = {**_SESSION[2], "timestamp": timestamp}
+    context = pi.build_session_context([_SESSION[0], _SESSION[1], entry]).to_pi()
+    return context["messages"][-1]["timestamp"]
+
+
+def test_js_numbers_strings_and_key_order_in_tool_call_arguments() -> None:
+    numbers = {"a": 1e-7, "b": 1e21, "c": 1e16, "d": 0.000001, "e": -0.0}
+    assert _call_arguments(numbers) == "a=1e-7, b=1e+21, c=10000000000000000, d=0.000001, e=0"
+    nested = {"b": 1, "10": 2, "2": [None, True]}  # integer-like keys first, ascending
+    assert _call_arguments(nested) == "2=[null,true], 10=2, b=1"
+    assert _call_arguments({"v": nested}) == 'v={"2":[null,true],"10":2,"b":1}'
+    assert _call_arguments({"s": "\u2028\ud83d\x01"}) == 's="\u2028\\ud83d\\u0001"'
+
+
+def test_tool_result_truncation_counts_and_cuts_utf16_units() -> None:
+    messages, _ = _case("pi.serializeConversation", "result-split-surrogate")
+    result = {**messages[0], "content": [{"type": "text", "text": "a" * 1999 + "😀a\ud83d"}]}
+    out = pi.serialize_conversation(pi.convert_to_llm([result]))
+    # 2,003 units: the cut at 2,000 halves the emoji; a lone surrogate counts one unit.
+    assert out.endswith("a" * 1999 + "\ud83d\n\n[... 3 more characters truncated]")
+
+
+def test_js_dates_in_session_entries() -> None:
+    # Values below were printed by Node 20 (new Date(x).getTime()).
+    assert _custom_message_time("2026-02-30") == _custom_message_time("2026-03-02")  # rolls over
+    assert _custom_message_time("2026-02-30") is not None
+    assert _custom_message_time("2026-13-01") is None
+    assert _custom_message_time(None) == 0 and _custom_message_time(True) == 1  # the epoch
+    assert _custom_message_time("2026-01-01T00:00") is None  # local time in JS: not guessed
+    assert _custom_message_time("not a date") is None
+    assert _custom_message_time("2026-04-31") == 1777593600000
+
+
+def test_js_trim_of_a_session_file() -> None:
+    """Pi trims the file with String.prototype.trim: BOM and line separators go, while U+001C
+    and U+0085 (which str.strip() would drop) stay and spoil the header line."""
+    header = '{"type":"session","id":"s","version":3}'
+    entry = '{"type":"label","id":"x","parentId":null}'
+    parsed = pi_sessions.parse_session_lines("\ufeff\u2028" + header + "\n" + entry + "\ufeff")
+    assert [e["type"] for e in parsed] == ["session", "label"]
+    assert pi_sessions.parse_session_lines("\x1c" + header + "\n" + entry) == []
+    assert pi_sessions.parse_session_lines("\x85" + header + "\n" + entry) == []
+    assert [e["type"] for e in pi_sessions.parse_session_lines(header + "\n" + entry)] == [
+        "session",
+        "label",
     ]
-    assert js_stringify({"b": 1, "10": 2, "2": [None, True]}) == '{"2":[null,true],"10":2,"b":1}'
-    assert js_stringify("\u2028\ud83d\x01") == '"\u2028\\ud83d\\u0001"'
-    assert js_slice("a😀", 2) == "a\ud83d"
-    assert js_len("a\ud83d") == 2
-    assert js_date_ms("2026-02-30") == js_date_ms("2026-03-02")  # V8 rolls the day over
-    assert js_date_ms("2026-13-01") is None
-    with pytest.raises(InvalidMessageError):
-        js_date_ms("2026-01-01T00:00")  # local time in JS: refused, not guessed
-    # Values below were printed by Node 20 (new Date(x).getTime(), String.prototype.trim).
-    assert js_date_ms(None) == 0 and js_date_ms(True) == 1  # new Date(null) is the epoch
-    assert js_date_ms("2026-01-01T00:00", unreproduced_as_nan=True) is None
-    assert js_date_ms("not a date", unreproduced_as_nan=True) is None
-    assert js_date_ms("2026-04-31", unreproduced_as_nan=True) == 1777593600000
-    assert js_trim("\x1c a \ufeff\u2028") == "\x1c a"  # str.strip() would drop \x1c too
-    assert js_trim("\x85x") == "\x85x"
 
 
 def test_null_block_raises_typed_error() -> None:

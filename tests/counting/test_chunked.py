@@ -3,6 +3,9 @@ caches stay bounded by size."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 
 pytest.importorskip("tiktoken")
@@ -45,10 +48,22 @@ def test_runs_without_boundaries_stay_within_tolerance(text: str) -> None:
     assert abs(counted - exact) <= 2 * (len(text) // CHUNK + 1)
 
 
+class _Text(str):
+    """A text that can be watched with a weak reference (to see what the cache keeps alive)."""
+
+
 def test_long_text_cache_is_bounded_by_characters() -> None:
     counter = TiktokenCounter(encoding="o200k_base")
+    watched = []
     for i in range(12):
-        counter.count_text(f"{i} " + "word " * 200_000)  # 12 x 1 MB, distinct
-    tier = counter._count_cached._long
-    assert tier._chars <= LONG_CHARS
+        text = _Text(f"{i:02d} " + "word " * 179_999)  # 12 x 0.9 MB, distinct, each cacheable
+        counter.count_text(text)
+        watched.append(weakref.ref(text))
+        del text
+    gc.collect()
+    alive = [text for ref in watched if (text := ref()) is not None]
+    assert alive, "the newest long text should be cached"
+    assert sum(map(len, alive)) <= LONG_CHARS  # older ones were let go, not only skipped
+    hits = counter.cache_info().hits
+    assert counter.count_text(alive[-1]) > 0 and counter.cache_info().hits == hits + 1
     assert counter.count_text("1 " + "word " * 200_000) > 0

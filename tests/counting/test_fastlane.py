@@ -1,9 +1,11 @@
-"""The fast lane reads as ``normalize`` does (or declines); the estimator counts it right.
+"""The commonest chat dicts are read as ``normalize`` reads them and counted by the rule.
 
-Inputs are drawn around the three lane shapes (plain, tool result, assistant tool calls) with
-every way to leave them: extra or missing keys, wrong types, aliases, empty ids, astral and
-lone-surrogate text, dict subclasses. Whenever the lane answers, the answer must be the general
-path's; when the general path raises, the lane must decline.
+``trim()`` reads plain, tool-result and tool-call dicts without the general reader
+(``counting/fastlane.py``). Inputs are drawn around those three shapes with every way to leave
+them: extra or missing keys, wrong types, aliases, empty ids, astral and lone-surrogate text,
+dict subclasses. Whenever the shortcut answers, the answer must be the general reader's; when
+the general reader raises, the shortcut must decline; and a counter that is not the plain
+estimator keeps its own rule.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from context_manager import trim
 from context_manager.counting import CharEstimator, TokenCounter
 from context_manager.counting.fastlane import lane_for, read_fast
 from context_manager.counting.tiktoken_counter import TiktokenCounter
 from context_manager.errors import InvalidMessageError
 from context_manager.messages import Message, normalize
+
+from ..naive import naive_read
 
 CHARS = ["a", " ", "é", "中", "😀", "\ud800", "\n", "{"]
 TEXT = st.text(alphabet=st.sampled_from(CHARS), max_size=12)
@@ -74,24 +79,18 @@ def _general(message: Any) -> Message | None:
 
 
 @given(chat_dicts())
-def test_read_fast_is_normalize_or_declines(message: Any) -> None:
+def test_common_chat_dicts_are_read_as_normalize_reads_them(message: Any) -> None:
     fast = read_fast(message)
     if fast is not None:
         assert fast == _general(message)
 
 
-def _js_length(text: str) -> int:
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
 def _oracle(message: dict[str, Any], counter: CharEstimator) -> int:
-    """The estimator's rule for the three lane shapes, from the dict itself (no library code):
-    ``ceil(chars / chars_per_token) + message_overhead``, chars in UTF-16 units of the content
-    and of each call's name and arguments."""
-    chars = _js_length(message.get("content") or "")
-    for call in message.get("tool_calls") or ():
-        function = call["function"]
-        chars += _js_length(function["name"]) + _js_length(function.get("arguments", ""))
+    """The estimator's rule for the three shapes, from the dict itself (no library code):
+    ``ceil(chars / chars_per_token)`` (``message_overhead`` is added by the caller), chars in
+    UTF-16 units of the content and of each call's name and arguments, as the naive oracle
+    (``tests/naive.py``) reads them."""
+    chars = naive_read(message).chars
     return (
         -(-chars // int(counter.chars_per_token))
         if counter.chars_per_token == int(counter.chars_per_token)
@@ -100,7 +99,7 @@ def _oracle(message: dict[str, Any], counter: CharEstimator) -> int:
 
 
 @given(chat_dicts())
-def test_estimator_lane_counts_as_the_rule_says(message: Any) -> None:
+def test_the_estimator_counts_common_chat_dicts_as_its_rule_says(message: Any) -> None:
     rec = _general(message)
     for counter in COUNTERS:
         assert isinstance(counter, CharEstimator)
@@ -132,7 +131,9 @@ def tiktoken_counter() -> TiktokenCounter:
     return TiktokenCounter(encoding="o200k_base")
 
 
-def test_tiktoken_counts_the_fast_record_as_normalized(tiktoken_counter: TiktokenCounter) -> None:
+def test_tiktoken_counts_common_chat_dicts_as_their_normalized_records(
+    tiktoken_counter: TiktokenCounter,
+) -> None:
     """A real tokenizer keeps no lane (it uses the content cache) but reads with ``read_fast``."""
     assert lane_for(tiktoken_counter) is None
 
@@ -146,11 +147,21 @@ def test_tiktoken_counts_the_fast_record_as_normalized(tiktoken_counter: Tiktoke
     check()
 
 
-def test_lane_only_for_the_exact_estimator() -> None:
+def test_a_subclassed_estimator_keeps_its_own_rule() -> None:
     class Custom(CharEstimator):
         pass
 
+    class Doubled(CharEstimator):
+        def count_message(self, message: Message) -> int:
+            return 2 * super().count_message(message)
+
     assert lane_for(Custom()) is None
+    history = [{"role": "user", "content": "x" * 40}, {"role": "assistant", "content": "y" * 40}]
+    history.append({"role": "user", "content": "z" * 40})
+    plain = CharEstimator()
+    budget = sum(plain.count_message(normalize(m)) for m in history) + plain.prompt_overhead
+    assert trim(history, budget, counter=plain) == history
+    assert trim(history, budget, counter=Doubled()) == history[-1:]  # 2 x 13 each, + 3
     lane = lane_for(CharEstimator())
     assert lane is not None
     assert lane({"role": "user", "content": "😀" * 3}) == (Message("user", "😀" * 3), 2 + 3)

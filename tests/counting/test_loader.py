@@ -43,7 +43,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
 
 
-def test_our_hashes_are_the_ones_tiktoken_expects() -> None:
+def test_our_hashes_are_the_ones_tiktoken_expects(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run tiktoken's own constructors with a recording loader to read their expected hashes."""
     seen: dict[str, str] = {}
 
@@ -51,16 +51,20 @@ def test_our_hashes_are_the_ones_tiktoken_expects() -> None:
         seen[url.rsplit("/", 1)[1].split(".")[0]] = str(expected_hash)
         return {b"a": 0}
 
-    constructors = tiktoken_loader._constructors_with(record)
+    monkeypatch.setattr(public, "load_tiktoken_bpe", record)  # tiktoken's, for this test only
     for name in BUNDLED_SHA256:
-        constructors[name]()
+        public.ENCODING_CONSTRUCTORS[name]()
     assert {name: seen[name] for name in BUNDLED_SHA256} == BUNDLED_SHA256
 
 
-def test_rebinding_leaves_tiktoken_untouched() -> None:
+@pytest.mark.usefixtures("fresh_cache", "no_network")
+def test_loading_the_bundle_leaves_tiktoken_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SOURCE_ENV, "bundled")
     original = public.load_tiktoken_bpe
-    tiktoken_loader._constructors_with(lambda *a, **k: {})
+    constructors = dict(public.ENCODING_CONSTRUCTORS)
+    assert load_encoding("cl100k_base").encode_ordinary("hello world") == [15339, 1917]
     assert public.load_tiktoken_bpe is original
+    assert constructors == public.ENCODING_CONSTRUCTORS
 
 
 @pytest.mark.usefixtures("fresh_cache", "no_network")

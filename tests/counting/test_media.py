@@ -220,6 +220,62 @@ def test_audio_by_duration() -> None:
     assert cost({"role": "user", "content": [part]}, "gpt-4o") == 10 * 20
 
 
+def audio_reply(**audio: Any) -> list[dict[str, Any]]:
+    return [{"role": "assistant", "content": None, "audio": audio}]
+
+
+def added(messages: list[dict[str, Any]], **spec: Any) -> int:
+    empty = [{"role": "assistant", "content": ""}]
+    return count_tokens(messages, **spec) - count_tokens(empty, **spec)
+
+
+#: Per second of audio: OpenAI's Realtime rates (user 1 token / 100 ms, assistant 1 / 50 ms:
+#: the higher, 20); Gemini 32, the highest documented, also the no-model estimate's.
+AUDIO_RATES = [({"model": "gpt-4o"}, 20), ({"model": "gemini-2.5-pro"}, 32), ({}, 32)]
+
+
+@pytest.mark.parametrize(("spec", "rate"), AUDIO_RATES)
+def test_audio_reply_is_charged_by_its_transcript_not_a_flat_id(
+    spec: dict[str, Any], rate: int
+) -> None:
+    """An audio reply sent back is audio: as long as saying its transcript takes (12 UTF-8 bytes
+    of transcript a second, slower than speech), at the provider's rate per second."""
+    short, long = "Sure.", "Here is the full weather report for the week ahead. " * 8
+    for transcript in (short, long, "明天北京晴\uff0c最高气温二十五度。"):
+        seconds = len(transcript.encode()) / 12
+        got = added(audio_reply(id="audio_1", transcript=transcript), **spec)
+        assert got == math.ceil(seconds * rate)
+    assert added(audio_reply(id="a", transcript=long), **spec) > 10 * added(
+        audio_reply(id="a", transcript=short), **spec
+    )
+
+
+@pytest.mark.parametrize(("spec", "rate"), AUDIO_RATES)
+def test_audio_of_unknown_length_costs_the_documented_default(
+    spec: dict[str, Any], rate: int
+) -> None:
+    """No data, no transcript: 60 s (documented in counting/media.py), not the id's JSON."""
+    assert added(audio_reply(id="audio_abc123"), **spec) == 60 * rate
+    data = wav(3.0)
+    with_data = audio_reply(id="audio_1", data=b64(data), transcript="x" * 500)
+    assert added(with_data, **spec) == 3 * rate  # a readable duration wins
+
+
+def test_realtime_audio_items_with_transcripts() -> None:
+    part = {"type": "input_audio", "transcript": "What's the weather like in Paris today?"}
+    seconds = len(part["transcript"].encode()) / 12
+    message = {"role": "user", "content": [part]}
+    assert cost(message, "gemini-2.5-pro") == math.ceil(seconds * 32)
+
+
+def test_chars_counter_keeps_the_reference_arithmetic_for_audio_replies() -> None:
+    from context_manager.messages import to_json_text
+
+    reply = audio_reply(id="audio_abc123", transcript="Hello there " * 20)
+    chars = len(to_json_text({"id": "audio_abc123"}))
+    assert count_tokens(reply, counter="chars") == math.ceil(chars / 4) + 3 + 3
+
+
 def test_chars_counter_keeps_the_reference_arithmetic() -> None:
     # Pi / TS parity: chars/4 still charges a document's JSON, exactly as before.
     source = {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}

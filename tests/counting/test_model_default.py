@@ -1,4 +1,5 @@
-"""``model=`` picks the counter everywhere: manager, trim(), count_tokens() and the CLI agree."""
+"""``model=`` picks the counter everywhere: manager, trim(), count_tokens() and the CLI agree;
+without a model all four use the same safe default (``"estimate"``)."""
 
 from __future__ import annotations
 
@@ -38,14 +39,33 @@ MESSAGES = [
         ("gpt-4o", "tiktoken:o200k_base"),
         ("gpt-4-0613", "tiktoken:cl100k_base"),
         ("claude-sonnet-4-5", "estimate:claude-sonnet-4-5"),
-        (None, "chars/4"),
+        (None, "estimate"),
     ],
 )
 def test_manager_counts_with_the_models_counter(model: str | None, name: str) -> None:
     manager = MessageContextManager(model=model)
     manager.extend(MESSAGES)
     assert manager.stats().counter == name
-    assert manager.counter is get_counter(model=model) or model is None
+    assert manager.counter is get_counter(model=model)
+
+
+def test_one_safe_default_without_a_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The manager, trim(), count_tokens() and the CLI count alike, and never below o200k."""
+    default = get_counter()
+    assert default is get_counter("estimate") and default.name == "estimate"
+    manager = MessageContextManager()
+    assert manager.counter is default
+    total = count_tokens(MESSAGES)
+    assert total == count_tokens(MESSAGES, counter="estimate")
+    assert trim(MESSAGES, total) == MESSAGES and trim(MESSAGES, total - 1) != MESSAGES
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(MESSAGES), encoding="utf-8")
+    assert main(["count", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["prompt_total"] == total
+    exact = count_tokens(MESSAGES, model="gpt-4o")  # tiktoken o200k with OpenAI's framing
+    assert total >= exact > count_tokens(MESSAGES, counter="chars")
 
 
 def test_explicit_chars_keeps_pi_arithmetic_with_a_model() -> None:
@@ -70,8 +90,8 @@ def test_cli_and_api_give_the_same_figure(
 
 
 def test_trim_with_a_model_uses_its_tokenizer() -> None:
-    budget = count_tokens(MESSAGES, model=None)  # everything fits by chars/4 ...
-    assert trim(MESSAGES, budget) == MESSAGES
+    budget = count_tokens(MESSAGES, counter="chars")  # everything fits by chars/4 ...
+    assert trim(MESSAGES, budget, counter="chars") == MESSAGES
     by_model = trim(MESSAGES, budget, model="gpt-4o")  # ... not by gpt-4o's real count
     assert by_model == trim(MESSAGES, budget, counter="tiktoken:o200k_base")
     dropped = trim(MESSAGES, budget, model="gpt-4o", truncate_newest=False)
@@ -83,6 +103,6 @@ def test_trim_with_a_model_uses_its_tokenizer() -> None:
 
 def test_count_tokens_takes_a_counter() -> None:
     assert count_tokens(MESSAGES, model="gpt-4o", counter="chars") == count_tokens(
-        MESSAGES, model=None
+        MESSAGES, counter="chars"
     )
     assert count_tokens(MESSAGES, counter="estimate") > count_tokens(MESSAGES, counter="chars")

@@ -10,6 +10,7 @@ pytest.importorskip("tiktoken")
 
 from context_manager.counting import (
     CharEstimator,
+    SafeEstimator,
     TokenCounter,
     count_tokens,
     counter_for_model,
@@ -25,10 +26,12 @@ FIXTURES = Path(__file__).resolve().parents[2] / "compat_fixtures" / "fixtures"
 TOKEN_SUITES = sorted(FIXTURES.glob("tokens.*.json"))
 
 
-def test_default_spec_is_still_the_chars_estimator() -> None:
-    assert isinstance(get_counter(), CharEstimator)
-    assert isinstance(get_counter(None), CharEstimator)
-    assert isinstance(get_counter("chars", model="gpt-4o"), CharEstimator)
+def test_default_spec_is_the_safe_estimate_and_chars_is_named() -> None:
+    assert isinstance(get_counter(), SafeEstimator)
+    assert get_counter(None) is get_counter() is get_counter("estimate")
+    for name in ("chars", "chars/4", "approximate"):  # Pi / TS parity: chars/4 by name
+        assert isinstance(get_counter(name), CharEstimator)
+        assert isinstance(get_counter(name, model="gpt-4o"), CharEstimator)
 
 
 def test_instances_pass_through() -> None:
@@ -85,12 +88,20 @@ def test_unknown_models_list_close_matches() -> None:
 
 
 def test_counter_cache_is_bounded() -> None:
+    import gc
+    import weakref
+
     from context_manager.counting import resolve
 
+    counters = []
     for i in range(resolve.MAX_CACHED_COUNTERS + 10):
         register_model(ModelInfo(f"bounded-{i}", 1_000, 100, tokenizer="estimate"))
-        get_counter(model=f"bounded-{i}")
-    assert len(resolve._counters) <= resolve.MAX_CACHED_COUNTERS
+        counters.append(weakref.ref(get_counter(model=f"bounded-{i}")))
+    gc.collect()
+    alive = [ref() for ref in counters if ref() is not None]
+    assert 0 < len(alive) <= resolve.MAX_CACHED_COUNTERS  # the oldest were let go
+    last = resolve.MAX_CACHED_COUNTERS + 9
+    assert get_counter(model=f"bounded-{last}") is counters[last]()  # the newest still reused
 
 
 def test_unknown_specs_and_models_say_what_to_pass() -> None:
@@ -153,7 +164,7 @@ SHAPES = {
 
 
 def test_count_tokens_accepts_openai_and_anthropic_shapes() -> None:
-    counts = {shape: count_tokens(messages) for shape, messages in SHAPES.items()}
+    counts = {shape: count_tokens(messages, model="gpt-4o") for shape, messages in SHAPES.items()}
     assert counts["openai"] == counts["anthropic"]
     counter = TiktokenCounter("gpt-4o")
     text = counter.count_text

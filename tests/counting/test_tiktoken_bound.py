@@ -132,8 +132,10 @@ class _Recounting(TiktokenCounter):
 
 
 class _Retokenizing(TiktokenCounter):
-    def _encode_piece(self, text: str) -> int:
-        return 2 * super()._encode_piece(text)
+    """A subclass that counts texts its own way: the bound no longer covers it."""
+
+    def count_text(self, text: str) -> int:
+        return 2 * super().count_text(text)
 
 
 def test_only_the_arithmetic_the_bound_was_proven_for_offers_it() -> None:
