@@ -22,6 +22,7 @@ from ..errors import (
 )
 from ..events import Cleared, Compacted, Event
 from ..host import ManagerHost
+from ..messages.shapes import user_text
 from ._flow import Flow, Parallel, run_async, run_sync
 from .entry import REASONS, Clock, CompactionEntry, utc_timestamp
 from .extractive import ExtractiveSummarizer
@@ -97,9 +98,14 @@ def remove_compaction_listener(manager: ManagerHost, listener: CompactionListene
     state_of(manager).listeners.remove(listener)
 
 
-def summary_message(summary: str) -> dict[str, Any]:
-    """The user message that carries a summary to the model (sent after the system prompt)."""
-    return {"role": "user", "content": summary_message_text(summary)}
+def summary_message(summary: str, conversation: Sequence[Any] = ()) -> Any:
+    """The user message that carries a summary to the model (sent after the system prompt), in
+    the shape of ``conversation`` (a Gemini ``Content``, a pydantic-ai request, ...)."""
+    return user_text(conversation, summary_message_text(summary))
+
+
+def _held(manager: ManagerHost) -> list[Any]:
+    return [item.message for item in manager.history()]
 
 
 def _previous(entry: Any) -> tuple[str | None, int | None, Mapping[str, Sequence[str]] | None]:
@@ -187,7 +193,9 @@ def _apply(
         reason=job.reason,
         created_at=clock(),
     )
-    manager.apply_compaction(summary_message(entry.summary), entry.first_kept_index, entry)
+    manager.apply_compaction(
+        summary_message(entry.summary, _held(manager)), entry.first_kept_index, entry
+    )
     state.emit(_event(job, "end", will_retry=will_retry, entry=entry))
     return entry
 
@@ -200,7 +208,7 @@ def _check_fits(manager: ManagerHost, summary: str, first_kept_index: int) -> No
     kept = sum(it.tokens for it in items if not it.pinned)
     old = manager.summary
     fixed = int(manager.used_tokens) - kept - (manager.count_message(old) if old else 0)
-    need = fixed + manager.count_message(summary_message(summary))
+    need = fixed + manager.count_message(summary_message(summary, _held(manager)))
     budget = int(manager.budget_tokens)
     if need > budget:
         raise CompactionTooLargeError(
@@ -285,5 +293,7 @@ def restore_compaction(
 ) -> CompactionEntry:
     """Re-apply a persisted entry (e.g. from a store's log) without summarizing again."""
     entry = data if isinstance(data, CompactionEntry) else CompactionEntry.from_dict(data)
-    manager.apply_compaction(summary_message(entry.summary), entry.first_kept_index, entry)
+    manager.apply_compaction(
+        summary_message(entry.summary, _held(manager)), entry.first_kept_index, entry
+    )
     return entry

@@ -265,3 +265,46 @@ def _pydantic_ai_results(caller: Any, calls: Sequence[ToolCall], text: str) -> A
 
     returns = [ToolReturnPart(c.name, text, c.id, outcome="failed") for c in calls]
     return ModelRequest(parts=returns)
+
+
+def user_text(conversation: Sequence[Any], text: str) -> Any:
+    """A user message holding ``text`` in the shape of ``conversation`` (the first message whose
+    shape tells): what we add that is not a result, such as a compaction summary. A chat dict
+    where nothing tells (it fits every chat format but Bedrock's and Gemini's, which tell)."""
+    shape, like = None, None
+    for message in conversation:
+        shape = shape_of(message) or (BEDROCK if _bedrock_text(message) else None)
+        if shape not in (None, RECORD):
+            like = message
+            break
+    if shape == BEDROCK:
+        return {"role": "user", "content": [{"text": text}]}
+    if shape == GEMINI:
+        if isinstance(like, Mapping):
+            return {"role": "user", "parts": [{"text": text}]}
+        from google.genai import types
+
+        return types.Content(role="user", parts=[types.Part(text=text)])
+    if shape == PYDANTIC_AI:
+        if isinstance(like, Mapping):
+            return {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": text}]}
+        from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+        return ModelRequest(parts=[UserPromptPart(text)])
+    if shape == LANGCHAIN:
+        from langchain_core.messages import HumanMessage
+
+        return HumanMessage(text)
+    return {"role": "user", "content": text}
+
+
+def _bedrock_text(message: Any) -> bool:
+    """A Converse message of text blocks only (``{"text": ...}``, no ``type``)."""
+    if not isinstance(message, Mapping):
+        return False
+    content = message.get("content")
+    return (
+        isinstance(content, list | tuple)
+        and bool(content)
+        and all(isinstance(p, Mapping) and len(p) == 1 and "text" in p for p in content)
+    )

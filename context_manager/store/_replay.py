@@ -147,7 +147,9 @@ def _replay_compaction(
         return
     first_kept = added_before[kept] if kept < len(added_before) else added
     summary = fields.get("summary_message")
-    if not isinstance(summary, dict):
+    if isinstance(summary, dict) and summary.keys() == {"type", "payload"}:
+        summary = decode(summary["payload"], summary["type"])  # an SDK object, as written
+    elif not isinstance(summary, dict):
         summary = {"role": "user", "content": str(fields.get("summary", ""))}
     apply(summary, first_kept, _compaction_entry({**fields, "first_kept_index": first_kept}))
 
