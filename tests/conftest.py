@@ -1,4 +1,7 @@
-"""Hypothesis profiles: thousands of examples in CI (CI=true), a quick run locally."""
+"""Hypothesis profiles: thousands of examples in CI (CI=true), a quick run locally.
+
+Tests that set ``max_examples`` themselves keep their own count in both profiles.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "dev",
-    max_examples=300,
+    max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

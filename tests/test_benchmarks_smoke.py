@@ -68,12 +68,20 @@ def test_broken_tool_pairs_sees_orphans_and_dangling_calls() -> None:
 
 
 def test_check_context_rejects_a_context_that_lost_the_history() -> None:
-    manager = MessageContextManager(2_000, strategy="sliding_window")
+    class Forgetful(MessageContextManager):
+        """Correct bookkeeping, but the context lost the history (only the newest message)."""
+
+        def get_context(self) -> list[Any]:
+            return super().get_context()[-1:]
+
+    manager = MessageContextManager(2_000, strategy="sliding_window", counter="chars")
     manager.extend(corpus.conversation(200))
     check_context(manager, 200)  # a healthy manager passes
-    manager._ledger.originals[:] = []  # simulate lost messages behind correct bookkeeping
+    forgetful = Forgetful(2_000, strategy="sliding_window", counter="chars")
+    forgetful.extend(corpus.conversation(200))
+    assert forgetful.token_count == manager.token_count
     with pytest.raises(AssertionError, match="lost or misread"):
-        check_context(manager, 200)
+        check_context(forgetful, 200)
 
 
 def _run(tmp_path: Path, benchmarks: list[dict[str, Any]]) -> Path:

@@ -84,7 +84,6 @@ def _drain(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-@pytest.mark.slow  # a kill loop
 @pytest.mark.slow  # a kill loop (pytest -m slow)
 def test_an_async_writer_killed_and_restarted_loses_and_repeats_nothing(
     backend: Backend,
