@@ -108,12 +108,6 @@ class ImageCosts:
 IMAGES_GPT_4O_MINI = ImageCosts(base=2833, tile=5667, unknown_size=2833 + 4 * 5667)
 
 
-def image_costs_for(model: str | None) -> ImageCosts:
-    if model and model.lower().startswith("gpt-4o-mini"):
-        return IMAGES_GPT_4O_MINI
-    return ImageCosts()
-
-
 def image_tokens(image: Image, costs: ImageCosts) -> int:
     """OpenAI's tile formula; ``detail`` low = base only, high/auto with a size = tiles."""
     if image.detail == "low":

@@ -180,10 +180,6 @@ def encode_meta(record: Mapping[str, Any], *, integrity: bool = False) -> bytes:
     return dump_record(dict(record), integrity=integrity)
 
 
-def encode_compaction(entry: Mapping[str, Any], *, integrity: bool = False) -> bytes:
-    return dump_record(compaction_record(entry), integrity=integrity)
-
-
 class RecordWriter:
     """The typed appends a session writes, over one primitive: ``_put(record, durable)``.
 
