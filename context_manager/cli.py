@@ -202,8 +202,8 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     messages = load_messages(args.file)
     tools = load_messages(args.tools) if args.tools else None
-    if args.budget is None and args.model is None:
-        raise CliError("replay needs --budget, or a --model whose window sets it")
+    if args.budget_tokens is None and args.model is None:
+        raise CliError("replay needs --budget-tokens, or a --model whose window sets it")
     return run_replay(args, messages, tools, out, err)
 
 
@@ -349,7 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
     replaying.add_argument("file", help="session log, JSON array of messages or JSONL; - for stdin")
     replaying.add_argument("--provider", required=True, choices=["anthropic", "openai", "gemini"])
     replaying.add_argument("--model", default=None, help="model: its cache minimum and prices")
-    replaying.add_argument("--budget", type=int, default=None, help="input budget in tokens")
+    replaying.add_argument(
+        "--budget-tokens", type=int, default=None, help="input budget, as trim()'s budget_tokens"
+    )
     replaying.add_argument("--counter", default=None, help="counter spec (default: --model's)")
     replaying.add_argument(
         "--setting",

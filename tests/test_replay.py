@@ -91,7 +91,7 @@ def test_cli_prints_cost_per_setting(capsys: pytest.CaptureFixture[str], tmp_pat
         str(session),
         "--provider",
         "anthropic",
-        "--budget",
+        "--budget-tokens",
         "8000",
         "--counter",
         "chars",
@@ -118,7 +118,7 @@ def test_cli_draws_the_session(capsys: pytest.CaptureFixture[str], tmp_path: Pat
         str(session),
         "--provider",
         "openai",
-        "--budget",
+        "--budget-tokens",
         "6000",
         "--counter",
         "chars",
@@ -132,7 +132,8 @@ def test_an_unknown_setting_is_a_clear_error(
 ) -> None:
     session = tmp_path / "session.json"
     session.write_text(json.dumps(agent_session(3)))
-    args = ["replay", str(session), "--provider", "gemini", "--budget", "6000", "--setting", "lru"]
+    args = ["replay", str(session), "--provider", "gemini", "--budget-tokens", "6000"]
+    args += ["--setting", "lru"]
     assert main(args) == 2
     assert "unknown setting 'lru'" in capsys.readouterr().err
 
@@ -143,4 +144,4 @@ def test_replay_without_budget_or_model_is_refused(
     session = tmp_path / "session.json"
     session.write_text(json.dumps(agent_session(2)))
     assert main(["replay", str(session), "--provider", "openai"]) == 2
-    assert "--budget" in capsys.readouterr().err
+    assert "--budget-tokens" in capsys.readouterr().err

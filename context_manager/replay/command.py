@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from ..counting import get_counter
+from ..errors import ConfigurationError
 from ..manager import MessageContextManager
 from ..prompt_cache import cache_rules
 from .run import DEFAULT_SETTINGS, recommend, replay, table
@@ -23,9 +24,11 @@ def run_replay(
     err: TextIO,
 ) -> int:
     """Replay ``messages`` as ``args`` say; the table or JSON to ``out``, notes to ``err``."""
-    budget = args.budget
+    budget = args.budget_tokens
     if budget is None:  # the model's window less the usual 20% reserve
         budget = MessageContextManager(model=args.model, counter="chars").budget_tokens
+    elif isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise ConfigurationError(f"budget_tokens must be a positive int, got {budget!r:.60}")
     counter = get_counter(args.counter, model=args.model)
     rules = cache_rules(args.provider, args.model, ttl=args.ttl)
     results = replay(
