@@ -65,6 +65,10 @@ class CompactionState:
         self.generation = 0
         #: The cycle in which the soft-threshold flush hook last fired (None: never).
         self.flushed_cycle: int | None = None
+        #: Automatic compactions in a row that failed or freed too little, and the token count
+        #: below which the open circuit breaker skips them (None: closed); see the triggers.
+        self.strikes = 0
+        self.retry_at: int | None = None
 
     def on_manager_event(self, event: Event) -> None:
         if isinstance(event, Compacted):
@@ -72,6 +76,7 @@ class CompactionState:
         elif isinstance(event, Cleared):
             self.generation += 1
             self.flushed_cycle = None  # a new conversation may flush again
+            self.strikes, self.retry_at = 0, None
 
     def emit(self, event: CompactionEvent) -> None:
         for listener in list(self.listeners):

@@ -10,18 +10,26 @@ defaults the reserve is the 20000 floor), so an app can save notes before histor
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..counting.usage import read_usage
-from ..errors import CompactionError, ConfigurationError, ContextOverflowError
+from ..errors import (
+    CompactionError,
+    CompactionInProgressError,
+    ConfigurationError,
+    ContextOverflowError,
+)
 from ..host import ManagerHost
 from . import pi_rules as pi
 from ._flow import Call, Flow, run_async, run_sync
 from .entry import CompactionEntry
 from .policies import CompactionPolicy
-from .runner import compaction_flow, state_of
+from .runner import CompactionState, compaction_flow, state_of
+
+logger = logging.getLogger("context_manager.compaction")
 
 T = TypeVar("T")
 
@@ -145,6 +153,12 @@ class CompactionTriggers:
     20000; 0 disables the floor). ``ratio`` adds Kimi CLI's ``tokens >= window * ratio`` rule
     (Kimi uses 0.85). ``on_flush`` is called once per compaction cycle when tokens reach
     ``window - reserve - soft_threshold_tokens``.
+
+    A circuit breaker stops a compaction loop: after ``breaker_after`` automatic compactions in a
+    row that failed or freed less than ``min_freed_ratio`` of the window (each one a summarizer
+    call, and a rewritten prompt prefix), :meth:`before_request` stops compacting, with one
+    warning, until the history has grown by ``min_freed_ratio`` of the window since the last try;
+    a compaction that frees enough closes it. ``breaker_after=0`` turns it off.
     """
 
     reserve_tokens: int = int(pi.DEFAULT_COMPACTION_SETTINGS["reserveTokens"])
@@ -153,6 +167,8 @@ class CompactionTriggers:
     soft_threshold_tokens: int = 4000
     on_flush: Callable[[FlushInfo], Any] | None = None
     enabled: bool = True
+    breaker_after: int = 3
+    min_freed_ratio: float = 0.05
 
     def __post_init__(self) -> None:
         if min(self.reserve_tokens, self.reserve_floor, self.soft_threshold_tokens) < 0:
@@ -162,6 +178,13 @@ class CompactionTriggers:
             )
         if self.ratio is not None and not 0 < self.ratio <= 1:
             raise ConfigurationError(f"ratio must be in (0, 1], got {self.ratio}")
+        if isinstance(self.breaker_after, bool) or not isinstance(self.breaker_after, int):
+            raise ConfigurationError(f"breaker_after must be an int, got {self.breaker_after!r}")
+        if self.breaker_after < 0 or not 0 <= self.min_freed_ratio < 1:
+            raise ConfigurationError(
+                "breaker_after must be >= 0 and min_freed_ratio in [0, 1); got "
+                f"{self.breaker_after}, {self.min_freed_ratio}"
+            )
 
     @property
     def effective_reserve(self) -> int:
@@ -208,10 +231,40 @@ class CompactionTriggers:
             current = manager.used_tokens  # the hook may have changed the history
         if not self.should_compact(current, window):
             return None
-        entry = yield from compaction_flow(
-            manager, summarizer, policy=policy, reason="threshold", fallback=False
-        )
-        return entry if isinstance(entry, CompactionEntry) else None  # no fallback was asked
+        if state.retry_at is not None and current < state.retry_at:
+            return None  # the breaker is open: compacting again would free as little
+        enough = self.min_freed_ratio * window
+        try:
+            entry = yield from compaction_flow(
+                manager, summarizer, policy=policy, reason="threshold", fallback=False
+            )
+        except CompactionInProgressError:
+            raise  # another compaction is running: not this one's failure
+        except Exception as exc:  # the summarizer's own errors too (an API down, a bad reply)
+            self._strike(state, current, enough, f"failed: {type(exc).__name__}")
+            raise
+        if not isinstance(entry, CompactionEntry):
+            return None  # no fallback was asked
+        freed = current - manager.used_tokens
+        if freed < enough:
+            self._strike(state, current, enough, f"freed {freed} tokens")
+        else:
+            state.strikes, state.retry_at = 0, None
+        return entry
+
+    def _strike(self, state: CompactionState, tokens: int, enough: float, what: str) -> None:
+        state.strikes += 1
+        if not self.breaker_after or state.strikes < self.breaker_after:
+            return
+        if state.retry_at is None:
+            logger.warning(
+                "automatic compaction stopped after %d in a row that failed or freed too little "
+                "(the last %s); it resumes when the history has grown by %d tokens",
+                state.strikes,
+                what,
+                int(enough),
+            )
+        state.retry_at = tokens + int(enough)
 
     def before_request(
         self, manager: ManagerHost, summarizer: Any = None, **options: Any
