@@ -13,13 +13,25 @@ Sources (each rule names its own):
   consecutive same-role turns are merged by the API (so trimming must not create them: an
   answer would lose its question); each ``tool_use`` is answered by ``tool_result`` blocks in the
   very next user turn, results before any text; a final assistant turn is a prefill. With
-  extended thinking an assistant turn starts with its thinking block.
+  extended thinking an assistant turn starts with its thinking block, and the last assistant
+  turn that calls tools in the current tool loop (no user text after it) keeps it: "the
+  complete unmodified block" must be passed back ("Extended thinking", "Preserving thinking
+  blocks"); a final assistant message without it is rejected.
 - Amazon Bedrock Converse: the first message is a user message and roles strictly alternate.
   Where two plain same-role turns meet (an interrupted call's synthetic result and the user's
   next words, or two user turns the caller sent), :func:`fuse_turns` joins them into one turn,
   as Anthropic's own API does server-side, so the output alternates.
 - Gemini, "Function calling": contents start with a user turn; a function call follows a user
   turn or a function response; responses to parallel calls without ids pair by position.
+  "Thought signatures": with thinking on (a signature in the current turn, i.e. after the latest
+  user turn), each function-call step of the current turn carries its ``thought_signature``.
+- OpenAI Responses, "Reasoning": a ``reasoning`` item is sent directly before the output item
+  (function call or message) it produced, never before a tool output or a user message.
+
+Signed reasoning is never edited by the library (a turn carrying it is sent as given or not at
+all; see ``docs/guide/providers.md``), so these rules are kept by keeping turns whole and
+together. :func:`validate` checks what a list alone can show, and with ``source=`` (what the
+context was made from) that the turns these rules name still carry their reasoning.
 - Every provider: a result takes the shape of its call (an OpenAI ``tool`` message answers no
   Anthropic ``tool_use``, a chat dict no pydantic-ai ``ToolCallPart``): ``result-shape``, read
   through :func:`~context_manager.messages.shapes.shape_of`. SDK objects are judged exactly as
@@ -70,16 +82,25 @@ class ProviderRules:
     strict: bool = False
     results_first: bool = False
     thinking_first: bool = False
+    #: The signed-reasoning rule: ``"anthropic"`` (the last tool-calling turn of the current
+    #: loop starts with thinking), ``"gemini"`` (the current turn's calls carry signatures),
+    #: ``"responses"`` (a reasoning item directly precedes what it produced), or ``""``.
+    reasoning: str = ""
 
 
 PROVIDERS: dict[str, ProviderRules] = {
     "openai": ProviderRules("openai"),
-    "openai-responses": ProviderRules("openai-responses"),
+    "openai-responses": ProviderRules("openai-responses", reasoning="responses"),
     "anthropic": ProviderRules(
-        "anthropic", first_user=True, alternate=True, results_first=True, thinking_first=True
+        "anthropic",
+        first_user=True,
+        alternate=True,
+        results_first=True,
+        thinking_first=True,
+        reasoning="anthropic",
     ),
     "bedrock": ProviderRules("bedrock", first_user=True, alternate=True, strict=True),
-    "gemini": ProviderRules("gemini", first_user=True, alternate=True),
+    "gemini": ProviderRules("gemini", first_user=True, alternate=True, reasoning="gemini"),
 }
 
 
@@ -141,10 +162,17 @@ def _pairing(given: Sequence[Any], records: Sequence[Message], out: list[Problem
         out.append(Problem(first, "tool-pairing", "tool call(s) without results at the end"))
 
 
-def validate(messages: Iterable[Any], provider: str | ProviderRules = "openai") -> list[Problem]:
+def validate(
+    messages: Iterable[Any],
+    provider: str | ProviderRules = "openai",
+    *,
+    source: Iterable[Any] | None = None,
+) -> list[Problem]:
     """The problems ``provider`` would reject ``messages`` for (empty when it accepts them).
 
     Works on any list, trimmed or not; each problem names the message index and the rule.
+    ``source``: the messages a context was made from; the signed-reasoning rules then also
+    check that each tool-calling turn the provider checks still has its reasoning, unmodified.
     """
     rules = get_provider(provider)
     assert rules is not None
@@ -190,11 +218,97 @@ def validate(messages: Iterable[Any], provider: str | ProviderRules = "openai") 
             first = next((k for k, t in enumerate(kinds) if t in _THINKING), None)
             if first not in (None, 0):
                 problems.append(Problem(i, "thinking-first", "thinking is not first in its turn"))
+    if rules.reasoning:
+        src = None if source is None else list(source)
+        _signed_reasoning(rules.reasoning, given, records, src, problems)
     problems.sort(key=lambda p: p.index)
     return problems
 
 
 _THINKING = ("thinking", "redacted_thinking")
+
+
+def _signed_reasoning(
+    rule: str,
+    given: Sequence[Any],
+    records: Sequence[Message],
+    source: Sequence[Any] | None,
+    out: list[Problem],
+) -> None:
+    """The provider's rule for signed reasoning (see the module docstring). From the list alone:
+    a Responses reasoning item directly precedes an output item; with Gemini thought signatures
+    in the current turn (after the latest user turn), each of its calls carries one. Given the
+    ``source`` the context was made from, also: a turn that calls tools keeps the reasoning it
+    had there (Anthropic: the last tool-calling turn of the current turn, its thinking first;
+    Gemini: the current turn's signatures; Responses: the reasoning item before each call run).
+    Records are compared (thinking text, opaque signed data, block order), never raw keys."""
+    if rule == "responses":
+        for i, rec in enumerate(records[:-1]):
+            nxt = records[i + 1]
+            if _is_reasoning_item(rec) and not (nxt.item and nxt.role == "assistant"):
+                reason = "a reasoning item is not directly followed by the call or message it made"
+                out.append(Problem(i, "reasoning-before-output", reason))
+    loop = next((k + 1 for k in range(len(records) - 1, -1, -1) if records[k].is_user_turn), 0)
+    callers = [k for k in range(loop, len(records)) if records[k].tool_calls]
+    if rule == "gemini" and any(records[k].signed for k in range(loop, len(records))):
+        for k in callers:
+            if not records[k].signed:
+                reason = "a function call of the current turn has no thought signature"
+                out.append(Problem(k, "thought-signature", reason))
+    if source is None:
+        return
+    src = list(source)
+    src_records = [_readable(m, i) for i, m in enumerate(src)]
+    where = {r.tool_calls: k for k, r in enumerate(src_records) if r.tool_calls}
+    if rule == "responses":
+        for i, rec in enumerate(records):
+            k = where.get(rec.tool_calls, -1) if rec.tool_calls else -1
+            if k <= 0 or not _is_reasoning_item(src_records[k - 1]):
+                continue
+            if i and _same_reasoning(records[i - 1], src_records[k - 1]):
+                continue
+            reason = "a call lost the reasoning item it was made with, directly before it"
+            out.append(Problem(i, "reasoning-before-output", reason))
+        return
+    checked = callers if rule == "gemini" else callers[-1:]
+    for i in checked:
+        k = where.get(records[i].tool_calls, -1)
+        if k < 0 or not (src_records[k].signed or src_records[k].thinking):
+            continue
+        if rule == "gemini":
+            kept = _same_reasoning(records[i], src_records[k])
+        else:
+            kept = _same_reasoning(records[i], src_records[k]) and _thinking_prefix(
+                given[i]
+            ) == _thinking_prefix(src[k])
+        if not kept:
+            name = "thought-signature" if rule == "gemini" else "thinking-kept"
+            reason = (
+                "a tool-calling turn of the current turn lost or changed the signed reasoning "
+                "it was given with; send it unmodified (its thinking first)"
+            )
+            out.append(Problem(i, name, reason))
+
+
+def _readable(message: Any, index: int) -> Message:
+    try:
+        return normalize(message, index)
+    except InvalidMessageError:
+        return Message("user")
+
+
+def _is_reasoning_item(rec: Message) -> bool:
+    return rec.item and rec.signed and rec.role == "assistant" and not rec.tool_calls
+
+
+def _same_reasoning(a: Message, b: Message) -> bool:
+    return (a.signed, a.thinking, a.other) == (b.signed, b.thinking, b.other)
+
+
+def _thinking_prefix(message: Any) -> list[str]:
+    kinds = part_kinds(message)
+    n = next((k for k, t in enumerate(kinds) if t not in _THINKING), len(kinds))
+    return kinds[:n]
 
 
 # -- strict alternation: joining same-role neighbours -------------------------------------

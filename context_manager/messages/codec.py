@@ -295,6 +295,7 @@ def _record(data: Mapping[str, Any]) -> Message:
         other=data.get("other", ""),
         item=bool(data.get("item", False)),
         media=tuple(Media(*m) for m in data.get("media", ())),
+        signed=bool(data.get("signed", False)),
     )
 
 

@@ -56,6 +56,7 @@ def from_content(message: Mapping[str, Any], index: int | None) -> Message:
     results: list[tuple[str, Any, str]] = []  # (name, id given, response)
     images: list[Image] = []
     media: list[Media] = []
+    signed = False
     for part in map(as_part, parts, [index] * len(parts)):
         if not isinstance(part, Mapping):
             raise InvalidMessageError("Gemini parts must be objects", index=index)
@@ -77,6 +78,7 @@ def from_content(message: Mapping[str, Any], index: int | None) -> Message:
         signature = part.get("thought_signature") or part.get("thoughtSignature")
         if isinstance(signature, str):
             other.append(signature)
+            signed = True
     call_ids = positional_ids([(name, given) for name, given, _ in calls])
     result_ids = positional_ids([(name, given) for name, given, _ in results])
     return Message(
@@ -88,6 +90,7 @@ def from_content(message: Mapping[str, Any], index: int | None) -> Message:
         thinking="\n".join(thoughts),
         other="\n".join(other),
         media=tuple(media),
+        signed=signed,
     )
 
 

@@ -32,7 +32,7 @@ def is_glue(rec: Message) -> bool:
     return (
         rec.item
         and rec.role == "assistant"
-        and bool(rec.thinking)
+        and (bool(rec.thinking) or rec.signed)
         and not rec.text
         and not rec.tool_calls
         and not rec.result_ids
@@ -92,6 +92,7 @@ class ToolProtocol:
             not self.pending
             and not self.glue
             and not rec.thinking
+            and not rec.signed
             and not rec.tool_calls
             and rec.tool_call_id is None
             and not rec.tool_results

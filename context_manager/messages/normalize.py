@@ -64,6 +64,7 @@ class _Parts:
         "other",
         "result_media",
         "results",
+        "signed",
         "texts",
         "thinking",
         "tool_calls",
@@ -78,6 +79,7 @@ class _Parts:
         self.results: list[ToolResult] = []
         self.thinking: list[str] = []
         self.other: list[str] = []
+        self.signed = False
 
 
 def _joined_media(media: list[Media], others: int) -> list[Media]:
@@ -153,9 +155,11 @@ def _part(part: Any, index: int | None, out: _Parts) -> None:
         out.results.append(ToolResult(call_id, text, bool(part.get("is_error", False))))
     elif kind == "thinking":
         out.thinking.append(str(part.get("thinking", "")))
+        out.signed = out.signed or bool(part.get("signature"))
     elif kind == "refusal":
         out.texts.append(str(part.get("refusal", "")))
     else:
+        out.signed = out.signed or kind == "redacted_thinking"
         out.other.append(to_json_text(part))
 
 
@@ -195,11 +199,15 @@ def _bedrock_part(part: Mapping[str, Any], index: int | None, out: _Parts) -> bo
         out.results.append(ToolResult(call_id, "\n".join(texts), body.get("status") == "error"))
     elif key == "reasoningContent" and isinstance(body, Mapping):
         reasoning = body.get("reasoningText")
-        text = reasoning.get("text") if isinstance(reasoning, Mapping) else None
+        if not isinstance(reasoning, Mapping):
+            reasoning = {}
+        text = reasoning.get("text")
         if isinstance(text, str):
             out.thinking.append(text)
+            out.signed = out.signed or bool(reasoning.get("signature"))
         else:  # redacted reasoning: opaque bytes, charged as the block's JSON
             out.other.append(to_json_text(part))
+            out.signed = True
     else:
         return False
     return True
@@ -298,6 +306,7 @@ def _build(role: str, parts: _Parts, index: int | None, name: Any, call_id: Any)
         thinking="\n".join(parts.thinking),
         other="\n".join(parts.other),
         media=tuple(_joined_media(parts.media, len(parts.other)) + parts.result_media),
+        signed=parts.signed,
     )
 
 

@@ -87,6 +87,11 @@ class Message:
     item: bool = False
     #: Documents, audio and video (counted by pages / seconds, not by their base64 length).
     media: tuple[Media, ...] = ()
+    #: True when the turn carries reasoning its provider checks byte for byte: a signed or
+    #: redacted Anthropic / Bedrock thinking block, a Gemini thought signature, a pydantic-ai
+    #: thinking part with a signature, an OpenAI Responses reasoning item. Such a turn is sent
+    #: as given or not at all, and a reasoning item stays glued to the calls that follow it.
+    signed: bool = False
 
     def __post_init__(self) -> None:
         if self.role not in _ROLE_SET:

@@ -117,6 +117,7 @@ def from_item(item: Mapping[str, Any], index: int | None) -> Message:
             item=True,
             thinking="\n".join(t for t in texts if isinstance(t, str)),
             other=encrypted if isinstance(encrypted, str) else "",
+            signed=True,
         )
     # compaction, item_reference, hosted tool calls: sent back as they are; count their JSON.
     return Message("assistant", item=True, other=to_json_text(item))

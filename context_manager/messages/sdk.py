@@ -124,6 +124,7 @@ def pydantic_ai_record(message: Any, index: int | None) -> Message:
     calls: list[ToolCall] = []
     results: list[ToolResult] = []
     system_only = kind == "request" and bool(parts)
+    signed = False
     for part in parts:
         part_kind = field(part, "part_kind")
         if part_kind != "system-prompt":
@@ -132,6 +133,7 @@ def pydantic_ai_record(message: Any, index: int | None) -> Message:
             texts.append(text_of(field(part, "content", "")))
         elif part_kind == "thinking":
             thinking.append(str(field(part, "content", "")))
+            signed = signed or bool(field(part, "signature"))
         elif part_kind == "tool-call":
             args = field(part, "args")
             text = args if isinstance(args, str) else to_json_text(_jsonable(args or {}))
@@ -150,4 +152,5 @@ def pydantic_ai_record(message: Any, index: int | None) -> Message:
         tool_calls=tuple(calls),
         tool_results=tuple(results),
         thinking="\n".join(thinking),
+        signed=signed,
     )

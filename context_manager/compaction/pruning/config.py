@@ -56,7 +56,9 @@ class ToolResultPruning:
       (``"assistant_turns"``, OpenClaw) stay intact; ``protect_before_first_user`` too.
     - ``exclude_tools`` / ``only_tools``: names or globs, case-insensitive; exclusion wins.
     - ``clear_tool_inputs``: a cleared result's call arguments become ``{}`` as well.
-    - ``clear_thinking_keep``: strip thinking from all but the last N assistant turns having it.
+    - ``clear_thinking_keep``: strip thinking from all but the last N assistant turns having it;
+      never from the current turn or the last turn that calls tools (signed reasoning the
+      provider checks), and only whole blocks.
     - ``images``: ``"clear"`` replaces images in a rewritten result with a marker (each counted
       as ``image_chars``); ``"keep"`` keeps them after the trimmed text.
     """

@@ -53,6 +53,8 @@ class PruningEngine:
         self._result_seqs: list[int] = []
         self._assistants: list[int] = []
         self._thinking: list[int] = []
+        self._last_caller = -1  # seq of the last assistant turn that calls tools
+        self._last_user = -1  # seq of the latest user turn
         self._call_name: dict[str, str] = {}
         self._call_owner: dict[str, int] = {}
         self._first_user: int | None = None
@@ -87,11 +89,15 @@ class PruningEngine:
                 self._assistants.append(seq)
                 if rec.thinking:
                     self._thinking.append(seq)
+                if rec.tool_calls:
+                    self._last_caller = seq
                 for call in rec.tool_calls:
                     self._call_name[call.id] = call.name
                     self._call_owner[call.id] = seq
-            elif rec.is_user_turn and self._first_user is None:
-                self._first_user = seq
+            elif rec.is_user_turn:
+                self._last_user = seq
+                if self._first_user is None:
+                    self._first_user = seq
             if not rec.result_ids:
                 continue
             protected = cfg.protect_before_first_user and self._first_user is None
@@ -134,6 +140,13 @@ class PruningEngine:
             if r.eligible:
                 self._aged_chars += r.chars
         self._aged = max(self._aged, aged)
+
+    def _thinking_floor(self) -> int:
+        """The first seq whose reasoning is never cleared: the current turn (after the latest
+        user turn) and the last turn that calls tools keep theirs, as providers require of
+        signed reasoning (Anthropic: the last tool-calling turn starts with its thinking)."""
+        floors = [s for s in (self._last_caller, self._last_user) if s >= 0]
+        return min(floors) if floors else self._next_seq
 
     # -- rewriting -------------------------------------------------------------------------
     def _rebuild(self, seq: int, ledger: Ledger, counter: TokenCounter, dirty: set[int]) -> None:
@@ -227,7 +240,10 @@ class PruningEngine:
         if cfg.trigger_tokens is not None and cfg.soft_ratio is None:
             gate = held >= cfg.trigger_tokens or self._clear_upto > 0
         if cfg.clear_thinking_keep is not None:
-            upto = max(len(self._thinking) - cfg.clear_thinking_keep, 0)
+            upto = min(
+                max(len(self._thinking) - cfg.clear_thinking_keep, 0),
+                bisect_left(self._thinking, self._thinking_floor()),
+            )
             for seq in self._thinking[self._thinking_upto : upto]:
                 self._thinking_done.add(seq)
                 self._rebuild(seq, ledger, counter, dirty)
