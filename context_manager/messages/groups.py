@@ -290,8 +290,9 @@ class Repairer:
         if rec is None:
             rec = normalize(original, index)
         out: list[tuple[Any, Message]] = []
-        if self.protocol.pending and not rec.result_ids:
-            out.extend(self.finish())
+        result_ids = rec.result_ids
+        if self.protocol.pending and not result_ids and not self.protocol._more_calls(rec, ()):
+            out.extend(self.finish())  # not a result, nor a parallel call item of the group
         stale = {r for r in rec.result_ids if r not in self.protocol.pending}
         if stale:
             self.dropped += 1
