@@ -189,7 +189,7 @@ def _apply(
         )
     plan = job.plan
     summary = plan.combine(texts, job.previous_summary)
-    _check_fits(manager, summary, plan.first_kept_index)
+    message = _fitting_summary(manager, summary)
     entry = CompactionEntry(
         summary=summary,
         first_kept_index=plan.first_kept_index,
@@ -198,22 +198,21 @@ def _apply(
         reason=job.reason,
         created_at=clock(),
     )
-    manager.apply_compaction(
-        summary_message(entry.summary, _held(manager)), entry.first_kept_index, entry
-    )
+    manager.apply_compaction(message, entry.first_kept_index, entry)
     state.emit(_event(job, "end", will_retry=will_retry, entry=entry))
     return entry
 
 
-def _check_fits(manager: ManagerHost, summary: str, first_kept_index: int) -> None:
-    """Refuse a summary that could never be sent: it, with what is always sent (system prompt,
-    pinned messages, priming, tools), would exceed the budget, so every later request would
-    overflow. Raises :class:`CompactionTooLargeError`; nothing is applied."""
+def _fitting_summary(manager: ManagerHost, summary: str) -> Any:
+    """The summary message to apply, refused if it could never be sent: it, with what is always
+    sent (system prompt, pinned messages, priming, tools), would exceed the budget, so every
+    later request would overflow. Raises :class:`CompactionTooLargeError`; nothing is applied."""
     items = manager.history()
     kept = sum(it.tokens for it in items if not it.pinned)
     old = manager.summary
     fixed = int(manager.used_tokens) - kept - (manager.count_message(old) if old else 0)
-    need = fixed + manager.count_message(summary_message(summary, _held(manager)))
+    message = summary_message(summary, [it.message for it in items])
+    need = fixed + manager.count_message(message)
     budget = int(manager.budget_tokens)
     if need > budget:
         raise CompactionTooLargeError(
@@ -223,6 +222,7 @@ def _check_fits(manager: ManagerHost, summary: str, first_kept_index: int) -> No
             required=need,
             budget=budget,
         )
+    return message
 
 
 def _acquire(state: CompactionState) -> None:
