@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .targets import Target, oneshot_ratio_targets, targets
+from .targets import Target, oneshot_ratio_targets, request_ratio_targets, targets
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "latest.json"
@@ -145,7 +145,7 @@ def check_ratios(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[li
     failed: list[str] = []
     warned: list[str] = []
     print(f"\n{'ratio target (theirs / ours)':<66} {'limit':>7} {'ratio':>8}  result")
-    for target in oneshot_ratio_targets(quick):
+    for target in [*oneshot_ratio_targets(quick), *request_ratio_targets()]:
         a, b = results.get(target.ours), results.get(target.theirs)
         if a is None or b is None:
             ratio, verdict = math.nan, "MISSING"
@@ -209,7 +209,8 @@ def oneshot_table(results: dict[str, dict[str, Any]]) -> list[str]:
 def print_reported(results: dict[str, dict[str, Any]], *, quick: bool) -> None:
     """Medians of the benchmarks no target reads (20K-char adds, store, compaction, ...)."""
     covered = {t.benchmark for t in targets(quick)}
-    covered |= {n for t in oneshot_ratio_targets(quick) for n in (t.ours, t.theirs)}
+    ratio_targets = [*oneshot_ratio_targets(quick), *request_ratio_targets()]
+    covered |= {n for t in ratio_targets for n in (t.ours, t.theirs)}
     rest = [
         name
         for name in sorted(results)

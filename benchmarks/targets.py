@@ -269,3 +269,36 @@ def _target(label: str, names: tuple[str, str], bar: float | None, goal: float) 
     if bar is None:
         return RatioTarget(label, *names, goal, enforced=False)
     return RatioTarget(label, *names, bar, goal=goal if bar < goal else None)
+
+
+def request_ratio_targets() -> list[RatioTarget]:
+    """Issue 38: a request on a session (open, add, get_context, add, close; bench_requests)
+    costs about the same at 100k messages as at 1k, and no more than the Agents SDK's."""
+    cached = "test_request[cached-{}]"
+    out = [
+        RatioTarget(
+            "request with a session cache @ 100k msgs within 2x of @ 1k",
+            cached.format(100_000),
+            cached.format(1_000),
+            0.5,
+        )
+    ]
+    for n in (1_000, 10_000):
+        out.append(
+            RatioTarget(
+                f"request with a session cache vs Agents SDK SQLiteSession @ {n:,} msgs",
+                cached.format(n),
+                f"test_request[agents_sdk-{n}]",
+                1.0,
+            )
+        )
+        out.append(
+            RatioTarget(
+                f"request without a cache (cold) vs Agents SDK SQLiteSession @ {n:,} msgs",
+                f"test_request[cold-{n}]",
+                f"test_request[agents_sdk-{n}]",
+                1.0,
+                enforced=False,
+            )
+        )
+    return out

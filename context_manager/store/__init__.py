@@ -20,6 +20,7 @@ from .records import RestoredLog, StoredMessage
 from .retry import aretrying, retrying
 from .session import SessionStore, open_session
 from .targets import connect, open_store
+from .warm import SessionCache
 
 __all__ = [
     "FSYNC_MODES",
@@ -34,6 +35,7 @@ __all__ = [
     "JsonlLog",
     "ResetPolicy",
     "RestoredLog",
+    "SessionCache",
     "SessionEntry",
     "SessionIndex",
     "SessionStore",

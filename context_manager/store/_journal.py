@@ -13,11 +13,16 @@ on an :class:`~.async_session.AsyncLog`). The flows:
   journal is *stale*: the next reload rebuilds from every record, and a sync write refuses
   until then. A write whose outcome is unknown and that the rebuild found stored is
   remembered, so :meth:`landed` answers yes for it afterwards;
-- :meth:`JournalCore._open_flow` and :meth:`JournalCore._revert_flow`.
+- :meth:`JournalCore._open_flow`, :meth:`JournalCore._resume_flow` (a manager parked in a
+  ``warm.SessionCache``, caught up) and :meth:`JournalCore._revert_flow`.
+
+A journal opened through a handle with a session cache parks its manager when it is closed: it
+stays attached and refuses every write from then on, so a parked manager cannot change unseen.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -26,8 +31,17 @@ from ..events import Change, Compacted, MessageAdded, SystemPromptSet, UsageReco
 from ..host import ManagerHost
 from ..messages.codec import encode
 from ._drive import Flow
-from ._replay import Sequence_, compaction_record, replay, restore_manager, system_original
+from ._replay import (
+    Sequence_,
+    compaction_record,
+    replay,
+    restore_manager,
+    set_hooks,
+    system_original,
+)
+from .protocol import Head
 from .records import ATTRS_KEY, COMPACTION, Replayer, RestoredLog, StoredMessage, record_id
+from .warm import Parked
 
 __all__ = ["JournalCore", "Op"]
 
@@ -55,6 +69,10 @@ class JournalCore:
         #: Memory may hold changes the store refused (see the module docstring).
         self.stale = False
         self._recovered: frozenset[str] = frozenset()
+        #: Set by an open through a handle with a session cache: parks the manager on close.
+        self.park: Callable[[Parked], None] | None = None
+        self.options: Any = None
+        self._parked = False
 
     @property
     def path(self) -> Any:
@@ -145,6 +163,34 @@ class JournalCore:
             cls, sequence, strict=self.log.strict, target=self.target, options=options
         )
 
+    def _resume_flow(
+        self, cls: type[M], options: dict[str, Any], parked: Parked | None
+    ) -> Flow[tuple[M, Any]]:
+        """A parked manager (``warm.py``) brought up to date with what was written since it
+        was closed; a full read when there is none or the session no longer extends it."""
+        if parked is not None:
+            sequence = yield from self._records_after(parked.head)
+            if sequence is not None:
+                self.restored = parked.restored
+                manager: M = parked.manager
+                self._apply(manager, sequence, fresh=False)
+                system_prompt = options.pop("system_prompt", None)
+                set_hooks(manager, options)
+                return manager, system_prompt
+        return (yield from self._open_flow(cls, options))
+
+    def _records_after(self, head: Head) -> Flow[Sequence_ | None]:
+        """The records written after ``head``, when they can be applied on top of memory that
+        stood there (None: the session was rewritten since, or a compaction is among them)."""
+        batch = yield Op("load_after", (head,))
+        if batch is None or batch.torn_tail:
+            return None
+        replayer = Replayer(self.target, strict=self.log.strict)
+        for position, raw in batch.lines:
+            replayer.feed(position + 1, raw, True)
+        sequence = replayer.sequence
+        return None if any(_rewinds(item) for item in sequence) else sequence
+
     def _reload_flow(
         self, manager: ManagerHost, wanted: tuple[str, ...], *, full: bool = False
     ) -> Flow[bool]:
@@ -153,15 +199,10 @@ class JournalCore:
         recovered = bool(wanted) and set(wanted) <= self._recovered
         head = self.log.store.head
         if head is not None and not (full or self.stale):
-            batch = yield Op("load_after", (head,))
-            if batch is not None:
-                replayer = Replayer(self.target, strict=self.log.strict)
-                for position, raw in batch.lines:
-                    replayer.feed(position + 1, raw, True)
-                sequence = replayer.sequence
-                if not any(_rewinds(item) for item in sequence):
-                    self._apply(manager, sequence, fresh=False)
-                    return recovered or _holds(sequence, wanted)
+            sequence = yield from self._records_after(head)
+            if sequence is not None:
+                self._apply(manager, sequence, fresh=False)
+                return recovered or _holds(sequence, wanted)
         restored, sequence = yield Op("read")
         self.restored = restored
         self._apply(manager, sequence, fresh=True)
@@ -202,7 +243,25 @@ class JournalCore:
             self._recovered = frozenset(wanted) if found else frozenset()
             raise  # the failure the caller asked about, as it was
 
+    def _park_manager(self) -> None:
+        """On close: hand the manager to the session cache (when the open came with one and
+        memory is what the store holds), and refuse writes from now on."""
+        park, self.park = self.park, None
+        manager, head = self._manager, self.log.store.head
+        if park is None or manager is None or head is None or self.stale:
+            return
+        self._parked = True
+        park(Parked(self.options, manager, head, self.restored))
+
+    def _refuse_if_parked(self) -> None:
+        if self._parked:
+            raise StoreError(
+                f"{self.target}: this session's store is closed and its manager went back to "
+                "the session cache; open the session again to change it; nothing was changed"
+            )
+
     def _refuse_if_stale(self) -> None:
+        self._refuse_if_parked()
         if self.stale:
             raise StoreError(
                 f"{self.target}: a batch's write failed and memory could not be rebuilt from "

@@ -19,7 +19,13 @@ from ..host import ManagerHost
 from ..messages.codec import decode, encode
 from .records import CHECKPOINT, COMPACTION, SYSTEM_PROMPT, USAGE, StoredMessage
 
-__all__ = ["compaction_record", "replay", "restore_manager", "system_original"]
+__all__ = [
+    "compaction_record",
+    "replay",
+    "restore_manager",
+    "set_hooks",
+    "system_original",
+]
 
 logger = logging.getLogger("context_manager.store")
 
@@ -36,13 +42,22 @@ def restore_manager(
     attached, so a prompt that differs from the logged one is persisted)."""
     system_prompt = options.pop("system_prompt", None)
     # Callbacks see what happens from now on: replaying history must not fire them again.
-    hooks = {name: options.pop(name, None) for name in ("on_evict", "on_near_limit")}
+    hooks = {name: options.pop(name, None) for name in _HOOKS}
     manager = cls(**options)
     replay(manager, sequence, strict=strict, path=target)
-    for name, hook in hooks.items():
-        if hook is not None:
-            setattr(manager, name, checked_hook(name, hook))
+    set_hooks(manager, hooks)
     return manager, system_prompt
+
+
+_HOOKS = ("on_evict", "on_near_limit")
+
+
+def set_hooks(manager: ManagerHost, hooks: Mapping[str, Any]) -> None:
+    """The callbacks an open passes (absent ones off: a reused manager keeps none of its last
+    request's)."""
+    for name in _HOOKS:
+        hook = hooks.get(name)
+        setattr(manager, name, None if hook is None else checked_hook(name, hook))
 
 
 def compaction_record(change: Compacted) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from functools import partial
 from typing import Any, TypeVar
 
 from ..errors import ConfigurationError, ContextManagerError, StoreError
@@ -39,6 +40,7 @@ from .jsonl import FsyncMode
 from .protocol import AsyncStore, Batch, Head, Store
 from .records import RecordWriter, Replayer, RestoredLog, StoredMessage, new_record_id
 from .targets import SCHEMES
+from .warm import options_key
 
 __all__ = ["AsyncJournalError", "AsyncLog", "AsyncSessionStore", "aopen_session"]
 
@@ -161,6 +163,7 @@ class AsyncSessionStore(JournalCore):
     def write(self, change: Change) -> None:
         """Encode ``change`` into the current batch (runs under the manager's lock, before
         memory changes); outside a batch, :class:`AsyncJournalError`."""
+        self._refuse_if_parked()
         self._require_batch(f"a change ({type(change).__name__})")
         try:
             rid = new_record_id()
@@ -290,6 +293,7 @@ class AsyncSessionStore(JournalCore):
 
     async def aclose(self) -> None:
         """Close the session's store (a handle's shared connections stay open)."""
+        self._park_manager()
         await self.log.aclose()
 
     def _single(self, op: Op) -> Flow[Any]:
@@ -317,8 +321,15 @@ async def aopen_session(
         store_options["strict"] = strict
     store = await aopen_store(target, session=session, fsync=fsync, **store_options)
     journal = AsyncSessionStore(AsyncLog(store, strict=strict), RestoredLog())
+    cache = target.cache if isinstance(target, (StoreHandle, AsyncStoreHandle)) else None
+    parked = None
+    if cache is not None:
+        journal.options = options_key(cls, options, strict)
+        parked = cache.take(store.session, journal.options)
+        journal.park = partial(cache.park, store.session)
     try:
-        manager, system_prompt = await adrive(journal._open_flow(cls, options), journal._perform)
+        flow = journal._resume_flow(cls, options, parked)
+        manager, system_prompt = await adrive(flow, journal._perform)
     except BaseException:
         await store.aclose()
         raise

@@ -28,6 +28,7 @@ from .jsonl import FsyncMode, JsonlLog
 from .log import StoreLog
 from .protocol import DEFAULT_SESSION, AsyncStore, Batch, Head, Store, check_session_id
 from .records import RestoredLog, StoredMessage
+from .warm import SessionCache
 
 __all__ = ["AsyncStoreHandle", "ThreadedStore", "aconnect", "aopen_store"]
 
@@ -112,8 +113,11 @@ class AsyncStoreHandle:
         target: str,
         make: Callable[[str], Awaitable[AsyncStore]],
         close: Callable[[], Awaitable[Any]],
+        cache: SessionCache | None = None,
     ) -> None:
         self._target = target
+        #: The caller's session cache (see :func:`~.targets.connect`; None: none).
+        self.cache = cache
         self._make = make
         self._close = close
         self._closed = False
@@ -150,23 +154,28 @@ def _threaded_handle(handle: StoreHandle) -> AsyncStoreHandle:
     async def make(session: str) -> AsyncStore:
         return ThreadedStore(await asyncio.to_thread(handle.session, session))
 
-    return AsyncStoreHandle(handle.target, make, lambda: asyncio.to_thread(handle.close))
+    return AsyncStoreHandle(
+        handle.target, make, lambda: asyncio.to_thread(handle.close), handle.cache
+    )
 
 
 async def aconnect(
     target: str | os.PathLike[str] | StoreHandle | AsyncStoreHandle,
     *,
     fsync: FsyncMode = "checkpoint",
+    cache: SessionCache | None = None,
     **options: Any,
 ) -> AsyncStoreHandle:
     """Open ``target``'s shared connections once (per process); ``await .session(id)`` per
     request. Redis: one ``redis.asyncio`` client; PostgreSQL: a pool of async connections
     (``max_idle`` kept, 8 by default); SQLite and JSONL: :func:`~.targets.connect`'s handle,
-    used from worker threads. Options are :func:`~.targets.connect`'s."""
+    used from worker threads. Options (``cache`` too) are :func:`~.targets.connect`'s."""
     if isinstance(target, AsyncStoreHandle):
         return target
     if isinstance(target, StoreHandle):
         return _threaded_handle(target)
+    if cache is not None and not isinstance(cache, SessionCache):
+        raise ConfigurationError(f"cache must be a SessionCache, got {type(cache).__name__}")
     text = os.fspath(target) if isinstance(target, (str, os.PathLike)) else target
     if isinstance(text, str) and text.startswith(_REDIS):
         from .redis import make_client
@@ -182,7 +191,7 @@ async def aconnect(
         async def redis_session(session: str) -> AsyncStore:
             return AsyncRedisStore(text, session, client=client, listed=listed, **options)
 
-        return AsyncStoreHandle(_display(text), redis_session, client.aclose)
+        return AsyncStoreHandle(_display(text), redis_session, client.aclose, cache)
     if isinstance(text, str) and text.startswith(_POSTGRES):
         from .postgres_async import AsyncConnectionPool, AsyncPostgresStore
 
@@ -192,10 +201,11 @@ async def aconnect(
         async def postgres_session(session: str) -> AsyncStore:
             return await AsyncPostgresStore.open(text, session, pool=pool, **shared, **options)
 
-        return AsyncStoreHandle(pool.target, postgres_session, pool.aclose)
+        return AsyncStoreHandle(pool.target, postgres_session, pool.aclose, cache)
     from .targets import connect
 
-    return _threaded_handle(await asyncio.to_thread(connect, target, fsync=fsync, **options))
+    handle = await asyncio.to_thread(connect, target, fsync=fsync, cache=cache, **options)
+    return _threaded_handle(handle)
 
 
 async def aopen_store(

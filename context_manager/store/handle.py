@@ -11,6 +11,9 @@ application start-up::
 
     stores = connect("postgresql://app@db/chat")
     manager = MessageContextManager.open(stores, session="user-42", max_tokens=8000)
+
+With a :class:`~.warm.SessionCache` (``connect(..., cache=SessionCache())``) the handle also
+keeps the managers of recently closed sessions, so a request reads only what changed.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 from ..errors import StoreError
 from .protocol import DEFAULT_SESSION, Store, check_session_id
+from .warm import SessionCache
 
 __all__ = ["StoreHandle"]
 
@@ -29,9 +33,16 @@ class StoreHandle:
     """What :func:`~context_manager.store.connect` returns: ``.session(id)`` per request."""
 
     def __init__(
-        self, target: str, make: Callable[[str], Store], close: Callable[[], None], jsonl: bool
+        self,
+        target: str,
+        make: Callable[[str], Store],
+        close: Callable[[], None],
+        jsonl: bool,
+        cache: SessionCache | None = None,
     ) -> None:
         self._target = target
+        #: The caller's session cache (None: every open reads the whole session).
+        self.cache = cache
         self._make = make
         self._close = close
         self._closed = False
@@ -73,11 +84,16 @@ def _nothing() -> None:
     return None
 
 
-def jsonl_handle(target: str, make: Callable[[str], Store]) -> StoreHandle:
-    return StoreHandle(target, make, _nothing, jsonl=True)
+def jsonl_handle(
+    target: str, make: Callable[[str], Store], cache: SessionCache | None = None
+) -> StoreHandle:
+    return StoreHandle(target, make, _nothing, jsonl=True, cache=cache)
 
 
 def shared_handle(
-    target: str, make: Callable[[str], Store], close: Callable[[], Any]
+    target: str,
+    make: Callable[[str], Store],
+    close: Callable[[], Any],
+    cache: SessionCache | None = None,
 ) -> StoreHandle:
-    return StoreHandle(target, make, close, jsonl=False)
+    return StoreHandle(target, make, close, jsonl=False, cache=cache)

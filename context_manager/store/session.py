@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from functools import partial
 from typing import Any, TypeVar
 
 from ..errors import ContextManagerError
@@ -26,6 +27,7 @@ from .jsonl import FsyncMode
 from .log import SessionLog
 from .protocol import Store
 from .records import RestoredLog, new_record_id
+from .warm import options_key
 
 __all__ = ["SessionStore", "open_session", "replay"]
 
@@ -140,6 +142,8 @@ class SessionStore(JournalCore):
             return drive(self._reload_flow(manager, record_ids), self._perform)
 
     def close(self) -> None:
+        with self._manager.locked() if self._manager is not None else contextlib.nullcontext():
+            self._park_manager()
         self.log.close()
 
 
@@ -168,8 +172,14 @@ def open_session(
         store_options = {**(store_options or {}), "integrity": True}
     log = open_log(path, session=session, fsync=fsync, strict=strict, store_options=store_options)
     store = SessionStore(log, RestoredLog())
+    cache = path.cache if isinstance(path, StoreHandle) else None
+    parked = None
+    if cache is not None:
+        store.options = options_key(cls, options, strict)
+        parked = cache.take(log.store.session, store.options)
+        store.park = partial(cache.park, log.store.session)
     try:
-        manager, system_prompt = drive(store._open_flow(cls, options), store._perform)
+        manager, system_prompt = drive(store._resume_flow(cls, options, parked), store._perform)
     except BaseException:
         log.close()
         raise

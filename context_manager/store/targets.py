@@ -25,6 +25,7 @@ from .handle import StoreHandle, jsonl_handle, shared_handle
 from .jsonl import FsyncMode, JsonlLog
 from .log import SessionLog, StoreLog
 from .protocol import DEFAULT_SESSION, Store
+from .warm import SessionCache
 
 __all__ = ["connect", "open_log", "open_store"]
 
@@ -100,17 +101,22 @@ def connect(
     target: str | os.PathLike[str] | StoreHandle,
     *,
     fsync: FsyncMode = "checkpoint",
+    cache: SessionCache | None = None,
     **options: Any,
 ) -> StoreHandle:
     """Open ``target``'s shared connections once (per process); ``.session(id)`` per request.
 
     PostgreSQL: a :class:`~.postgres.ConnectionPool` (``max_idle`` idle connections kept, 8 by
     default); Redis: one client (``cluster=True`` for Redis Cluster); SQLite: one connection
-    per thread; JSONL: nothing to share. Every other option is the backend's, as for
-    :func:`open_store`, and applies to each session. The caller owns the handle and closes it.
+    per thread; JSONL: nothing to share. ``cache``: a :class:`~.warm.SessionCache` that keeps
+    the managers of closed sessions, so the next open of a session reads only what was written
+    since. Every other option is the backend's, as for :func:`open_store`, and applies to each
+    session. The caller owns the handle (and the cache) and closes it.
     """
     if isinstance(target, StoreHandle):
         return target
+    if cache is not None and not isinstance(cache, SessionCache):
+        raise ConfigurationError(f"cache must be a SessionCache, got {type(cache).__name__}")
     probe = os.fspath(target) if isinstance(target, (str, os.PathLike)) else target
     if isinstance(probe, str) and probe.startswith("sqlite://"):
         from .sqlite import ThreadConnections
@@ -122,6 +128,7 @@ def connect(
             f"sqlite:///{shared.path}",
             lambda s: open_store(probe, session=s, fsync=fsync, connections=shared, **options),
             shared.close,
+            cache,
         )
     if isinstance(probe, str) and probe.startswith(("redis://", "rediss://")):
         from .redis import make_client
@@ -132,6 +139,7 @@ def connect(
             redis_url(probe).display,
             lambda s: open_store(probe, session=s, client=client, listed=listed, **options),
             client.close,
+            cache,
         )
     if isinstance(probe, str) and probe.startswith(("postgresql://", "postgres://")):
         from .postgres import ConnectionPool
@@ -142,6 +150,7 @@ def connect(
             pool.target,
             lambda s: open_store(probe, session=s, pool=pool, **pool_options, **options),
             pool.close,
+            cache,
         )
     if not isinstance(probe, str):
         raise ConfigurationError(
@@ -154,7 +163,9 @@ def connect(
     root = check_path(probe)
     if root.exists() and not root.is_dir():
         raise ConfigurationError(f"{root}: connect() needs a directory of JSONL sessions")
-    return jsonl_handle(str(root), lambda s: open_store(root, session=s, fsync=fsync, **options))
+    return jsonl_handle(
+        str(root), lambda s: open_store(root, session=s, fsync=fsync, **options), cache
+    )
 
 
 def _sqlite_path(text: str) -> str:
