@@ -1,25 +1,28 @@
-"""What a backend pays per request on a session of 1k / 10k / 100k messages (SQLite).
+"""What a backend pays per request on a session of 1k / 10k / 100k messages.
 
 One request: open the session, add the user's message, ``get_context()``, add the reply, close;
-on one ``connect()`` handle per process (what a web backend holds), as the guide recommends:
+on one ``connect()`` handle per process (what a web backend holds), as the guide recommends.
+SQLite at 1k / 10k / 100k; a real Redis and PostgreSQL (started here, loopback, PostgreSQL with
+``fsync=off``) at 1k / 10k.
 
 * ``cached``: the handle has a ``SessionCache`` (the manager a request closed serves the next
   one, after reading what was written since);
 * ``cold``: no cache, every open reads the whole session (what a process pays the first time it
   serves a session);
-* ``agents_sdk``: the OpenAI Agents SDK's ``SQLiteSession`` (``add_items``, ``get_items``,
-  ``add_items``) on a file database, the peer the issue names.
+* ``agents_sdk``: the OpenAI Agents SDK's session on the same backend (``add_items``,
+  ``get_items``, ``add_items``), the peer the issue names: ``SQLiteSession`` on a file,
+  ``RedisSession`` on one ``redis.asyncio`` client, ``SQLAlchemySession`` on one asyncpg engine.
 
-Targets (``targets.py``): ``cached`` at 100k within 2x of 1k, and at least as fast as the
-Agents SDK at 1k and 10k.
+Targets (``targets.py``): ``cached`` at 100k within 2x of 1k (SQLite), and at least as fast as
+the Agents SDK at 1k and 10k on every backend.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack, suppress
 from typing import Any
 
 import pytest
@@ -30,6 +33,7 @@ from context_manager.store import SessionCache, connect
 from .common import QUICK
 
 SIZES = [1_000, 10_000, 100_000]
+BACKENDS = ["sqlite", "redis", "postgres"]
 
 
 def message(i: int) -> dict[str, Any]:
@@ -38,29 +42,31 @@ def message(i: int) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def directory() -> Iterator[str]:
-    with tempfile.TemporaryDirectory() as path:
-        yield path
+def servers() -> Iterator[dict[str, str]]:
+    """Where each backend lives: a temporary directory, a Redis and a PostgreSQL server."""
+    from tests.store.servers import Unavailable, postgres_server, redis_server
+
+    with tempfile.TemporaryDirectory() as directory, ExitStack() as stack:
+        found = {"sqlite": f"sqlite:///{directory}/ours.db", "dir": directory}
+        for name, server in (("redis", redis_server), ("postgres", postgres_server)):
+            with suppress(Unavailable):
+                found[name] = stack.enter_context(server())
+        yield found
 
 
-def _session_db(directory: str, n: int) -> str:
-    """A SQLite store holding one ``n``-message session (built once per size)."""
-    path = os.path.join(directory, f"ours-{n}.db")
-    if not os.path.exists(path):
-        writer = MessageContextManager.open(f"sqlite:///{path}", session="s", max_tokens=8_000)
+def _ours(url: str, n: int, cache: SessionCache | None) -> Callable[[], None]:
+    stores = connect(url, cache=cache)
+    session = f"s{n}"
+    writer = MessageContextManager.open(stores, session=session, max_tokens=8_000)
+    if len(writer.messages) < n:  # built once per size, shared by the variants
         with writer.store.batch():
             writer.extend(message(i) for i in range(n))
-        writer.store.close()
-    return f"sqlite:///{path}"
-
-
-def _ours(url: str, cache: SessionCache | None) -> Callable[[], None]:
-    stores = connect(url, cache=cache)
+    writer.store.close()
     turn = iter(range(10**9))
 
     def request() -> None:
         i = next(turn)
-        manager = MessageContextManager.open(stores, session="s", max_tokens=8_000)
+        manager = MessageContextManager.open(stores, session=session, max_tokens=8_000)
         manager.add(message(2 * i))
         manager.get_context()
         manager.add(message(2 * i + 1))
@@ -69,13 +75,27 @@ def _ours(url: str, cache: SessionCache | None) -> Callable[[], None]:
     return request
 
 
-def _agents_sdk(directory: str, n: int) -> Callable[[], None]:
+def _agents_sdk(backend: str, where: dict[str, str], n: int) -> Callable[[], None]:
     agents = pytest.importorskip("agents")
-    path = os.path.join(directory, f"agents-{n}.db")
-    fresh = not os.path.exists(path)
     loop = asyncio.new_event_loop()
-    session = agents.SQLiteSession("s", path)
-    if fresh:
+    session: Any
+    if backend == "sqlite":
+        session = agents.SQLiteSession(f"s{n}", f"{where['dir']}/agents.db")
+    elif backend == "redis":
+        import redis.asyncio as aredis
+        from agents.extensions.memory import RedisSession
+
+        client = aredis.Redis.from_url(where["redis"])
+        session = RedisSession(f"s{n}", redis_client=client, key_prefix="agents")
+    else:
+        pytest.importorskip("asyncpg")
+        from agents.extensions.memory import SQLAlchemySession
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        url = where["postgres"].replace("postgresql://", "postgresql+asyncpg://", 1)
+        engine = loop.run_until_complete(_engine(create_async_engine, url))
+        session = SQLAlchemySession(f"s{n}", engine=engine, create_tables=True)
+    if not loop.run_until_complete(session.get_items(limit=1)):
         loop.run_until_complete(session.add_items([message(i) for i in range(n)]))
     turn = iter(range(10**9))
 
@@ -92,16 +112,24 @@ def _agents_sdk(directory: str, n: int) -> Callable[[], None]:
     return request
 
 
+async def _engine(create: Callable[[str], Any], url: str) -> Any:
+    return create(url)  # made inside the loop that will use it
+
+
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("variant", ["cached", "cold", "agents_sdk"])
-def test_request(benchmark: Any, directory: str, variant: str, n: int) -> None:
-    if variant != "cached" and n > 10_000:
-        pytest.skip("whole-history reads at 100k are not a target (seconds per request)")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_request(
+    benchmark: Any, servers: dict[str, str], backend: str, variant: str, n: int
+) -> None:
+    if n > 10_000 and (variant != "cached" or backend != "sqlite"):
+        pytest.skip("100k: the cached request on SQLite (whole-history reads take seconds)")
+    if backend not in servers:
+        pytest.skip(f"no {backend} server here")
     if variant == "agents_sdk":
-        request = _agents_sdk(directory, n)
+        request = _agents_sdk(backend, servers, n)
     else:
-        url = _session_db(directory, n)
-        request = _ours(url, SessionCache() if variant == "cached" else None)
+        request = _ours(servers[backend], n, SessionCache() if variant == "cached" else None)
     request()  # the first request of a process reads the whole session
     rounds = 5 if variant != "cached" else (20 if QUICK else 100)
     benchmark.pedantic(request, rounds=rounds, iterations=1, warmup_rounds=1)

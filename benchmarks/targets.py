@@ -274,31 +274,33 @@ def _target(label: str, names: tuple[str, str], bar: float | None, goal: float) 
 def request_ratio_targets() -> list[RatioTarget]:
     """Issue 38: a request on a session (open, add, get_context, add, close; bench_requests)
     costs about the same at 100k messages as at 1k, and no more than the Agents SDK's."""
-    cached = "test_request[cached-{}]"
+    name = "test_request[{}-{}-{}]"
     out = [
         RatioTarget(
-            "request with a session cache @ 100k msgs within 2x of @ 1k",
-            cached.format(100_000),
-            cached.format(1_000),
+            "request with a session cache @ 100k msgs within 2x of @ 1k (SQLite)",
+            name.format("sqlite", "cached", 100_000),
+            name.format("sqlite", "cached", 1_000),
             0.5,
         )
     ]
-    for n in (1_000, 10_000):
-        out.append(
-            RatioTarget(
-                f"request with a session cache vs Agents SDK SQLiteSession @ {n:,} msgs",
-                cached.format(n),
-                f"test_request[agents_sdk-{n}]",
-                1.0,
+    for backend in ("sqlite", "redis", "postgres"):
+        for n in (1_000, 10_000):
+            peer = name.format(backend, "agents_sdk", n)
+            out.append(
+                RatioTarget(
+                    f"request, session cache vs Agents SDK, {backend} @ {n:,} msgs",
+                    name.format(backend, "cached", n),
+                    peer,
+                    1.0,
+                )
             )
-        )
-        out.append(
-            RatioTarget(
-                f"request without a cache (cold) vs Agents SDK SQLiteSession @ {n:,} msgs",
-                f"test_request[cold-{n}]",
-                f"test_request[agents_sdk-{n}]",
-                1.0,
-                enforced=False,
+            out.append(
+                RatioTarget(
+                    f"request, no cache (cold) vs Agents SDK, {backend} @ {n:,} msgs",
+                    name.format(backend, "cold", n),
+                    peer,
+                    1.0,
+                    enforced=False,
+                )
             )
-        )
     return out

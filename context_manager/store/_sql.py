@@ -247,14 +247,16 @@ class SqlFlows:
         return int(rows[0][0]), str(rows[0][1] or "")
 
     def _next_position(self, generation: int) -> Flow[int]:
+        # The last key of the primary-key index, one probe: PostgreSQL scanned every row of the
+        # session for COALESCE(MAX(position) + 1, 0) (3 ms at 10k records, on every append).
         rows = yield Sql(
             self._sql(
-                "SELECT COALESCE(MAX(position) + 1, 0) FROM {p}records "
-                "WHERE session = ? AND generation = ?"
+                "SELECT position FROM {p}records WHERE session = ? AND generation = ? "
+                "ORDER BY position DESC LIMIT 1"
             ),
             (self._session, generation),
         )
-        return int(rows[0][0])
+        return int(rows[0][0]) + 1 if rows else 0
 
     def _checked(self, locked: tuple[int, str] | None = None) -> Flow[Head]:
         """The session's head (its row locked, or already ``locked`` by this transaction),
