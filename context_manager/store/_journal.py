@@ -243,12 +243,13 @@ class JournalCore:
             self._recovered = frozenset(wanted) if found else frozenset()
             raise  # the failure the caller asked about, as it was
 
-    def _park_manager(self) -> None:
+    def _park_manager(self, batching: bool) -> None:
         """On close: hand the manager to the session cache (when the open came with one and
-        memory is what the store holds), and refuse writes from now on."""
+        memory is what the store holds: not stale, no batch still to be written), and refuse
+        writes from now on."""
         park, self.park = self.park, None
         manager, head = self._manager, self.log.store.head
-        if park is None or manager is None or head is None or self.stale:
+        if park is None or manager is None or head is None or self.stale or batching:
             return
         self._parked = True
         park(Parked(self.options, manager, head, self.restored))

@@ -293,7 +293,7 @@ class AsyncSessionStore(JournalCore):
 
     async def aclose(self) -> None:
         """Close the session's store (a handle's shared connections stay open)."""
-        self._park_manager()
+        self._park_manager(self._owner is not None)
         await self.log.aclose()
 
     def _single(self, op: Op) -> Flow[Any]:

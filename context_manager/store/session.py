@@ -143,7 +143,7 @@ class SessionStore(JournalCore):
 
     def close(self) -> None:
         with self._manager.locked() if self._manager is not None else contextlib.nullcontext():
-            self._park_manager()
+            self._park_manager(self._batching)
         self.log.close()
 
 

@@ -8,6 +8,7 @@ every backend against real servers. A manager that went back to the cache cannot
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +189,17 @@ def test_async_tasks_on_one_cached_handle(backend: Backend) -> None:
         return seen
 
     assert asyncio.run(main()) == [[f"{t}:{turn}" for turn in range(5)] for t in range(8)]
+
+
+def test_a_store_closed_inside_a_batch_is_not_parked_half_written(backend: Backend) -> None:
+    stores = worker(backend)
+    manager = MessageContextManager.open(stores, session="s", max_tokens=100_000)
+    with contextlib.suppress(StoreError):  # PostgreSQL: the connection went back to its pool
+        with manager.store.batch():
+            manager.add(user("one"))
+            manager.store.close()  # misuse: the batch is written when it ends, after the close
+            manager.add(user("two"))
+    stored = request(connect(backend.target, **backend.options), "s")  # no cache: the store
+    assert stored in (["one", "two"], [])
+    assert request(stores, "s") == stored
+    assert request(stores, "s", "three") == [*stored, "three"]
