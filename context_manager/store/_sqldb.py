@@ -45,9 +45,7 @@ class SqlStore(SqlFlows):
     def _run(self, flow: Flow[_T]) -> _T:
         with self._lock:
             if self._conn is None:  # closed: its pooled connection went back to the pool
-                raise StoreError(
-                    f"{self.target}: this session's store is closed; nothing was done"
-                )
+                raise StoreError(f"{self.target}: this session's store is closed; nothing was done")
             return drive(flow, self._perform)
 
     def _perform(self, step: Sql | Reconnect) -> Any:
