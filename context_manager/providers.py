@@ -27,6 +27,10 @@ Sources (each rule names its own):
   user turn), each function-call step of the current turn carries its ``thought_signature``.
 - OpenAI Responses, "Reasoning": a ``reasoning`` item is sent directly before the output item
   (function call or message) it produced, never before a tool output or a user message.
+- Native compaction (OpenAI Responses ``compaction`` items, Anthropic ``compaction`` blocks):
+  only the provider that made one can read it (``compaction-provider``); Anthropic rejects a
+  compaction block that is not the first block of the conversation (``compaction-first``), and
+  a turn that starts with one is the conversation's valid first turn.
 
 Signed reasoning is never edited by the library (a turn carrying it is sent as given or not at
 all; see ``docs/guide/providers.md``), so these rules are kept by keeping turns whole and
@@ -187,7 +191,9 @@ def validate(
             records.append(Message("user"))
     _pairing(given, records, problems)
     body = [(i, r) for i, r in enumerate(records) if r.role not in ("system", "developer")]
-    if rules.first_user and body and _turn_role(body[0][1]) != "user":
+    _compactions(rules, body, problems)
+    first_ok = bool(body) and (_turn_role(body[0][1]) == "user" or bool(body[0][1].compaction))
+    if rules.first_user and body and not first_ok:
         problems.append(
             Problem(
                 body[0][0],
@@ -226,6 +232,32 @@ def validate(
 
 
 _THINKING = ("thinking", "redacted_thinking")
+
+#: Which provider rule sets read a native compaction made by which provider.
+_COMPACTION_READERS = {"openai": ("openai-responses",), "anthropic": ("anthropic",)}
+
+
+def reads_compaction(rules: ProviderRules | None, maker: str) -> bool:
+    """Whether a request under ``rules`` can carry a native compaction made by ``maker``.
+    With no rules the target is unknown: the compaction is taken as made for it."""
+    return rules is None or rules.name in _COMPACTION_READERS.get(maker, ())
+
+
+def _compactions(rules: ProviderRules, body: list[tuple[int, Message]], out: list[Problem]) -> None:
+    """A native compaction sent to a provider other than its maker, which cannot read it; for
+    Anthropic, one that is not the first turn after the system prompt."""
+    for k, (i, rec) in enumerate(body):
+        if not rec.compaction:
+            continue
+        if not reads_compaction(rules, rec.compaction):
+            reason = (
+                f"a compaction made by {rec.compaction} sent to {rules.name}, which cannot "
+                "read it: compact the conversation for this provider (our summary) instead"
+            )
+            out.append(Problem(i, "compaction-provider", reason))
+        elif rules.name == "anthropic" and k:
+            reason = "a compaction block is not the first block of the conversation"
+            out.append(Problem(i, "compaction-first", reason))
 
 
 def _signed_reasoning(
@@ -375,6 +407,8 @@ class GroupRoles(Protocol):
     def first_role(self, g: int) -> str: ...
     def last_role(self, g: int) -> str: ...
     def first_is_user_turn(self, g: int) -> bool: ...
+    def compaction(self, g: int) -> str:
+        """The maker of a native compaction that group ``g`` starts with, else ``""``."""
 
 
 def restrict(
@@ -383,14 +417,27 @@ def restrict(
     starts: list[int],
     stops: list[int],
     keep: frozenset[int],
+    foreign: bool = False,
 ) -> tuple[list[int], list[int], list[int]]:
     """Runs with the groups that break ``rules`` dropped (never added); also the dropped groups.
 
     ``keep`` holds groups that must stay (latest user turn, newest exchange, pins): a violation
     they cause is left for :func:`validate` to report, never resolved by dropping them.
+    ``foreign``: the selection may hold native compactions another provider made (a model
+    switch); they are dropped, kept or not, since only their maker can read them.
     """
     groups = [g for a, b in zip(starts, stops, strict=True) for g in range(a, b)]
     dropped: list[int] = []
+    if foreign:
+        unreadable = [  # kept or not: the provider would reject the request
+            g
+            for g in groups
+            if roles.compaction(g) and not reads_compaction(rules, roles.compaction(g))
+        ]
+        if unreadable:
+            gone = set(unreadable)
+            groups = [g for g in groups if g not in gone]
+            dropped += unreadable
     if rules.first_user:
         while groups and groups[0] not in keep and not roles.first_is_user_turn(groups[0]):
             dropped.append(groups.pop(0))

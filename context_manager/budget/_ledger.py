@@ -65,6 +65,9 @@ class Ledger:
         self.floor = 0
         self.protected = -1
         self.kept_protected = -1
+        #: Group of the latest message carrying a native compaction (-1: none); what precedes
+        #: it is not sent (``compacted.py``).
+        self.native = -1
         self.open = False
         self.total = 0
         #: Held messages and tokens per role as of the last tally; see :meth:`_tally`.
@@ -258,6 +261,10 @@ class Ledger:
     def first_is_user_turn(self, g: int) -> bool:
         return self.records[self.group_start[g]].is_user_turn
 
+    def compaction(self, g: int) -> str:
+        """The maker of the native compaction group ``g`` starts with, else ``""``."""
+        return self.records[self.group_start[g]].compaction
+
     def last_call(self) -> Any:
         """The newest held message that issued tool calls (None if there is none)."""
         for i in range(len(self.records) - 1, -1, -1):
@@ -335,6 +342,8 @@ class Ledger:
                 self.pinned_total += tokens
             else:
                 cum.append(cum[-1] + tokens)
+        if rec.compaction:
+            self.native = g
         if rec.role != "user" or not rec.is_user_turn:
             return ()
         released: Sequence[Any] = ()
@@ -489,6 +498,7 @@ class Ledger:
         self.turns = kept + list(map((floor - nb).__rsub__, turns[at:]))
         self.protected = moved(self.protected) if self.protected >= 0 else -1
         self.kept_protected = moved(self.kept_protected) if self.kept_protected >= 0 else -1
+        self.native = moved(self.native) if self.native >= floor else -1
         self.floor = nb
 
 

@@ -35,8 +35,10 @@ from ..errors import InvalidMessageError
 from ..messages import Message, normalize
 from ..messages.groups import ToolProtocol, joins_previous
 from ..providers import ProviderRules, restrict
+from .compacted import newest_sendable, sendable
 from .fit import overflows, protect_newest, window
 from .pins import pin_indices
+from .spanroles import SpanRoles
 
 __all__ = ["BackwardScan", "Fallback"]
 
@@ -87,6 +89,7 @@ class BackwardScan:
         "lo",
         "loose",
         "messages",
+        "native",
         "off",
         "pinned",
         "records",
@@ -116,6 +119,7 @@ class BackwardScan:
         #: Indices read one at a time under the bound (counted exactly on a retry).
         self.loose: list[int] = []
         self.lo = 0
+        self.native = -1  # the latest native compaction read: the floor (budget/compacted.py)
         # The window lists (see the class docstring).
         self.top = 0
         self.records: list[Message] = []
@@ -340,14 +344,15 @@ class BackwardScan:
             protocol.replay(self._run(a, b), a)
         return bool(protocol.pending)
 
-    def latest_user(self, n: int) -> int | None:
+    def latest_user(self, n: int, rules: ProviderRules | None = None) -> int | None:
+        """The latest user turn, or a native compaction after it (it stands for it)."""
         messages, rec = self.messages, self.rec
         for i in range(n - 1, self.lo - 1, -1):
             message = messages[i]
             role = message.get("role") if type(message) is dict else None
-            if type(role) is str and role in _NOT_USER:
-                continue  # no user turn, valid or not
-            if rec(i).is_user_turn:
+            if type(role) is str and role in _NOT_USER and type(message.get("content")) is not list:
+                continue  # no user turn nor compaction (blocks may hold one), valid or not
+            if rec(i).is_user_turn or sendable(rec(i), rules):
                 return i
         return None
 
@@ -379,7 +384,7 @@ class BackwardScan:
         pins: Collection[int],
         rules: ProviderRules | None,
     ) -> list[Any]:
-        messages = self.messages
+        room_given, messages = room, self.messages
         self.lo = 0
         n = len(messages)
         self._lists_from(n)
@@ -389,6 +394,10 @@ class BackwardScan:
             room -= self.tok(0)
             out.append(messages[0])
         lo = self.lo
+        user = self.latest_user(n, rules)  # or the latest native compaction after it
+        if user is not None and sendable(self.rec(user), rules):
+            self.native = user
+        self.lo = max(lo, self.native)  # nothing before it is sent but pins
         # The newest group: open (calls awaiting results) means it is held but never sent.
         hi = n
         if n > lo:
@@ -405,7 +414,6 @@ class BackwardScan:
             room -= self.tokens(span)
         # The latest user turn: kept whatever the window (unless pinned or still open).
         protected: Span | None = None
-        user = self.latest_user(n)
         if user is not None:
             span = self.group(user, n)
             if span[0] < hi and span[0] not in pinned:
@@ -439,6 +447,11 @@ class BackwardScan:
             spans.append(protected)
         if add_newest and newest is not None:
             spans.append(newest)
+        low = max(start, self.lo)  # a compaction before the latest user turn: the floor
+        k = newest_sendable(self.records[self.off : self.top - low], rules)  # newest first
+        if k >= 0 and hi - 1 - k > self.lo:
+            self.native = hi - 1 - k
+            return self._select(room_given, cap, pins, rules)
         runs = _merged(spans)
         self.check(runs)
         if rules is not None:
@@ -469,9 +482,10 @@ class BackwardScan:
         keep = frozenset(
             ids[k]
             for k, span in enumerate(kept)
-            if span in (protected, newest) or span[0] in pinned
+            if span in (protected, newest) or span[0] in pinned or span[0] == self.native
         )
-        starts, stops, _ = restrict(rules, _Roles(self, by_id), ids, [x + 1 for x in ids], keep)
+        roles, foreign = SpanRoles(self.rec, by_id), any(self.rec(a).compaction for a, _ in kept)
+        starts, stops, _ = restrict(rules, roles, ids, [x + 1 for x in ids], keep, foreign)
         return [by_id[x] for a, b in zip(starts, stops, strict=True) for x in range(a, b)]
 
     def _messages(self, kept: list[Span]) -> list[Any]:
@@ -491,24 +505,3 @@ def _merged(spans: list[Span]) -> list[Span]:
         elif start < end:
             out.append((start, end))
     return out
-
-
-class _Roles:
-    """The :class:`~context_manager.providers.GroupRoles` of the kept groups, by local id."""
-
-    __slots__ = ("groups", "scan")
-
-    def __init__(self, scan: BackwardScan, groups: dict[int, Span]) -> None:
-        self.scan = scan
-        self.groups = groups
-
-    def first_role(self, g: int) -> str:
-        role = self.scan.rec(self.groups[g][0]).role
-        return "user" if role == "tool" else role
-
-    def last_role(self, g: int) -> str:
-        role = self.scan.rec(self.groups[g][1] - 1).role
-        return "user" if role == "tool" else role
-
-    def first_is_user_turn(self, g: int) -> bool:
-        return self.scan.rec(self.groups[g][0]).is_user_turn

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..errors import ContextOverflowError
 from ..providers import ProviderRules, restrict
 from ._ledger import Ledger
+from .compacted import after_compaction, compaction_group, foreign_compaction
 from .fit import overflows, protect_newest
 from .scattered import mask_ready
 from .strategies import Selection, Strategy
@@ -51,11 +52,13 @@ def plan_context(
     The latest user turn is always protected. With a provider the newest complete exchange is
     protected too: if the strategy dropped it, the strategy runs again with that exchange's
     tokens set aside, so the answer still fits. Raises :class:`Shortfall` when the protected
-    parts cannot fit.
+    parts cannot fit. A native compaction in the history is a floor: nothing before the latest
+    one is sent but the pins (:func:`~context_manager.budget.compacted.after_compaction`).
 
     A scattered priority cut comes back as its rule when no provider rule needs the groups
     one by one: :func:`~context_manager.budget.scattered.gather` then merges the pins.
     """
+    ledger = after_compaction(ledger, provider)
     protected = ledger.protected_group()
     newest = -1
     if provider is not None:
@@ -85,7 +88,8 @@ def plan_context(
     starts, stops = ledger.with_pins(starts, stops)
     if provider is not None:
         pins = (g for g in ledger.pinned_groups if g < ledger.complete)
-        keep = frozenset([protected, newest, *pins])
-        starts, stops, dropped = restrict(provider, ledger, starts, stops, keep)
+        keep = frozenset([protected, newest, compaction_group(ledger, provider), *pins])
+        foreign = foreign_compaction(ledger, provider)
+        starts, stops, dropped = restrict(provider, ledger, starts, stops, keep, foreign)
         tokens -= sum(ledger.trimmable(g, g + 1) for g in dropped)
     return Selection(starts, stops, tokens)

@@ -51,7 +51,10 @@ KNOWN_TYPES: dict[str, tuple[str, str]] = {
     ),
     "openai.ResponseFunctionWebSearch": ("openai.types.responses", "ResponseFunctionWebSearch"),
     "openai.ResponseFileSearchToolCall": ("openai.types.responses", "ResponseFileSearchToolCall"),
+    # provider-native compaction: a Responses compaction item, an Anthropic beta message
+    "openai.ResponseCompactionItem": ("openai.types.responses", "ResponseCompactionItem"),
     "anthropic.Message": ("anthropic.types", "Message"),
+    "anthropic.BetaMessage": ("anthropic.types.beta", "BetaMessage"),
     "gemini.Content": ("google.genai.types", "Content"),
 }
 _SPECIAL = ("dict", "langchain", "pydantic_ai", "record", "mixed")
@@ -66,7 +69,17 @@ _PART_UNIONS: dict[str, tuple[str, str, str]] = {
     "openai": ("openai.ToolCall", "openai.types.chat", "ChatCompletionMessageToolCallUnion"),
     "gemini": ("gemini.Part", "google.genai.types", "Part"),
 }
-_PART_TAGS = {tag: (module, name) for tag, module, name in _PART_UNIONS.values()}
+#: Beta content blocks (an Anthropic server-compaction block is one) validate against the beta
+#: union: the stable one has no ``compaction`` member.
+_BETA_PARTS = ("anthropic.BetaContentBlock", "anthropic.types.beta", "BetaContentBlock")
+_PART_TAGS = {tag: (module, name) for tag, module, name in (*_PART_UNIONS.values(), _BETA_PARTS)}
+
+
+def _part_tag(obj: Any) -> str:
+    """The tag of the SDK union a part found inside a dict is stored under."""
+    if type(obj).__module__.startswith(_BETA_PARTS[1] + "."):
+        return _BETA_PARTS[0]
+    return _PART_UNIONS[str(family(obj))][0]
 
 
 def _int_fits(value: int) -> bool:
@@ -213,7 +226,7 @@ def _split_objects(message: dict[str, Any]) -> tuple[dict[str, Any], list[Any]] 
         return None
     objects = []
     for path, obj in found:
-        tag = _PART_UNIONS[str(family(obj))][0]
+        tag = _part_tag(obj)
         data = obj.model_dump(mode="json", by_alias=True, exclude_unset=True)
         try:
             same = _part_adapter(tag).validate_python(data) == obj
@@ -296,6 +309,7 @@ def _record(data: Mapping[str, Any]) -> Message:
         item=bool(data.get("item", False)),
         media=tuple(Media(*m) for m in data.get("media", ())),
         signed=bool(data.get("signed", False)),
+        compaction=str(data.get("compaction", "")),
     )
 
 

@@ -59,6 +59,7 @@ _MEDIA_PART_TYPES = {
 
 class _Parts:
     __slots__ = (
+        "compaction",
         "images",
         "media",
         "other",
@@ -80,6 +81,7 @@ class _Parts:
         self.thinking: list[str] = []
         self.other: list[str] = []
         self.signed = False
+        self.compaction = ""
 
 
 def _joined_media(media: list[Media], others: int) -> list[Media]:
@@ -158,9 +160,24 @@ def _part(part: Any, index: int | None, out: _Parts) -> None:
         out.signed = out.signed or bool(part.get("signature"))
     elif kind == "refusal":
         out.texts.append(str(part.get("refusal", "")))
+    elif kind == "compaction":
+        _compaction_block(part, out)
     else:
         out.signed = out.signed or kind == "redacted_thinking"
         out.other.append(to_json_text(part))
+
+
+def _compaction_block(part: Mapping[str, Any], out: _Parts) -> None:
+    """An Anthropic server-compaction block: its summary is read as text (what it costs), its
+    opaque ``encrypted_content`` by its length; the turn is then sent as given or not at all
+    (the API checks the summary against its ``signature``)."""
+    content, encrypted = part.get("content"), part.get("encrypted_content")
+    if isinstance(content, str):
+        out.texts.append(content)
+    if isinstance(encrypted, str):
+        out.other.append(encrypted)
+    out.signed = True
+    out.compaction = "anthropic"
 
 
 def _bedrock_part(part: Mapping[str, Any], index: int | None, out: _Parts) -> bool:
@@ -307,6 +324,7 @@ def _build(role: str, parts: _Parts, index: int | None, name: Any, call_id: Any)
         other="\n".join(parts.other),
         media=tuple(_joined_media(parts.media, len(parts.other)) + parts.result_media),
         signed=parts.signed,
+        compaction=parts.compaction,
     )
 
 

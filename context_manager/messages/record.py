@@ -92,6 +92,11 @@ class Message:
     #: thinking part with a signature, an OpenAI Responses reasoning item. Such a turn is sent
     #: as given or not at all, and a reasoning item stays glued to the calls that follow it.
     signed: bool = False
+    #: The provider whose native compaction this message carries (``"openai"`` for a Responses
+    #: ``compaction`` item, ``"anthropic"`` for a turn holding a ``compaction`` block), else
+    #: ``""``. Only that provider can read it, it is sent byte for byte or not at all, and what
+    #: precedes the latest one is not sent (see ``budget/compacted.py``).
+    compaction: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in _ROLE_SET:

@@ -119,5 +119,10 @@ def from_item(item: Mapping[str, Any], index: int | None) -> Message:
             other=encrypted if isinstance(encrypted, str) else "",
             signed=True,
         )
-    # compaction, item_reference, hosted tool calls: sent back as they are; count their JSON.
+    if kind == "compaction":
+        # Encrypted and opaque: billed as the blob it is, by its length (never its id or type).
+        encrypted = item.get("encrypted_content")
+        blob = encrypted if isinstance(encrypted, str) else to_json_text(item)
+        return Message("assistant", item=True, other=blob, compaction="openai")
+    # item_reference, hosted tool calls: sent back as they are; count their JSON.
     return Message("assistant", item=True, other=to_json_text(item))
