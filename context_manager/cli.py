@@ -1,5 +1,5 @@
 """Command line: ``context-manager demo | count | trim | stats | check | replay | verify |
-sessions``.
+sessions | compactions``.
 
 ``trim`` is the library's ``trim()``: ``--budget-tokens`` is its input budget, and every option has
 ``trim()``'s default. ``demo`` and ``stats`` fill a ``MessageContextManager``: their ``--window``
@@ -270,6 +270,62 @@ def _sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def cmd_compactions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Each compaction of a stored session: what it dropped and which facts survived.
+
+    Errors are shown without the target's credentials (as ``sessions`` does)."""
+    from .store._urls import redact, secrets_in
+    from .store.compactions import list_compactions
+    from .store.targets import SCHEMES
+
+    target = args.target
+    if not target.startswith(SCHEMES) and not os.path.exists(target):
+        raise CliError(f"{target}: no such session log or directory")
+    try:
+        entries = list_compactions(target, session=args.session)
+    except Exception as exc:
+        text = _one_line(exc)
+        safe = redact(text, set(secrets_in(target)))
+        if isinstance(exc, ContextManagerError) and safe == text:
+            raise
+        raise CliError(
+            safe if isinstance(exc, ContextManagerError) else f"{type(exc).__name__}: {safe}"
+        ) from None
+    if args.json:
+        rows = [{"number": n, **e.to_dict()} for n, e in enumerate(entries, 1)]
+        out.write(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
+    else:
+        out.write("".join(compaction_lines(n, e) for n, e in enumerate(entries, 1)))
+    err.write(f"{len(entries)} compaction(s)\n")
+    return 0
+
+
+def compaction_lines(number: int, entry: Any) -> str:
+    """``compactions``' text for one entry: when, why, the dropped range, the facts' fate."""
+    head = f"#{number} {entry.reason} {entry.created_at or '-'}"
+    manifest = entry.manifest
+    if manifest is None:
+        return f"{head}: kept from message {entry.first_kept_index} (no manifest)\n"
+    counts = manifest.counts()
+    lines = [
+        f"{head}: dropped messages {manifest.first_index}-{manifest.end_index - 1} "
+        f"({manifest.messages} messages, {manifest.tokens:,} tokens), "
+        f"summary {len(entry.summary):,} chars",
+        f"  facts: {len(manifest.facts)} tracked, {counts['kept']} kept by the summary, "
+        f"{counts['readded']} re-added, {counts['omitted']} omitted, {counts['lost']} lost"
+        + (f" ({manifest.untracked} more not tracked)" if manifest.untracked else ""),
+    ]
+    lost = manifest.lost
+    lines += [f"  {f.status}: {f.kind} {f.text}" for f in lost[:LISTED_FACTS]]
+    if len(lost) > LISTED_FACTS:
+        lines.append(f"  ... {len(lost) - LISTED_FACTS} more (--json lists every fact)")
+    return "\n".join(lines) + "\n"
+
+
+#: Lost facts ``compactions`` prints per compaction (``--json`` has them all).
+LISTED_FACTS = 20
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="context-manager",
@@ -358,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=None,
         help="repeatable: sliding_window, fifo, langchain, retention=R, prune=openclaw, "
-        "prune=anthropic, joined with '+' (default: a standard set)",
+        "prune=anthropic, cache_aware, joined with '+' (default: a standard set)",
     )
     replaying.add_argument("--tools", default=None, help="JSON file of tool definitions sent")
     replaying.add_argument("--ttl", default=None, help="Anthropic 5m / 1h; OpenAI in_memory / 24h")
@@ -383,6 +439,14 @@ def build_parser() -> argparse.ArgumentParser:
     copy.add_argument("--session", required=True, help="session id to copy")
     copy.add_argument("--to-session", default=None, help="id in the destination (default: same)")
     sessions.set_defaults(func=cmd_sessions)
+    listed = sub.add_parser(
+        "compactions",
+        help="what each compaction of a stored session dropped, and which facts survived",
+    )
+    listed.add_argument("target", help="session log, directory, sqlite:///x.db, redis://...")
+    listed.add_argument("--session", default=None, help="session id in a directory or database")
+    listed.add_argument("--json", action="store_true", help="the entries with manifests as JSON")
+    listed.set_defaults(func=cmd_compactions)
     return parser
 
 

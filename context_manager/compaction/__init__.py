@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from ..errors import CompactionInProgressError
 from .convert import to_pi_entries, to_pi_messages
-from .entry import CompactionEntry
+from .entry import CompactionEntry, CompactionManifest
 from .extractive import ExtractiveSummarizer
+from .facts import Fact
+from .manifest import EvictionRecord, compactions, evictions, watch
 from .policies import (
     CompactionPlan,
     CompactionPolicy,
@@ -50,10 +52,13 @@ __all__ = [
     "CompactionEntry",
     "CompactionEvent",
     "CompactionInProgressError",
+    "CompactionManifest",
     "CompactionPlan",
     "CompactionPolicy",
     "CompactionTriggers",
+    "EvictionRecord",
     "ExtractiveSummarizer",
+    "Fact",
     "FlushInfo",
     "OpenAISummarizer",
     "SimpleCompaction",
@@ -65,6 +70,8 @@ __all__ = [
     "asend_with_recovery",
     "asummarize",
     "compact_manager",
+    "compactions",
+    "evictions",
     "is_context_overflow",
     "kimi_history_text",
     "remove_compaction_listener",
@@ -74,4 +81,5 @@ __all__ = [
     "summary_message",
     "to_pi_entries",
     "to_pi_messages",
+    "watch",
 ]

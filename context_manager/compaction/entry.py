@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import CompactionError
+from .facts import KINDS, Fact
 
 #: Why a compaction ran (Pi's event reasons).
 REASONS = ("manual", "threshold", "overflow")
@@ -26,13 +27,103 @@ def utc_timestamp() -> str:
 Clock = Callable[[], str]
 
 
+#: What a fact's ``status`` may be in a manifest (see :class:`~.facts.Fact`).
+FACT_STATUSES = ("kept", "readded", "omitted", "lost")
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionManifest:
+    """What one compaction dropped, so a compaction can be checked after the fact.
+
+    The messages at history indices ``first_index`` to ``end_index`` (exclusive; pinned ones
+    stay and are not counted) were replaced: ``messages`` of them, ``tokens`` by the manager's
+    counter. ``facts`` are those the compaction tracked (extracted from what it dropped, plus
+    the previous compaction's), each with the status the summary check gave it;
+    ``untracked`` more were found beyond the cap. ``facts_block`` says whether lost facts were
+    put back (the policy's ``keep_facts``).
+    """
+
+    first_index: int
+    end_index: int
+    messages: int
+    tokens: int
+    facts: tuple[Fact, ...] = ()
+    untracked: int = 0
+    facts_block: bool = True
+
+    def by_status(self, status: str) -> list[Fact]:
+        return [fact for fact in self.facts if fact.status == status]
+
+    @property
+    def lost(self) -> list[Fact]:
+        """Facts the summary did not state (re-added, omitted or left lost)."""
+        return [fact for fact in self.facts if fact.status != "kept"]
+
+    def counts(self) -> dict[str, int]:
+        """How many facts have each status."""
+        out = dict.fromkeys(FACT_STATUSES, 0)
+        for fact in self.facts:
+            out[fact.status] = out.get(fact.status, 0) + 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "first_index": self.first_index,
+            "end_index": self.end_index,
+            "messages": self.messages,
+            "tokens": self.tokens,
+            "facts": [
+                {"kind": f.kind, "text": f.text, "index": f.index, "status": f.status}
+                for f in self.facts
+            ],
+            "untracked": self.untracked,
+            "facts_block": self.facts_block,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> CompactionManifest:
+        """Rebuild from :meth:`to_dict` output; a malformed one raises ``CompactionError``."""
+        if not isinstance(data, Mapping):
+            raise CompactionError(f"a compaction manifest must be an object, got {data!r:.80}")
+        keys = ("first_index", "end_index", "messages", "tokens", "untracked")
+        numbers = [data.get(k, 0 if k == "untracked" else None) for k in keys]
+        if not all(type(n) is int for n in numbers):
+            raise CompactionError(
+                "a compaction manifest needs integer first_index, end_index, messages, tokens "
+                "and untracked"
+            )
+        raw = data.get("facts") or []
+        if not isinstance(raw, list):
+            raise CompactionError("a compaction manifest's facts must be a list")
+        facts = tuple(_fact(item) for item in raw)
+        first, end, messages, tokens, untracked = (int(n) for n in numbers)
+        return cls(first, end, messages, tokens, facts, untracked, bool(data.get("facts_block")))
+
+
+def _fact(item: Any) -> Fact:
+    if (
+        not isinstance(item, Mapping)
+        or item.get("kind") not in KINDS
+        or not isinstance(item.get("text"), str)
+        or not isinstance(item.get("index", -1), int)
+        or item.get("status") not in FACT_STATUSES
+    ):
+        raise CompactionError(
+            f"a manifest fact needs kind (one of {', '.join(KINDS)}), text, index and status "
+            f"(one of {', '.join(FACT_STATUSES)}); got {item!r:.120}"
+        )
+    return Fact(item["kind"], item["text"], int(item.get("index", -1)), item["status"])
+
+
 @dataclass(frozen=True, slots=True)
 class CompactionEntry:
     """One applied compaction.
 
     ``first_kept_index`` is the stable history index of the first message kept verbatim;
     ``tokens_before`` what the whole history cost (manager counter) just before compacting;
-    ``details`` holds ``read_files`` / ``modified_files`` accumulated over every round.
+    ``details`` holds ``read_files`` / ``modified_files`` accumulated over every round;
+    ``manifest`` what this round dropped and which facts survived (None for an entry written
+    before manifests existed, or applied by hand).
     """
 
     summary: str
@@ -43,6 +134,7 @@ class CompactionEntry:
     )
     reason: str = "manual"
     created_at: str = field(default_factory=utc_timestamp)
+    manifest: CompactionManifest | None = None
 
     def __post_init__(self) -> None:
         if self.reason not in REASONS:
@@ -60,7 +152,7 @@ class CompactionEntry:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types only, keys in a fixed order (stable log lines)."""
-        return {
+        out = {
             "summary": self.summary,
             "first_kept_index": self.first_kept_index,
             "tokens_before": self.tokens_before,
@@ -68,6 +160,9 @@ class CompactionEntry:
             "reason": self.reason,
             "created_at": self.created_at,
         }
+        if self.manifest is not None:
+            out["manifest"] = self.manifest.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CompactionEntry:
@@ -93,6 +188,7 @@ class CompactionEntry:
         if not isinstance(details, Mapping):
             raise CompactionError(f"compaction details must be an object, got {details!r}")
         files = {key: _paths(details.get(key), key) for key in ("read_files", "modified_files")}
+        manifest = data.get("manifest")
         return cls(
             summary,
             first_kept,
@@ -100,6 +196,7 @@ class CompactionEntry:
             files,
             str(data.get("reason", "manual")),
             str(data.get("created_at", "")),
+            None if manifest is None else CompactionManifest.from_dict(manifest),
         )
 
 

@@ -247,6 +247,7 @@ class TokenBudgetCompaction:
     ``"manager"`` walks the counts the manager's own counter made. The summary may use
     ``0.8 * reserve_tokens`` output tokens, a split turn's prefix summary ``0.5 *``.
     ``file_tools`` maps your tool names onto Pi's read / write / edit for file tracking.
+    ``keep_facts`` (default on) appends the facts the summary lost (see ``manifest.py``).
     """
 
     keep_recent_tokens: int = int(DEFAULT_COMPACTION_SETTINGS["keepRecentTokens"])
@@ -254,6 +255,7 @@ class TokenBudgetCompaction:
     token_source: Literal["pi", "manager"] = "pi"
     file_tools: Mapping[str, str] | None = field(default=None, hash=False)
     name: str = "token_budget"
+    keep_facts: bool = True
 
     def __post_init__(self) -> None:
         _check_file_tools(self.file_tools)
@@ -352,13 +354,15 @@ class SimpleCompaction:
     everything after them; summarize the rest (the summary may use ``max_summary_tokens``).
 
     Messages carrying tool results are not counted (they belong to their call's group), so the
-    kept part never starts inside a tool group. ``file_tools`` as in :class:`TokenBudgetCompaction`.
+    kept part never starts inside a tool group. ``file_tools`` and ``keep_facts`` as in
+    :class:`TokenBudgetCompaction`.
     """
 
     max_preserved_messages: int = 2
     max_summary_tokens: int = 8192
     file_tools: Mapping[str, str] | None = field(default=None, hash=False)
     name: str = "simple"
+    keep_facts: bool = True
 
     def __post_init__(self) -> None:
         _check_file_tools(self.file_tools)

@@ -4,6 +4,10 @@ The summarizer is awaited *before* ``manager.apply_compaction``, so a cancelled 
 compaction leaves no entry and an untouched history. One compaction at a time per manager: a
 second call while one runs raises :class:`CompactionInProgressError` at once (it does not wait;
 waiting would let a stale plan run twice). Listeners get ``start`` / ``end`` events.
+
+Whatever the summarizer wrote is checked before it is applied: the facts of the dropped messages
+it lost are put back in a bounded block, and the entry records a manifest of the drop
+(``manifest.py``).
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ from ..errors import (
     NothingToCompactError,
 )
 from ..events import Cleared, Compacted, Event
-from ..host import ManagerHost
+from ..host import HistoryItem, ManagerHost
 from ..messages.shapes import user_text
 from ._flow import Flow, Parallel, run_async, run_sync
-from .entry import REASONS, Clock, CompactionEntry, utc_timestamp
+from .entry import REASONS, Clock, CompactionEntry, CompactionManifest, utc_timestamp
 from .extractive import ExtractiveSummarizer
+from .manifest import checked_summary, watch
 from .policies import CompactionPlan, CompactionPolicy, TokenBudgetCompaction
 from .prompts import summary_message_text
 from .pruning.fallback import PruningFallback, prune_instead
@@ -140,6 +145,8 @@ class _Job:
     tokens_before: int
     reason: str
     generation: int
+    dropped: tuple[HistoryItem, ...] = ()
+    keep_facts: bool = True
 
 
 def _plan(
@@ -167,6 +174,8 @@ def _plan(
         int(manager.used_tokens),
         reason,
         state.generation,
+        tuple(item for item in items if item.index < plan.first_kept_index),
+        bool(getattr(policy, "keep_facts", True)),  # a policy's option (default on)
     )
 
 
@@ -188,8 +197,11 @@ def _apply(
             "plan is stale and was not applied (run compact() again)"
         )
     plan = job.plan
+    items = manager.history()
+    fixed = _always_sent(manager, items)
     summary = plan.combine(texts, job.previous_summary)
-    message = _fitting_summary(manager, summary)
+    summary, manifest = _with_facts(manager, job, summary, items, fixed)
+    message = _fitting_summary(manager, summary, items, fixed)
     entry = CompactionEntry(
         summary=summary,
         first_kept_index=plan.first_kept_index,
@@ -197,20 +209,53 @@ def _apply(
         details={"read_files": list(plan.read_files), "modified_files": list(plan.modified_files)},
         reason=job.reason,
         created_at=clock(),
+        manifest=manifest,
     )
+    watch(manager)  # the manager's list of compactions (compactions(manager)) gets this one
     manager.apply_compaction(message, entry.first_kept_index, entry)
     state.emit(_event(job, "end", will_retry=will_retry, entry=entry))
     return entry
 
 
-def _fitting_summary(manager: ManagerHost, summary: str) -> Any:
+def _always_sent(manager: ManagerHost, items: Sequence[HistoryItem]) -> int:
+    """Tokens sent whatever the summary is: system prompt, pinned messages, priming, tools."""
+    kept = sum(it.tokens for it in items if not it.pinned)
+    old = manager.summary
+    return int(manager.used_tokens) - kept - (manager.count_message(old) if old else 0)
+
+
+def _with_facts(
+    manager: ManagerHost, job: _Job, summary: str, items: Sequence[HistoryItem], fixed: int
+) -> tuple[str, CompactionManifest]:
+    """The summary with the facts it lost appended (``manifest.checked_summary``), and the
+    manifest. The whole stays within what the budget leaves beside the parts always sent; the
+    block within the summary's unused output budget, or a quarter of it if the summary used
+    more. Off (``keep_facts=False`` on the policy): the manifest still says what was lost."""
+    conversation = [it.message for it in items]
+
+    def count(text: str) -> int:
+        return manager.count_message(summary_message(text, conversation))
+
+    previous = getattr(job.previous, "manifest", None)
+    cap = job.plan.summary_max_tokens
+    return checked_summary(
+        summary,
+        job.dropped,
+        job.plan.first_kept_index,
+        previous if isinstance(previous, CompactionManifest) else None,
+        keep_facts=job.keep_facts,
+        count=count,
+        limit=int(manager.budget_tokens) - fixed,
+        block_tokens=max(cap - count(summary), cap // 4) if job.keep_facts else 0,
+    )
+
+
+def _fitting_summary(
+    manager: ManagerHost, summary: str, items: Sequence[HistoryItem], fixed: int
+) -> Any:
     """The summary message to apply, refused if it could never be sent: it, with what is always
     sent (system prompt, pinned messages, priming, tools), would exceed the budget, so every
     later request would overflow. Raises :class:`CompactionTooLargeError`; nothing is applied."""
-    items = manager.history()
-    kept = sum(it.tokens for it in items if not it.pinned)
-    old = manager.summary
-    fixed = int(manager.used_tokens) - kept - (manager.count_message(old) if old else 0)
     message = summary_message(summary, [it.message for it in items])
     need = fixed + manager.count_message(message)
     budget = int(manager.budget_tokens)

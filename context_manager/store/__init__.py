@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..errors import CheckpointNotFoundError, StoreConflictError, StoreOutcomeUnknownError
 from .async_session import AsyncJournalError, AsyncSessionStore, aopen_session
 from .async_targets import AsyncStoreHandle, ThreadedStore, aconnect, aopen_store
+from .compactions import list_compactions
 from .copy import copy_session
 from .handle import StoreHandle
 from .index import ResetPolicy, SessionEntry, SessionIndex
@@ -52,6 +53,7 @@ __all__ = [
     "aretrying",
     "connect",
     "copy_session",
+    "list_compactions",
     "open_session",
     "open_store",
     "retrying",

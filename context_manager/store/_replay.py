@@ -166,6 +166,9 @@ def _replay_compaction(
         summary = decode(summary["payload"], summary["type"])  # an SDK object, as written
     elif not isinstance(summary, dict):
         summary = {"role": "user", "content": str(fields.get("summary", ""))}
+    from ..compaction.manifest import watch
+
+    watch(manager)  # so compactions(manager) lists every compaction of the session
     apply(summary, first_kept, _compaction_entry({**fields, "first_kept_index": first_kept}))
 
 
