@@ -136,7 +136,7 @@ class MessageContextManager(ExtensionHub):
         self._summary: tuple[Any, Message, int] | None = None
         self._pruning = pruning
         self._view = view_options(
-            pruning, truncate_newest, self._counter, window, self._budget_tokens
+            pruning, truncate_newest, self._counter, window, self._budget_tokens, tools_tokens
         )
         self._recap()
         if system_prompt is not None:
@@ -170,7 +170,7 @@ class MessageContextManager(ExtensionHub):
         with self._lock:
             view = self._view
             truncate, window, budget = view.truncate_newest, view.window, view.budget
-            self._view = view_options(pruning, truncate, view.counter, window, budget)
+            self._view = view_options(pruning, truncate, view.counter, window, budget, view.tools)
             self._pruning = pruning
 
     # -- adding -----------------------------------------------------------------------------

@@ -8,18 +8,81 @@ video cost) and ``overhead`` (reply priming). They add up to ``context_tokens``.
 
 The walk reads the counts kept on add; only pruned copies and messages with media are counted
 again, so it costs a pass over the context's positions.
+
+:class:`SectionCaps` caps sections: ``tool_results_share`` is enforced by tool-result pruning
+(``ToolResultPruning(caps=...)`` clears the oldest results first, the same machinery as its
+other triggers); ``tool_schemas_tokens`` cannot be enforced (a schema is never cut), so it is
+checked and raises :class:`~context_manager.errors.SectionCapError` or warns.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+import warnings
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from ..counting import TokenCounter
+from ..errors import ConfigurationError, SectionCapError
 from ..messages import Message, normalize
 from ._ledger import Ledger
 
-__all__ = ["SECTIONS", "context_sections"]
+__all__ = ["SECTIONS", "SectionCapWarning", "SectionCaps", "context_sections"]
+
+
+class SectionCapWarning(UserWarning):
+    """A section is over its cap and ``SectionCaps(on_exceed="warn")`` asked for a warning."""
+
+
+@dataclass(frozen=True, slots=True)
+class SectionCaps:
+    """Optional caps per section of the context (None: no cap).
+
+    ``tool_results_share``: tool results (as sent, pruned copies at their pruned size) may hold
+    at most this share of the window; pruning clears the oldest ones first while they hold more
+    (the protected newest ones are never cleared, so this is a target, not a guarantee).
+    ``tool_schemas_tokens``: the tool definitions may cost at most this many tokens; over it,
+    ``on_exceed="error"`` raises :class:`SectionCapError` and ``"warn"`` warns
+    (:class:`SectionCapWarning`).
+    """
+
+    tool_results_share: float | None = None
+    tool_schemas_tokens: int | None = None
+    on_exceed: Literal["error", "warn"] = "error"
+
+    def __post_init__(self) -> None:
+        share = self.tool_results_share
+        if share is not None and (
+            isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1
+        ):
+            raise ConfigurationError(f"tool_results_share must be in (0, 1] or None, got {share!r}")
+        cap = self.tool_schemas_tokens
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
+            raise ConfigurationError(f"tool_schemas_tokens must be an int >= 0, got {cap!r:.40}")
+        if self.on_exceed not in ("error", "warn"):
+            raise ConfigurationError(
+                f"on_exceed must be 'error' or 'warn', got {self.on_exceed!r:.40}"
+            )
+
+    def results_cap(self, window: int) -> int | None:
+        """Most tokens tool results may hold in a ``window``-token context (None: no cap)."""
+        share = self.tool_results_share
+        return None if share is None else int(share * window)
+
+    def check_tools(self, tokens: int) -> None:
+        """Raise or warn when tool definitions of ``tokens`` tokens are over the cap."""
+        cap = self.tool_schemas_tokens
+        if cap is None or tokens <= cap:
+            return
+        message = (
+            f"the tool definitions cost {tokens:,} tokens, over the {cap:,}-token cap "
+            "(SectionCaps.tool_schemas_tokens); schemas are never cut: send fewer tools or "
+            "shorter descriptions, or raise the cap"
+        )
+        if self.on_exceed == "warn":
+            warnings.warn(message, SectionCapWarning, stacklevel=4)  # the manager's caller
+            return
+        raise SectionCapError(message, "tools", tokens, cap)
+
 
 SECTIONS = ("system", "tools", "summary", "pinned", "history", "tool_results", "media", "overhead")
 

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._hub import ExtensionHub
 from ..counting import TokenCounter, get_counter
 from ..messages import Message, normalize, to_json_text
 from .report import CacheReport, Request, Section, Segment, compare
 from .rules import CacheRules, cache_rules
+
+if TYPE_CHECKING:  # for the annotation only: the hub lazily loads compaction, which uses this
+    from .._hub import ExtensionHub
 
 __all__ = [
     "CacheTracker",

@@ -11,16 +11,17 @@ tokens at the full price.
 
 Settings are named by short specs joined with ``+``: ``sliding_window``, ``retention=0.7``
 (``retention_ratio``), ``prune=openclaw`` / ``prune=anthropic`` (tool-result pruning presets),
-``fifo``, and ``langchain`` (``trim_messages(strategy="last", include_system=True,
-start_on="human")`` with the same per-message counts, on the library's LangChain-identical
-implementation). Requests a provider would reject (tool results without their call, say) are
-counted per setting with :func:`~context_manager.providers.validate`.
+``cache_aware`` (with a ``prune=``: its clearing priced with the replay's cache rules, on the
+replay's simulated clock), ``fifo``, and ``langchain`` (``trim_messages(strategy="last",
+include_system=True, start_on="human")`` with the same per-message counts, on the library's
+LangChain-identical implementation). Requests a provider would reject (tool results without
+their call, say) are counted per setting with :func:`~context_manager.providers.validate`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..compaction.pruning import ToolResultPruning
@@ -48,7 +49,9 @@ DEFAULT_SETTINGS = (
     "retention=0.7",
     "retention=0.9",
     "prune=openclaw",
+    "prune=openclaw+cache_aware",
     "retention=0.7+prune=openclaw",
+    "retention=0.7+prune=openclaw+cache_aware",
     "langchain",
 )
 #: A recommendation keeps at least this share of the fullest setting's average context.
@@ -153,13 +156,17 @@ def _parse(spec: str) -> dict[str, Any]:
                 ToolResultPruning.openclaw if value == "openclaw" else ToolResultPruning.anthropic
             )
             options["pruning"] = preset()
+        elif key == "cache_aware" and not value:
+            options["cache_aware"] = True
         else:
             raise ConfigurationError(
                 f"unknown setting {part!r} in {spec!r}: use sliding_window, fifo, langchain, "
-                "retention=R, prune=openclaw or prune=anthropic, joined with '+'"
+                "retention=R, prune=openclaw or prune=anthropic, cache_aware, joined with '+'"
             )
     if options.get("langchain") and len(options) > 2:
         raise ConfigurationError(f"langchain takes no other option, got {spec!r}")
+    if options.get("cache_aware") and "pruning" not in options:
+        raise ConfigurationError(f"cache_aware needs prune=openclaw or prune=anthropic: {spec!r}")
     return options
 
 
@@ -170,10 +177,15 @@ def _contexts(
     budget: int,
     counter: TokenCounter,
     tools: Sequence[Any] | None,
-    provider: str,
+    rules: CacheRules,
+    clock: list[float],
 ) -> Iterator[tuple[list[Any], bool, bool]]:
-    """(context, starts with the system prompt, holds a summary) for each request point."""
+    """(context, starts with the system prompt, holds a summary) for each request point;
+    ``clock[0]`` is the simulated time of the request being made."""
     options = _parse(spec)
+    provider = _VALIDATE[rules.provider]
+    if options.pop("cache_aware", False):
+        options["pruning"] = replace(options["pruning"], cache=rules, clock=lambda: clock[0])
     system = bool(messages) and normalize(messages[0]).role in ("system", "developer")
     if options.pop("langchain", False):
         fixed = counter.count_tools(list(tools)) if tools else 0
@@ -245,9 +257,11 @@ def replay(
     for spec in settings:
         tracker = CacheTracker(rules, counter, tools, clock=None)
         result = ReplayResult(spec, budget)
-        contexts = _contexts(spec, messages, points, budget, counter, tools, provider)
+        clock = [0.0]
+        contexts = _contexts(spec, messages, points, budget, counter, tools, rules, clock)
         for k, (context, system, summary) in enumerate(contexts):
             at = None if seconds_between is None else k * seconds_between
+            clock[0] = (k + 1) * (seconds_between or 0.0)  # the next request's time
             report = tracker.observe(context, system=system, summary=summary, at=at)
             valid = not validate(context, provider)
             result.rows.append(
@@ -278,8 +292,9 @@ def table(results: Sequence[ReplayResult], price: float | None = None) -> str:
     """A text table: per request averages, and cost against the first setting."""
     base = results[0].cost / max(results[0].requests, 1) if results else 1.0
     unit = "$ / request" if price is not None else "cost / request"
+    width = max([30, *(len(r.setting) for r in results)])
     head = (
-        f"{'setting':<30} {'requests':>8} {'sent/req':>9} {'of budget':>9} {'cached':>7} "
+        f"{'setting':<{width}} {'requests':>8} {'sent/req':>9} {'of budget':>9} {'cached':>7} "
         f"{unit:>15} {'vs first':>8} {'rejected':>8}"
     )
     lines = [head, "-" * len(head)]
@@ -287,7 +302,7 @@ def table(results: Sequence[ReplayResult], price: float | None = None) -> str:
         per = r.cost / max(r.requests, 1)
         shown = f"{per * price / 1e6:,.4f}" if price is not None else f"{per:,.0f}"
         lines.append(
-            f"{r.setting:<30} {r.requests:>8} {r.sent / max(r.requests, 1):>9,.0f} "
+            f"{r.setting:<{width}} {r.requests:>8} {r.sent / max(r.requests, 1):>9,.0f} "
             f"{r.avg_context:>9.1%} {r.cached_share:>7.1%} {shown:>15} "
             f"{per / base if base else 0:>7.2f}x {r.invalid:>8}"
         )
