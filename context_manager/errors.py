@@ -37,6 +37,15 @@ class ConfigurationError(ContextManagerError, ValueError):
     """An option is missing, unknown or out of range."""
 
 
+class SectionCapError(ConfigurationError):
+    """A section that cannot be cut (the tool definitions) is over its ``SectionCaps`` cap.
+    ``section``, ``tokens`` and ``cap`` say which, how large and the limit."""
+
+    def __init__(self, message: str, section: str, tokens: int, cap: int) -> None:
+        super().__init__(message)
+        self.section, self.tokens, self.cap = section, tokens, cap
+
+
 class TokenizerUnavailableError(ContextManagerError, RuntimeError):
     """A real tokenizer was asked for but cannot be loaded (we never fall back silently)."""
 
@@ -117,3 +126,21 @@ class CompactionTooLargeError(CompactionError):
         super().__init__(message)
         self.required = required
         self.budget = budget
+
+
+class OffloadError(ContextManagerError):
+    """An offload area (``context_manager.offload``) could not store or return a result."""
+
+
+class OffloadHandleError(OffloadError, ValueError):
+    """A handle that this area never issued for this session: malformed, forged, a path, or
+    issued for another session. Nothing was read; the message never echoes more of the value
+    than its first characters."""
+
+
+class OffloadNotFoundError(OffloadError, KeyError):
+    """A well-formed handle of this session whose data is gone: evicted from a bounded memory
+    area, expired (Redis TTL), deleted with its session, or its result was reverted away."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""

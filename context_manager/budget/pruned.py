@@ -22,6 +22,7 @@ from ..errors import ConfigurationError
 from ..events import Event, ToolResultsPruned, ToolResultTruncated
 from ..messages import Message, normalize
 from ..messages.truncate import head_tail, rewrite_results
+from ..offload.stub import Offloader
 from ..providers import ProviderRules
 from ._ledger import Ledger
 from .plan import plan_context
@@ -42,8 +43,11 @@ class PrunePlan:
 class ViewPruner(Protocol):
     """An engine bound to one manager; state lets it stay prefix-stable and incremental."""
 
-    def plan(self, ledger: Ledger, counter: TokenCounter, window: int, fixed: int) -> PrunePlan:
-        """Replacements and pruned prefix sums for the current ledger."""
+    def plan(
+        self, ledger: Ledger, counter: TokenCounter, window: int, fixed: int, budget: int = 0
+    ) -> PrunePlan:
+        """Replacements and pruned prefix sums for the current ledger (``budget``: what the
+        context may send, 0 when unknown)."""
         ...
 
     def reset(self) -> None:
@@ -55,8 +59,9 @@ class Pruning(Protocol):
     """What ``pruning=`` takes: a configuration that binds one engine per manager
     (``compaction.pruning.ToolResultPruning`` is the library's)."""
 
-    def bind(self) -> ViewPruner:
-        """A fresh engine for one manager (its state follows that manager's history)."""
+    def bind(self) -> ViewPruner | None:
+        """A fresh engine for one manager (its state follows that manager's history); None
+        for a configuration that only carries an offload area (``offload.OffloadOnly``)."""
         ...
 
 
@@ -104,13 +109,15 @@ def fit_newest_group(
     records: Sequence[Message],
     room: int,
     counter: TokenCounter,
+    offload: Offloader | None = None,
 ) -> Truncation | None:
     """Cut the tool results of one group head+tail so the group fits ``room`` tokens.
 
     Binary search on the per-result character cap (each step counts only this group). A result
     (and a message) is only replaced by a cut that costs fewer tokens than it: small parallel
     results cut alongside a big one are sent as they are. None when the group has no result we
-    can rewrite or cannot fit even with empty results.
+    can rewrite or cannot fit even with empty results. With ``offload`` the full result is
+    stored there and the cut names its handle (a plain cut when the area fails).
     """
     lengths = [
         max((utf16_len(r.text) for r in rec.tool_results), default=utf16_len(rec.text))
@@ -133,7 +140,8 @@ def fit_newest_group(
             # back longer, so it is cut only when that sends fewer tokens.
             if utf16_len(text) <= cap:
                 return None
-            cut = head_tail(text, head, cap // 2)
+            cut = offload.stub(text, head, cap // 2) if offload is not None else None
+            cut = cut if cut is not None else head_tail(text, head, cap // 2)
             before = text_tokens.get(text)
             if before is None:
                 before = text_tokens[text] = counter.count_text(text)
@@ -204,6 +212,10 @@ class ViewOptions:
     window: int = 0
     budget: int = 0
     truncate_newest: bool = True
+    #: Where the newest-exchange cut stores what it cuts (``pruning.offload``; None: nowhere).
+    offload: Offloader | None = None
+    #: Tokens of the host's tool definitions (checked against ``pruning.caps``).
+    tools: int = 0
 
     reported: tuple[int, ...] = ()
 
@@ -211,6 +223,8 @@ class ViewOptions:
         """The history was cleared: the pruning engine starts over."""
         if self.pruner is not None:
             self.pruner.reset()
+        if self.offload is not None:
+            self.offload.forget()  # the area retires its handles; the next cut stores again
         self.reported = ()
 
     def evict(self, ledger: Ledger, strategy: Strategy, room: int) -> Sequence[Any]:
@@ -224,7 +238,7 @@ class ViewOptions:
         view = ledger
         if pruner is not None and type(strategy).evict is not Strategy.evict:
             fixed = self.budget - room - ledger.pinned_total
-            plan = pruner.plan(ledger, self.counter, self.window, fixed)
+            plan = pruner.plan(ledger, self.counter, self.window, fixed, self.budget)
             view = ledger.with_sums(plan.cum) if plan.saved_tokens else ledger
         floor = strategy.evict(view, room)
         return ledger.evict_before(floor) if floor > ledger.floor else ()
@@ -247,15 +261,26 @@ class ViewOptions:
 
 
 def view_options(
-    pruning: Pruning | None, truncate_newest: bool, counter: TokenCounter, window: int, budget: int
+    pruning: Pruning | None,
+    truncate_newest: bool,
+    counter: TokenCounter,
+    window: int,
+    budget: int,
+    tools: int = 0,
 ) -> ViewOptions:
-    """Check ``pruning`` (anything with ``bind()``, i.e. a ``ToolResultPruning``) and bind it."""
+    """Check ``pruning`` (anything with ``bind()``, i.e. a ``ToolResultPruning``) and bind it;
+    ``tools``: tokens of the tool definitions, checked against its ``caps`` if it has some."""
     if pruning is not None and not callable(getattr(pruning, "bind", None)):
         raise ConfigurationError(f"pruning must be a ToolResultPruning, got {pruning!r:.60}")
     if not isinstance(truncate_newest, bool):
         raise ConfigurationError(f"truncate_newest must be a bool, got {truncate_newest!r:.60}")
+    caps = getattr(pruning, "caps", None)
+    if caps is not None:  # tool definitions are read-only: checked once, when bound
+        caps.check_tools(tools)
     pruner = pruning.bind() if pruning is not None else None
-    return ViewOptions(counter, pruner, window, budget, truncate_newest)
+    area = getattr(pruning, "offload", None)
+    offload = Offloader(area) if area is not None else None
+    return ViewOptions(counter, pruner, window, budget, truncate_newest, offload, tools)
 
 
 def plan_view(
@@ -277,7 +302,7 @@ def plan_view(
     view, repl, report = ledger, {}, None
     if pruner is not None:
         fixed = options.budget - room - ledger.pinned_complete_tokens()
-        plan = pruner.plan(ledger, counter, options.window, fixed)
+        plan = pruner.plan(ledger, counter, options.window, fixed, options.budget)
         report = plan.report
         if plan.saved_tokens:
             view, repl = ledger.with_sums(plan.cum), plan.replacements
@@ -288,7 +313,9 @@ def plan_view(
         left = room - (view.trimmable(p, p + 1) if 0 <= p != g else 0)
         if view.trimmable(g, g + 1) > left and ledger.has_results(g):
             a, b = ledger.group_start[g], ledger.group_end(g)
-            fit = fit_newest_group(ledger.originals[a:b], ledger.records[a:b], left, counter)
+            fit = fit_newest_group(
+                ledger.originals[a:b], ledger.records[a:b], left, counter, options.offload
+            )
             if fit is not None:
                 view = with_group_tokens(view, g, fit.tokens)
                 repl = {**repl, **dict(zip(ledger.seq[a:b], fit.messages, strict=True))}

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from ..errors import ConfigurationError
+from .offload import copy_offload
 from .protocol import Store
 from .records import logger, read_record
 from .targets import open_store
@@ -55,6 +56,7 @@ def copy_session(
             )
         for start in range(0, len(records), _BATCH):
             dst.append(records[start : start + _BATCH], durable=True)
+        copy_offload(src, dst)  # offloaded tool results follow their session (offload.py)
         return len(records)
     finally:
         src.close()

@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from ...budget.sections import SectionCaps
 from ...errors import ConfigurationError
 from ...messages.truncate import DEFAULT_TRIM_MARKER
+from ...prompt_cache.rules import CacheRules
 
 if TYPE_CHECKING:
+    from ...offload.area import OffloadArea
     from .engine import PruningEngine
 
 OPENCLAW_PLACEHOLDER = "[Old tool result content cleared]"
@@ -61,6 +65,17 @@ class ToolResultPruning:
       provider checks), and only whole blocks.
     - ``images``: ``"clear"`` replaces images in a rewritten result with a marker (each counted
       as ``image_chars``); ``"keep"`` keeps them after the trimmed text.
+    - ``cache``: a provider's :class:`~context_manager.prompt_cache.CacheRules` (prices, TTL)
+      makes clearing cost-aware: a clear happens only when the tokens it removes from each
+      request pay, within ``payback_requests`` later requests, for rewriting what lies behind
+      its first changed position (``prompt_cache.economics``), and freely when the cache has
+      expired (more than the TTL since the previous request, by ``clock``). Off (None) by
+      default: it keeps more in the context than the plain rule.
+    - ``caps``: :class:`~context_manager.budget.sections.SectionCaps`; ``tool_results_share``
+      clears the oldest results while tool results exceed that share of the window;
+      ``tool_schemas_tokens`` is checked against the manager's tool definitions.
+    - ``offload``: an offload area; a trimmed result keeps head + tail and a marker naming its
+      handle, a cleared one the placeholder and the handle (``docs/guide/offload.md``).
     """
 
     max_chars: int | None = 4000
@@ -84,11 +99,19 @@ class ToolResultPruning:
     clear_thinking_keep: int | None = None
     images: Literal["clear", "keep"] = "clear"
     image_chars: int = 8000
+    cache: CacheRules | None = None
+    payback_requests: int = 10
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
+    caps: SectionCaps | None = None
+    #: An offload area (``context_manager.offload``): trimmed and cleared results are stored
+    #: there and their stubs name the handle to ``recall`` (None: what is cut is gone).
+    offload: OffloadArea | None = field(default=None, compare=False)
     _deny: re.Pattern[str] | None = field(init=False, repr=False, compare=False, default=None)
     _allow: re.Pattern[str] | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
-        for name in ("head_chars", "tail_chars", "min_prunable_chars", "clear_at_least"):
+        names = ("head_chars", "tail_chars", "min_prunable_chars", "clear_at_least")
+        for name in (*names, "payback_requests"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigurationError(f"{name} must be an int >= 0, got {value!r}")
@@ -126,6 +149,14 @@ class ToolResultPruning:
             not isinstance(self.clear_thinking_keep, int) or self.clear_thinking_keep < 0
         ):
             raise ConfigurationError("clear_thinking_keep must be an int >= 0 or None")
+        if self.cache is not None and not isinstance(self.cache, CacheRules):
+            raise ConfigurationError(
+                f"cache must be CacheRules (prompt_cache.cache_rules(...)), got {self.cache!r:.60}"
+            )
+        if not callable(self.clock):
+            raise ConfigurationError(f"clock must be a callable, got {self.clock!r:.60}")
+        if self.caps is not None and not isinstance(self.caps, SectionCaps):
+            raise ConfigurationError(f"caps must be SectionCaps, got {self.caps!r:.60}")
         for name in ("exclude_tools", "only_tools"):
             value = getattr(self, name)
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 from ..._js import utf16_len
 from ...budget.pruned import PrunePlan
 from ...messages import normalize
-from ...messages.truncate import clear_call_inputs, head_tail, rewrite_results, strip_thinking
+from ...messages.truncate import clear_call_inputs, rewrite_results, strip_thinking
+from ...offload.stub import clear_rule, trim_rule
+from .cache_aware import CacheAge, clear_need, sent_saving, worth_of
 from .report import PruningReport
 
 if TYPE_CHECKING:
@@ -77,6 +79,13 @@ class PruningEngine:
         self._cum: list[int] = [0]
         self._group_saved: dict[int, int] = {}
         self._known_groups = 0
+        self._age_of_cache = CacheAge(self.config.clock)  # config.cache: is it cold?
+        self._cold = True
+        # section caps (config.caps): tokens of the held result messages, and their savings
+        self._msg_tokens: dict[int, int] = {}
+        self._res_tokens = 0
+        self._res_saved = 0
+        self._gone = 0
         self.last_report = PruningReport()
 
     # -- scanning --------------------------------------------------------------------------
@@ -120,6 +129,9 @@ class PruningEngine:
                 self._results.append(result)
                 self._result_seqs.append(seq)
                 self._by_msg.setdefault(seq, []).append(result)
+            if seq not in self._msg_tokens:
+                self._msg_tokens[seq] = ledger.tokens[i]
+                self._res_tokens += ledger.tokens[i]
         if seqs:
             self._next_seq = seqs[-1] + 1
 
@@ -162,14 +174,15 @@ class PruningEngine:
         if results:
             cleared = frozenset(r.call_id for r in results if r.state == _CLEARED)
             soft = frozenset(r.call_id for r in results if r.state == _SOFT)
-            if cleared:
-                placeholder = cfg.placeholder
-                new = rewrite_results(new, lambda _t, _n: placeholder, "clear", cleared) or new
+            if cleared:  # with cfg.offload, the full text is stored and the stub names it
+                clear = clear_rule(cfg.offload, cfg.placeholder)
+                new = rewrite_results(new, clear, "clear", cleared) or new
             if soft:
+                cut = trim_rule(cfg.offload, cfg.head_chars, cfg.tail_chars, cfg.marker)
 
                 def trim(text: str, images: int) -> str | None:
                     if utf16_len(text) > (cfg.max_chars or 0):
-                        return head_tail(text, cfg.head_chars, cfg.tail_chars, cfg.marker)
+                        return cut(text)
                     return text if images and cfg.images == "clear" else None
 
                 new = rewrite_results(new, trim, cfg.images, soft) or new
@@ -185,6 +198,8 @@ class PruningEngine:
             return
         tokens = counter.count_message(normalize(new))
         saved = ledger.tokens[i] - tokens
+        if results:
+            self._res_saved += saved - self._saved.get(seq, 0)
         self._delta[seq] = self._delta.get(seq, 0) + saved - self._saved.get(seq, 0)
         self._saved_total += saved - self._saved.get(seq, 0)
         self._saved[seq] = saved
@@ -227,11 +242,16 @@ class PruningEngine:
         return pcum
 
     # -- the request -----------------------------------------------------------------------
-    def plan(self, ledger: Ledger, counter: TokenCounter, window: int, fixed: int) -> PrunePlan:
+    def plan(
+        self, ledger: Ledger, counter: TokenCounter, window: int, fixed: int, budget: int = 0
+    ) -> PrunePlan:
+        """``budget``: what the context may send (0: the window), for cache-aware clearing."""
         cfg = self.config
         self._scan(ledger)
         self._forget_evicted(ledger)
         self._age()
+        if cfg.cache is not None:
+            self._cold = self._age_of_cache.cold(cfg.cache, self._next_seq)
         dirty: set[int] = set()
         held = ledger.total + fixed - self._saved_total
         new_trimmed = new_cleared = 0
@@ -248,7 +268,12 @@ class PruningEngine:
                 self._thinking_done.add(seq)
                 self._rebuild(seq, ledger, counter, dirty)
             self._thinking_upto = max(self._thinking_upto, upto)
-        if cfg.max_chars is not None and gate and self._soft_upto < self._aged:
+        if (
+            cfg.max_chars is not None
+            and gate
+            and self._soft_upto < self._aged
+            and self._soft_pays(ledger, held, budget or window)
+        ):
             touched: set[int] = set()
             for r in self._results[self._soft_upto : self._aged]:
                 if (
@@ -273,15 +298,20 @@ class PruningEngine:
                         new_trimmed += 1
                 self._rebuild(seq, ledger, counter, dirty)
             held -= self._saved_total - before
-        if cfg.hard_clear and gate and self._clear_upto < self._aged:
+        if cfg.hard_clear and self._clear_upto < self._aged:  # the gate holds all but caps
             by_ratio = (
-                cfg.hard_ratio is not None
+                gate
+                and cfg.hard_ratio is not None
                 and held >= cfg.hard_ratio * window
                 and self._aged_chars >= cfg.min_prunable_chars
             )
-            by_tokens = cfg.trigger_tokens is not None and held >= cfg.trigger_tokens
-            if by_ratio or by_tokens:
-                new_cleared, at_least_skip = self._clear(ledger, counter, window, held, dirty)
+            by_tokens = gate and cfg.trigger_tokens is not None and held >= cfg.trigger_tokens
+            cap = cfg.caps.results_cap(window) if cfg.caps is not None else None
+            by_cap = cap is not None and self._res_tokens - self._res_saved > cap
+            if by_ratio or by_tokens or by_cap:
+                new_cleared, at_least_skip = self._clear(
+                    ledger, counter, window, held, dirty, by_ratio or by_tokens, budget or window
+                )
         if dirty or id(ledger) != self._ledger_id or len(ledger.group_start) != self._known_groups:
             cum = self._patch_cum(ledger, dirty)
         else:
@@ -306,8 +336,16 @@ class PruningEngine:
             else ledger.seq
         )
         for seq in [s for s in self._saved if s < first and s not in held]:
+            if seq in self._msg_tokens:
+                self._res_saved -= self._saved[seq]
             self._saved_total -= self._saved.pop(seq)
             self._repl.pop(seq, None)
+        results = self._results
+        while self._gone < len(results) and results[self._gone].seq < first:
+            seq = results[self._gone].seq
+            self._gone += 1
+            if seq not in held and seq in self._msg_tokens:
+                self._res_tokens -= self._msg_tokens.pop(seq)
         self._ledger_id = 0  # group numbering may have changed: rebuild the sums once
 
     def _soft_chars(self, r: _Result) -> int:
@@ -320,12 +358,60 @@ class PruningEngine:
             text_chars = cfg.head_chars + cfg.tail_chars + 5 + utf16_len(marker)
         return text_chars + (r.images * cfg.image_chars if cfg.images == "keep" else 0)
 
-    def _clear(
-        self, ledger: Ledger, counter: TokenCounter, window: int, held: int, dirty: set[int]
-    ) -> tuple[int, bool]:
-        """Clear old results oldest-first; all or nothing against ``clear_at_least``."""
+    def _worthwhile(
+        self, ledger: Ledger, held: int, budget: int, soft: bool = False
+    ) -> tuple[int, int]:
+        """(the fewest sent tokens a clear (``soft``: the pending soft trims) must save to pay
+        for the cache it breaks, the most it could save): see ``cache_aware``; the first changed
+        position is the oldest result it rewrites. A trim's saving is estimated from chars."""
         cfg = self.config
-        undo = cfg.clear_at_least > 0
+        if cfg.cache is None or self._cold:
+            return 0, 0
+        if held > budget:  # cut: even every result held may not bring it under (O(1) check)
+            need = clear_need(cfg.cache, cfg.payback_requests, held, budget, 0)
+            if sent_saving(held, budget, self._res_tokens - self._res_saved) < need:
+                return need, 0
+        pending: dict[int, float] = {}  # seq -> share of the message's tokens it may save
+        for r in self._results[self._soft_upto if soft else self._clear_upto : self._aged]:
+            if soft and r.eligible and r.state == _INTACT:
+                total = sum(x.chars for x in self._by_msg[r.seq]) or 1
+                cut = r.chars - self._soft_chars(r)
+                if cut > 0 or (r.images and cfg.images == "clear"):
+                    pending[r.seq] = pending.get(r.seq, 0.0) + max(cut, 0) / total
+            elif not soft and r.eligible and r.state != _CLEARED:
+                pending[r.seq] = 1.0
+        end = self._age_of_cache.previous_history
+        return worth_of(
+            cfg.cache, cfg.payback_requests, ledger, held, budget, pending, self._saved, end
+        )
+
+    def _soft_pays(self, ledger: Ledger, held: int, budget: int) -> bool:
+        """Whether the pending soft trims pay for the cache they break (else they wait)."""
+        need, most = self._worthwhile(ledger, held, budget, soft=True)
+        return not need or most >= need
+
+    def _clear(
+        self,
+        ledger: Ledger,
+        counter: TokenCounter,
+        window: int,
+        held: int,
+        dirty: set[int],
+        by_ratio: bool = True,
+        budget: int = 0,
+    ) -> tuple[int, bool]:
+        """Clear old results oldest-first; all or nothing against ``clear_at_least`` and, with
+        ``cache``, against the saving that pays for the cache it breaks. ``by_ratio``: a ratio or
+        token trigger fired (else only the results cap did)."""
+        cfg = self.config
+        cap = cfg.caps.results_cap(window) if cfg.caps is not None else None
+        need, most = 0, 0
+        if cap is None or self._res_tokens - self._res_saved <= cap:  # a cap beats the cost
+            need, most = self._worthwhile(ledger, held, budget or window)
+        if need and most < need:
+            return 0, True  # cannot pay for itself: nothing is built
+        start_held = held
+        undo = cfg.clear_at_least > 0 or need > 0
         snapshot = (
             (
                 self._saved_total,
@@ -333,9 +419,10 @@ class PruningEngine:
                 dict(self._repl),
                 self._aged_chars,
                 dict(self._delta),
+                self._res_saved,
             )
             if undo
-            else (self._saved_total, {}, {}, 0, {})
+            else (self._saved_total, {}, {}, 0, {}, self._res_saved)
         )
         states: list[int] = []
         changed: list[_Result] = []
@@ -343,7 +430,10 @@ class PruningEngine:
         pos = self._clear_upto
         while pos < self._aged:
             below = cfg.hard_ratio is not None and held < cfg.hard_ratio * window
-            if cfg.clear_until == "below_ratio" and below:
+            ratio_done = not by_ratio or (cfg.clear_until == "below_ratio" and below)
+            cap_done = cap is None or self._res_tokens - self._res_saved <= cap
+            paid = not need or sent_saving(start_held, budget or window, start_held - held) >= need
+            if ratio_done and cap_done and paid:
                 break
             r = self._results[pos]
             pos += 1
@@ -365,12 +455,20 @@ class PruningEngine:
             self._count(r_prev, -1, r)
             self._count(_CLEARED, 1, r)
         freed = self._saved_total - snapshot[0]
-        if undo and changed and freed < cfg.clear_at_least:
+        short = freed < cfg.clear_at_least
+        if undo and changed and (short or sent_saving(start_held, budget or window, freed) < need):
             for r, prev in zip(changed, states, strict=True):
                 self._count(_CLEARED, -1, r)
                 self._count(prev, 1, r)
                 r.state = prev
-            self._saved_total, self._saved, self._repl, self._aged_chars, self._delta = snapshot
+            (
+                self._saved_total,
+                self._saved,
+                self._repl,
+                self._aged_chars,
+                self._delta,
+                self._res_saved,
+            ) = snapshot
             for owner in owners:
                 ids = self._inputs_cleared.get(owner, set())
                 self._n_inputs -= len(ids.intersection(r.call_id for r in changed))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ...errors import NothingToCompactError
 from ...host import ManagerHost
+from ...offload.area import OffloadArea
 from .config import ToolResultPruning
 
 __all__ = ["PruningFallback", "emergency_pruning", "prune_instead"]
@@ -33,9 +34,11 @@ class PruningFallback:
     pruning: ToolResultPruning
 
 
-def emergency_pruning() -> ToolResultPruning:
-    """Clear every tool result but the newest one, at any usage (no soft trim, no gate)."""
+def emergency_pruning(offload: OffloadArea | None = None) -> ToolResultPruning:
+    """Clear every tool result but the newest one, at any usage (no soft trim, no gate);
+    with ``offload``, the cleared results stay recallable from it."""
     return ToolResultPruning(
+        offload=offload,
         max_chars=None,
         soft_ratio=None,
         hard_ratio=0.0,
@@ -55,7 +58,8 @@ def prune_instead(
     fits = manager.used_tokens <= manager.budget_tokens and reason != "overflow"
     if fits or results < 2:
         raise error
-    pruning = emergency_pruning()
+    area = getattr(getattr(manager, "pruning", None), "offload", None)  # an attached area stays
+    pruning = emergency_pruning(area)
     tokens = int(manager.used_tokens)
     manager.use_pruning(pruning)
     return PruningFallback(reason, str(error), results - 1, tokens, pruning)

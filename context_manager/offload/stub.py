@@ -1,0 +1,186 @@
+"""Stubs: what the context keeps of an offloaded result (head, tail, and how to get the rest).
+
+:class:`Offloader` is the one place that turns a result's text into a stub: it stores the text
+once (keyed by its SHA-256, so the same result offloaded by every request, by a reopened
+manager or after a revert gets the same handle and the stub stays byte-identical for prompt
+caches) and renders head + tail + a marker naming the handle. When the area fails (a store is
+down), it answers None and the caller keeps its plain cut: a request is never refused because
+the area is unreachable (a warning is logged).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from .._js import utf16_len
+from ..errors import ConfigurationError, ContextManagerError
+from ..messages.truncate import head_tail, rewrite_results
+from .area import OffloadArea
+
+__all__ = [
+    "CLEARED_NOTE",
+    "OFFLOAD_MARKER",
+    "OffloadOnly",
+    "Offloader",
+    "clear_rule",
+    "offload_results",
+    "trim_rule",
+]
+
+logger = logging.getLogger("context_manager.offload")
+
+#: Appended to a head+tail stub; fields: head, tail, total (UTF-16 units), bytes, lines, handle.
+OFFLOAD_MARKER = (
+    "\n\n[Tool result offloaded: showing the first {head} and last {tail} of {total} chars "
+    "({bytes} bytes, {lines} lines). The full result is stored as {handle}: call the recall "
+    'tool with handle="{handle}" to read more (lines=[first, last], bytes=[start, end] or '
+    'pattern="text").]'
+)
+#: Appended to a cleared result's placeholder; field: handle.
+CLEARED_NOTE = ' [Stored as {handle}: call the recall tool with handle="{handle}" to read it.]'
+
+#: Texts whose handle the view remembers (the newest exchange's results; a small bound, as the
+#: cache holds the texts themselves).
+_CACHE = 8
+
+
+def _lines(data: bytes) -> int:
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+class Offloader:
+    """An area as the view uses it: each distinct text stored once, stubs rendered."""
+
+    def __init__(self, area: OffloadArea) -> None:
+        if not isinstance(area, OffloadArea):
+            raise ConfigurationError(
+                f"offload must be an offload area (put/get/delete_session), got {area!r:.60}"
+            )
+        self.area = area
+        # id(text) -> (text, handle, bytes, lines): the text is held so its id is not reused.
+        self._known: OrderedDict[int, tuple[str, str, int, int]] = OrderedDict()
+        self._guard = threading.Lock()
+
+    def store(self, text: str) -> tuple[str, int, int] | None:
+        """``text``'s handle, byte size and line count (stored on first sight); None when the
+        area failed."""
+        with self._guard:
+            hit = self._known.get(id(text))
+            if hit is not None and hit[0] is text:
+                self._known.move_to_end(id(text))
+                return hit[1], hit[2], hit[3]
+        data = text.encode("utf-8", "surrogatepass")
+        key = "sha256:" + hashlib.sha256(data).hexdigest()
+        try:
+            handle = self.area.put(data, key=key)
+        except ContextManagerError as exc:
+            logger.warning("offload failed, keeping a plain cut: %s", exc)
+            return None
+        with self._guard:
+            self._known[id(text)] = (text, handle, len(data), _lines(data))
+            while len(self._known) > _CACHE:
+                self._known.popitem(last=False)
+        return handle, len(data), _lines(data)
+
+    def stub(self, text: str, head: int, tail: int) -> str | None:
+        """Head + tail of ``text`` and the marker naming its handle (None: the area failed)."""
+        stored = self.store(text)
+        if stored is None:
+            return None
+        handle, size, lines = stored
+        marker = OFFLOAD_MARKER.format(
+            head=head, tail=tail, total=utf16_len(text), bytes=size, lines=lines, handle=handle
+        )
+        return head_tail(text, head, tail, marker="") + marker
+
+    def cleared(self, text: str, placeholder: str) -> str | None:
+        """``placeholder`` plus the note naming ``text``'s handle (None: the area failed)."""
+        stored = self.store(text)
+        return None if stored is None else placeholder + CLEARED_NOTE.format(handle=stored[0])
+
+    def forget(self) -> None:
+        """Drop the cache (the area was retired; the next store revives by key)."""
+        with self._guard:
+            self._known.clear()
+
+
+def clear_rule(area: OffloadArea | None, placeholder: str) -> Callable[[str, int], str]:
+    """Pruning's clear: ``placeholder``, plus the handle of the stored text with an area."""
+    off = Offloader(area) if area is not None else None
+
+    def clear(text: str, _images: int) -> str:
+        stub = off.cleared(text, placeholder) if off is not None else None
+        return stub if stub is not None else placeholder
+
+    return clear
+
+
+def trim_rule(area: OffloadArea | None, head: int, tail: int, marker: str) -> Callable[[str], str]:
+    """Pruning's soft trim: head + tail + ``marker``; with an area, the offload stub."""
+    off = Offloader(area) if area is not None else None
+
+    def trim(text: str) -> str:
+        stub = off.stub(text, head, tail) if off is not None else None
+        return stub if stub is not None else head_tail(text, head, tail, marker)
+
+    return trim
+
+
+class OffloadOnly:
+    """``pruning=OffloadOnly(area)``: no pruning, but the newest exchange cut to fit (the
+    manager's and ``trim()``'s default fallback) offloads what it cuts to ``area``."""
+
+    def __init__(self, area: OffloadArea) -> None:
+        self.offload = Offloader(area).area
+
+    def bind(self) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return f"OffloadOnly({self.offload!r})"
+
+
+def offload_results(
+    message: Any,
+    area: OffloadArea | Offloader,
+    *,
+    max_chars: int = 20_000,
+    head_chars: int = 1500,
+    tail_chars: int = 1500,
+) -> Any:
+    """A copy of a tool-result ``message`` (any supported shape) whose results over
+    ``max_chars`` (UTF-16 units) are stored in ``area`` and replaced by stubs; ``message``
+    itself when nothing was over (never mutated). Apply it before ``add`` / ``trim`` so the
+    history (and a store's log) holds the stub, not the megabytes.
+    Raises what the area raises (an unreachable store is an error here: the full text would
+    otherwise be lost)."""
+    for name, value in (("max_chars", max_chars), ("head_chars", head_chars)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigurationError(f"{name} must be an int >= 0, got {value!r:.40}")
+    if isinstance(tail_chars, bool) or not isinstance(tail_chars, int) or tail_chars < 0:
+        raise ConfigurationError(f"tail_chars must be an int >= 0, got {tail_chars!r:.40}")
+    offloader = area if isinstance(area, Offloader) else Offloader(area)
+
+    def rule(text: str, _images: int) -> str | None:
+        if utf16_len(text) <= max_chars:
+            return None
+        data = text.encode("utf-8", "surrogatepass")
+        key = "sha256:" + hashlib.sha256(data).hexdigest()
+        handle = offloader.area.put(data, key=key)  # errors propagate: see the docstring
+        marker = OFFLOAD_MARKER.format(
+            head=head_chars,
+            tail=tail_chars,
+            total=utf16_len(text),
+            bytes=len(data),
+            lines=_lines(data),
+            handle=handle,
+        )
+        return head_tail(text, head_chars, tail_chars, marker="") + marker
+
+    new = rewrite_results(message, rule, "keep")
+    return message if new is None else new
