@@ -14,7 +14,8 @@ SQLite at 1k / 10k / 100k; a real Redis and PostgreSQL (started here, loopback, 
   ``RedisSession`` on one ``redis.asyncio`` client, ``SQLAlchemySession`` on one asyncpg engine.
 
 Targets (``targets.py``): ``cached`` at 100k within 2x of 1k (SQLite), and at least as fast as
-the Agents SDK at 1k and 10k on every backend.
+the Agents SDK at 1k and 10k on every backend. Also reported: ``test_extend``, 2,000 messages
+into a new session in one write (``extend`` inside a batch vs the SDK's ``add_items``).
 """
 
 from __future__ import annotations
@@ -134,3 +135,72 @@ def test_request(
     rounds = 5 if variant != "cached" else (20 if QUICK else 100)
     benchmark.pedantic(request, rounds=rounds, iterations=1, warmup_rounds=1)
     benchmark.extra_info["messages"] = n
+
+
+def _extend_ours(url: str) -> Callable[[], None]:
+    stores = connect(url)
+    batch = [message(i) for i in range(2_000)]
+    sessions = iter(range(10**9))
+
+    def extend() -> None:
+        manager = MessageContextManager.open(
+            stores, session=f"bulk{next(sessions)}", max_tokens=8_000
+        )
+        with manager.store.batch():
+            manager.extend(batch)
+        manager.store.close()
+
+    return extend
+
+
+def _extend_agents_sdk(backend: str, where: dict[str, str]) -> Callable[[], None]:
+    agents = pytest.importorskip("agents")
+    loop = asyncio.new_event_loop()
+    batch = [message(i) for i in range(2_000)]
+    sessions = iter(range(10**9))
+    make: Callable[[str], Any]
+    if backend == "sqlite":
+        path = f"{where['dir']}/agents-bulk.db"
+
+        def make(name: str) -> Any:
+            return agents.SQLiteSession(name, path)
+
+    elif backend == "redis":
+        import redis.asyncio as aredis
+        from agents.extensions.memory import RedisSession
+
+        client = aredis.Redis.from_url(where["redis"])
+
+        def make(name: str) -> Any:
+            return RedisSession(name, redis_client=client, key_prefix="agents-bulk")
+
+    else:
+        pytest.importorskip("asyncpg")
+        from agents.extensions.memory import SQLAlchemySession
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        url = where["postgres"].replace("postgresql://", "postgresql+asyncpg://", 1)
+        engine = loop.run_until_complete(_engine(create_async_engine, url))
+
+        def make(name: str) -> Any:
+            return SQLAlchemySession(name, engine=engine, create_tables=True)
+
+    def extend() -> None:
+        session = make(f"bulk{next(sessions)}")
+        loop.run_until_complete(session.add_items(batch))
+
+    return extend
+
+
+@pytest.mark.parametrize("variant", ["ours", "agents_sdk"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_extend(benchmark: Any, servers: dict[str, str], backend: str, variant: str) -> None:
+    """2,000 messages into a new session in one write (``extend`` in a batch; ``add_items``)."""
+    if backend not in servers:
+        pytest.skip(f"no {backend} server here")
+    if variant == "agents_sdk":
+        extend = _extend_agents_sdk(backend, servers)
+    else:
+        extend = _extend_ours(servers[backend])
+    benchmark.pedantic(extend, rounds=3 if QUICK else 8, iterations=1, warmup_rounds=1)
+    benchmark.extra_info["messages"] = 2_000
