@@ -15,6 +15,7 @@ from .entry import CompactionEntry, CompactionManifest
 from .extractive import ExtractiveSummarizer
 from .facts import Fact
 from .manifest import EvictionRecord, compactions, evictions, watch
+from .native import FellBack, NativeCompacted, NativeCompactor, acompact_native, compact_native
 from .policies import (
     CompactionPlan,
     CompactionPolicy,
@@ -59,17 +60,22 @@ __all__ = [
     "EvictionRecord",
     "ExtractiveSummarizer",
     "Fact",
+    "FellBack",
     "FlushInfo",
+    "NativeCompacted",
+    "NativeCompactor",
     "OpenAISummarizer",
     "SimpleCompaction",
     "Summarizer",
     "SummaryRequest",
     "TokenBudgetCompaction",
     "acompact_manager",
+    "acompact_native",
     "add_compaction_listener",
     "asend_with_recovery",
     "asummarize",
     "compact_manager",
+    "compact_native",
     "compactions",
     "evictions",
     "is_context_overflow",
