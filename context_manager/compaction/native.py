@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..errors import CompactionError, ContextManagerError, NothingToCompactError
@@ -34,7 +35,7 @@ from ..providers import ProviderRules, get_provider, reads_compaction
 from ._flow import Call, Flow, run_async, run_sync
 from .entry import CompactionEntry
 from .pruning.fallback import PruningFallback
-from .runner import _acquire, compaction_flow, state_of
+from .runner import CompactionEvent, _acquire, compaction_flow, state_of
 
 __all__ = [
     "FellBack",
@@ -132,19 +133,31 @@ def native_compaction_flow(
     if not reason:
         state = state_of(manager)
         _acquire(state)
+        # Listeners hear a start and an end, as for ours (the first kept index is where the
+        # appended items begin: nothing of the history is rewritten).
+        generation, last = state.generation, items[-1].index if items else -1
+        event = partial(
+            CompactionEvent,
+            reason=str(options.get("reason", "manual")),
+            tokens_before=int(manager.used_tokens),
+            first_kept_index=last + 1,
+        )
+        state.emit(event("start"))
         try:
-            generation, last = state.generation, items[-1].index if items else -1
             messages = [item.message for item in items[max(at, 0) :]]
             try:
                 output = yield Call(compactor, (messages,), thread=True)
                 appended = _usable(output, maker)
             except (KeyboardInterrupt, asyncio.CancelledError):
+                state.emit(event("end", aborted=True))
                 raise
             except Exception as exc:  # the provider's or the client's failure: ours instead
                 reason = f"the native compactor failed: {type(exc).__name__}: {exc}"[:_SAY]
+                state.emit(event("end", error=reason))
             if not reason:
                 now = manager.history()
                 if state.generation != generation or (now[-1].index if now else -1) != last:
+                    state.emit(event("end", error="the history changed"))
                     raise CompactionError(
                         "the history changed while the native compactor ran; its output was "
                         "not applied (compact again)"
@@ -154,6 +167,7 @@ def native_compaction_flow(
                     for item in appended:
                         manager.add(item)
                 tokens = sum(manager.count_message(item) for item in appended)
+                state.emit(event("end"))
                 return NativeCompacted(maker, tuple(appended), before, tokens)
         finally:
             state.lock.release()

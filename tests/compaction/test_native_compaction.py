@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_manager import MessageContextManager, trim
-from context_manager.compaction import CompactionEntry
+from context_manager.compaction import CompactionEntry, add_compaction_listener
 from context_manager.compaction.native import (
     FellBack,
     NativeCompacted,
@@ -398,3 +398,18 @@ def test_a_compaction_turn_that_calls_a_tool_keeps_its_results() -> None:
     ):
         assert context == [SYSTEM, *given[9:]]
         assert validate(context, "anthropic") == []
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_listeners_hear_a_native_compaction_start_and_end(fail: bool) -> None:
+    heard: list[Any] = []
+    manager = _long()
+    add_compaction_listener(manager, heard.append)
+    held = len(manager.messages)
+    compact_native(manager, openai_compactor(ScriptedClient(fail)), provider="openai-responses")
+    native = heard[:2]
+    assert [e.type for e in native] == ["start", "end"]
+    assert native[0].first_kept_index == held  # nothing of the history is rewritten
+    assert (native[1].error is not None) == fail
+    if fail:  # then ours ran, with its own start and end
+        assert [e.type for e in heard[2:]] == ["start", "end"] and heard[3].error is None
