@@ -21,6 +21,9 @@ from ..errors import ConfigurationError
 
 __all__ = ["MATCH_LINE_CHARS", "Slice", "select"]
 
+#: Longest search text (a model's pattern is echoed back in the page it gets).
+MAX_PATTERN = 1_000
+
 #: A matching line is shown up to this many characters (page a longer one by bytes).
 MATCH_LINE_CHARS = 400
 #: No tokenizer packs more characters than this into one token (a generous bound for cuts).
@@ -129,6 +132,9 @@ def select(
         raise ConfigurationError("give bytes alone, or lines and/or pattern")
     if pattern is not None and (not isinstance(pattern, str) or not pattern):
         raise ConfigurationError("pattern must be a non-empty text")
+    if isinstance(pattern, str) and len(pattern) > MAX_PATTERN:
+        # echoed in the answer (no match, next page): a huge one would blow the token cap
+        raise ConfigurationError(f"pattern must be at most {MAX_PATTERN} characters")
     total_lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
     base: dict[str, Any] = {"handle": handle, "total_bytes": len(data), "total_lines": total_lines}
     if span is not None:
@@ -217,7 +223,7 @@ def _search(
         n += 1
     more = n < last
     nxt = {"pattern": pattern, "lines": [n + 1, last]} if more else None
-    text = "\n".join(out) if out else f"(no line contains {pattern!r})"
+    text = "\n".join(out) if out else f"(no line contains {pattern[:80]!r})"
     return Slice(
         **base, text=text, unit="matches", start=first, end=n, more=more, next=nxt,
         matches=found, tokens=used,

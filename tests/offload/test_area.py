@@ -249,3 +249,13 @@ def test_attach_offload_without_an_area_gives_the_manager_its_own() -> None:
     manager.add({"role": "tool", "tool_call_id": "c1", "content": text_of(5000)})
     (handle,) = handles(manager.get_context())
     assert recall(area, handle, lines=[5000, 5000]).text == "line 5000: ümlaut 🙂 value=35000"
+
+
+def test_a_page_stays_within_its_cap_whatever_the_pattern() -> None:
+    area = MemoryOffload("s")
+    handle = area.put(text_of(200))
+    missing = recall(area, handle, pattern="Z" * 1_000, max_tokens=100, counter="chars")
+    assert missing.matches == 0 and len(missing.text) <= 400  # 100 tokens of chars/4
+    with pytest.raises(ConfigurationError):
+        recall(area, handle, pattern="Z" * 1_001)
+    assert run_recall(area, {"handle": handle, "pattern": "Z" * 5_000}).startswith("recall error")
