@@ -98,13 +98,17 @@ def _int_fits(value: int) -> bool:
     return True
 
 
-def check_json(value: Any, path: tuple[Any, ...] = ()) -> None:
+def check_json(value: Any, path: tuple[Any, ...] = (), *, objects: bool = False) -> bool:
     """Raise ``InvalidMessageError`` naming the first field that has no exact JSON form.
 
     One iterative pass, linear in the size of ``value``: each field keeps a link to its parent
     (not a copy of its whole path), and the path is spelled out only for the error. Nesting
     deeper than :data:`~.nesting.MAX_DEPTH` is refused (so is a value that contains itself,
     which would otherwise never end), so whatever is stored can be read back and counted.
+
+    With ``objects``, a provider SDK object standing where a message may hold one stops the
+    pass and makes it return True (:func:`encode` then stores the objects apart), so a plain
+    dict is walked once; otherwise the answer is False.
     """
     stack: list[tuple[Any, int, Any]] = [(value, 1, None)]
     while stack:
@@ -147,14 +151,25 @@ def check_json(value: Any, path: tuple[Any, ...] = ()) -> None:
                             f"{_where(path, link)} has a non-string key {short_repr(key, 60)}",
                             hint="JSON object keys are strings; a stored dict must round-trip",
                         )
+                    if type(child) is str and child.isascii():
+                        continue  # what the str branch passes at once, without a push and pop
                     stack.append((child, depth + 1, (link, key)))
             else:  # a tuple stores as the same JSON as a list
                 stack.extend((child, depth + 1, (link, i)) for i, child in enumerate(item))
+        elif objects and _is_part_object(item):
+            return True
         else:
             raise InvalidMessageError(
                 f"{_where(path, link)} is a {type(item).__name__}, which has no exact JSON form",
                 hint="convert it (e.g. a datetime to an ISO string) before adding the message",
             )
+    return False
+
+
+def _is_part_object(item: Any) -> bool:
+    """A provider SDK model of a family whose parts a dict message may hold (as it is found
+    by :func:`_split_objects`)."""
+    return family(item) in _PART_UNIONS and hasattr(item, "model_dump")
 
 
 def _where(prefix: tuple[Any, ...], link: Any) -> str:
@@ -220,7 +235,7 @@ def _split_objects(message: dict[str, Any]) -> tuple[dict[str, Any], list[Any]] 
         for key, child in children:
             if isinstance(child, dict | list):
                 stack.append((child, [*path, key]))
-            elif family(child) in _PART_UNIONS and hasattr(child, "model_dump"):
+            elif _is_part_object(child):
                 found.append([[*path, key], child])
     if not found:
         return None
@@ -260,13 +275,20 @@ def _copy_without(message: dict[str, Any], paths: list[list[Any]]) -> dict[str, 
 def encode(message: Any) -> tuple[Any, str | None]:
     """``(payload, tag)``: the JSON to store and the type tag (None for a plain dict)."""
     if isinstance(message, dict):
-        split = _split_objects(message)
+        # One walk for a plain dict; one holding SDK objects (or a field with no JSON form,
+        # which may sit beside objects that are reported first) is then split and checked.
+        try:
+            plain = not check_json(message, objects=True)
+        except InvalidMessageError:
+            plain = False
+        split = None if plain else _split_objects(message)
         if split is not None:  # SDK objects inside: the dict, and each object by its union
             bare, objects = split
             check_json(bare)
             check_json(objects)
             return {"message": bare, "objects": objects}, "mixed"
-        check_json(message)
+        if not plain:
+            check_json(message)  # the error the walk found, raised as it was
         if isinstance(message.get("role"), str) and "content" in message:
             return message, None  # a chat dict: stored as itself (Kimi CLI reads these)
         return message, "dict"  # a Responses item or a dict without content: keep it exact

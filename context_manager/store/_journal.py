@@ -146,12 +146,17 @@ class JournalCore:
 
     # -- records into memory -----------------------------------------------------------------
     def _apply(self, manager: ManagerHost, sequence: Sequence_, *, fresh: bool) -> None:
+        """Replay ``sequence`` into ``manager`` (after a clear when ``fresh``: a full read,
+        whose ``self.restored`` learns the messages the manager could not read)."""
         with manager.locked():
             manager.attach_journal(None)
             try:
                 if fresh:
                     manager.clear(keep_system_prompt=False)
-                replay(manager, sequence, strict=self.log.strict, path=self.target)
+                restored = self.restored if fresh else None
+                replay(
+                    manager, sequence, strict=self.log.strict, path=self.target, restored=restored
+                )
             finally:
                 manager.attach_journal(self)  # type: ignore[arg-type]
 
@@ -160,7 +165,12 @@ class JournalCore:
         restored, sequence = yield Op("read")
         self.restored = restored
         return restore_manager(
-            cls, sequence, strict=self.log.strict, target=self.target, options=options
+            cls,
+            sequence,
+            strict=self.log.strict,
+            target=self.target,
+            options=options,
+            restored=restored,
         )
 
     def _resume_flow(
@@ -185,7 +195,7 @@ class JournalCore:
         batch = yield Op("load_after", (head,))
         if batch is None or batch.torn_tail:
             return None
-        replayer = Replayer(self.target, strict=self.log.strict)
+        replayer = Replayer(self.target, strict=self.log.strict, defer_messages=True)
         for position, raw in batch.lines:
             replayer.feed(position + 1, raw, True)
         sequence = replayer.sequence

@@ -17,7 +17,15 @@ from ..errors import ContextManagerError, StoreCorruptionError
 from ..events import Compacted
 from ..host import ManagerHost
 from ..messages.codec import decode, encode
-from .records import CHECKPOINT, COMPACTION, SYSTEM_PROMPT, USAGE, StoredMessage
+from ._lines import corrupt_line, message_problem
+from .records import (
+    CHECKPOINT,
+    COMPACTION,
+    SYSTEM_PROMPT,
+    USAGE,
+    RestoredLog,
+    StoredMessage,
+)
 
 __all__ = [
     "compaction_record",
@@ -35,7 +43,13 @@ Sequence_ = list[StoredMessage | dict[str, Any]]
 
 
 def restore_manager(
-    cls: type[M], sequence: Sequence_, *, strict: bool, target: str, options: dict[str, Any]
+    cls: type[M],
+    sequence: Sequence_,
+    *,
+    strict: bool,
+    target: str,
+    options: dict[str, Any],
+    restored: RestoredLog | None = None,
 ) -> tuple[M, Any]:
     """A manager built with ``options`` and replayed from ``sequence``; also the
     ``system_prompt`` option (taken out of ``options``: the caller sets it once a journal is
@@ -44,7 +58,7 @@ def restore_manager(
     # Callbacks see what happens from now on: replaying history must not fire them again.
     hooks = {name: options.pop(name, None) for name in _HOOKS}
     manager = cls(**options)
-    replay(manager, sequence, strict=strict, path=target)
+    replay(manager, sequence, strict=strict, path=target, restored=restored)
     set_hooks(manager, hooks)
     return manager, system_prompt
 
@@ -100,15 +114,28 @@ def system_original(message: Any) -> dict[str, Any] | None:
     return {"message": payload, "type": tag}
 
 
-def replay(manager: ManagerHost, sequence: Sequence_, *, strict: bool, path: str) -> None:
+def replay(
+    manager: ManagerHost,
+    sequence: Sequence_,
+    *,
+    strict: bool,
+    path: str,
+    restored: RestoredLog | None = None,
+) -> None:
     """Apply logged records to ``manager`` in file order (no listener must be attached).
 
     A compaction's ``first_kept_index`` counts message lines of this file (the manager numbers
     messages from 0 after each clear, and every clear starts a new file); if replay skipped lines,
     it is mapped onto the messages actually added.
+
+    The manager reads each message (a ``Replayer(defer_messages=True)`` left that to it): one
+    it cannot read is reported as the reader reports a corrupt line (``_lines.corrupt_line``:
+    by number; strict raises) and, in ``restored``, moved from the messages to the skipped
+    lines.
     """
     added_before: list[int] = []  # per message line: how many were added before it
     added = 0
+    unreadable: set[int] = set()
     for item in sequence:
         if isinstance(item, StoredMessage):
             added_before.append(added)
@@ -116,12 +143,28 @@ def replay(manager: ManagerHost, sequence: Sequence_, *, strict: bool, path: str
                 manager.add(item.message, priority=item.priority, pinned=item.pinned)
                 added += 1
             except _REPLAY_ERRORS as exc:
-                _rejected(path, item.line, f"{type(exc).__name__}: {exc}", strict)
+                # Only a refusal pays for reading the message again, to tell which it was.
+                problem = message_problem(item.message)
+                if problem is None:
+                    _rejected(path, item.line, f"{type(exc).__name__}: {exc}", strict)
+                else:
+                    corrupt_line(path, item.line, problem, strict=strict)
+                    unreadable.add(item.line)
             continue
         try:
             _replay_meta(manager, item, added_before, added, path)
         except _REPLAY_ERRORS as exc:
             _rejected(path, int(item.get("_line", 0)), f"{type(exc).__name__}: {exc}", strict)
+    if restored is not None and unreadable:
+        _skip_in(restored, unreadable)
+
+
+def _skip_in(restored: RestoredLog, lines: set[int]) -> None:
+    """``restored`` as an eager reader would have left it, had it skipped ``lines``."""
+    before = restored.messages[: restored.messages_before_compaction]
+    restored.messages_before_compaction -= sum(m.line in lines for m in before)
+    restored.messages = [m for m in restored.messages if m.line not in lines]
+    restored.skipped_lines = sorted({*restored.skipped_lines, *lines})
 
 
 _REPLAY_ERRORS = (ContextManagerError, TypeError, ValueError, KeyError, RecursionError)

@@ -84,7 +84,7 @@ class AsyncLog(RecordWriter):
         if threaded is not None:
             return await threaded(self.strict)  # type: ignore[no-any-return]
         batch = await self._store.load(0)
-        replayer = Replayer(self.target, strict=self.strict)
+        replayer = Replayer(self.target, strict=self.strict, defer_messages=True)
         for position, raw in batch.lines:
             replayer.feed(position + 1, raw, True)
         return replayer.state, replayer.sequence

@@ -30,9 +30,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ContextManagerError, InvalidMessageError, StoreCorruptionError, StoreError
-from ..messages import normalize
+from ..errors import ContextManagerError, InvalidMessageError, StoreError
 from ..messages.codec import decode
+from ._lines import corrupt_line, message_problem
 
 logger = logging.getLogger("context_manager.store")
 
@@ -75,14 +75,19 @@ def _with_id(record: dict[str, Any], rid: str | None) -> dict[str, Any]:
     return record
 
 
+# What ``json.dumps`` builds on every call with these options (it reuses only the default one).
+_KIMI_JSON = json.JSONEncoder(allow_nan=False)
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def _dumps(record: Mapping[str, Any]) -> str:
     """The line text: Kimi's ``json.dumps`` defaults for its metadata roles, compact UTF-8 for
     the rest. NaN / Infinity are refused (Node's ``JSON.parse`` rejects them) with a typed error.
     """
     try:
         if record.get("role") in META_ROLES:
-            return json.dumps(record, allow_nan=False)
-        return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            return _KIMI_JSON.encode(record)
+        return _COMPACT_JSON.encode(record)
     except (TypeError, ValueError, RecursionError) as exc:
         raise StoreError(
             f"cannot encode a {record.get('role')!r} record as JSON: {exc} (NaN, Infinity, "
@@ -137,8 +142,10 @@ def message_record(
     pinned: bool = False,
     priority: int = 0,
     extra: Mapping[str, Any] | None = None,
+    record_id: str | None = None,
 ) -> dict[str, Any]:
-    """One message record. ``extra`` goes into ``_cm`` (the type tag and payload of an object)."""
+    """One message record. ``extra`` goes into ``_cm`` (the type tag and payload of an object),
+    then the record's id."""
     record = dict(message)
     record.pop(ATTRS_KEY, None)
     # Kimi CLI's reader raises TypeError (and aborts the whole restore) on a line without a
@@ -151,6 +158,8 @@ def message_record(
         attrs["priority"] = priority
     if extra:
         attrs.update(extra)
+    if record_id is not None:
+        attrs[ID_KEY] = record_id
     if attrs:
         record[ATTRS_KEY] = attrs
     return record
@@ -219,8 +228,10 @@ class RecordWriter:
         extra: Mapping[str, Any] | None = None,
         record_id: str | None = None,
     ) -> None:
-        record = message_record(message, pinned=pinned, priority=priority, extra=extra)
-        self._write_record(_with_id(record, record_id), False)
+        record = message_record(
+            message, pinned=pinned, priority=priority, extra=extra, record_id=record_id
+        )
+        self._write_record(record, False)
 
     def append_usage(self, token_count: int, *, record_id: str | None = None) -> None:
         self._write_record(
@@ -311,16 +322,19 @@ _REPLAY_ERRORS = (
 )
 
 
-def parse_record(raw: bytes) -> dict[str, Any]:
+def parse_record(raw: bytes, *, check_message: bool = True) -> dict[str, Any]:
     """Decode one line into a record dict or raise ``_Invalid`` saying why.
 
     Anything a hostile or damaged line can do (bad UTF-8, nesting deeper than the parser's
     recursion limit, NaN, wrong types in ``_cm``, a CRC that does not match) ends up here as
     ``_Invalid``, so one bad line is skipped with a warning instead of aborting a restore.
+    Without ``check_message`` a message line's shape is left to the manager it is replayed into
+    (``_replay.replay`` reports a message it cannot read as this function would, by line), so
+    a restore into a manager normalizes each message once.
     """
     text = raw.decode("utf-8", errors="replace")
     try:
-        value = json.loads(text, strict=False, parse_constant=_no_constant)
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise _Invalid(f"malformed JSON ({exc.msg} at column {exc.colno})") from None
     except RecursionError:
@@ -346,13 +360,14 @@ def parse_record(raw: bytes) -> dict[str, Any]:
         if not _is_int(value.get("id")):
             raise _Invalid("'_checkpoint' needs an integer 'id'")
     elif not role.startswith("_"):
-        try:
-            normalize(value)
-        except InvalidMessageError as exc:
-            raise _Invalid(f"invalid message: {exc}") from None
-        except RecursionError:
-            raise _Invalid("message nested too deeply") from None
-        _check_attrs(value.get(ATTRS_KEY))
+        attrs = value.get(ATTRS_KEY)
+        if check_message:
+            # read as the manager will: without "_cm" (a plain chat line takes the fast path)
+            bare = value if attrs is None else {k: v for k, v in value.items() if k != ATTRS_KEY}
+            problem = message_problem(bare)
+            if problem is not None:
+                raise _Invalid(problem)
+        _check_attrs(attrs)
     return value
 
 
@@ -367,6 +382,10 @@ def read_record(raw: bytes) -> dict[str, Any] | str:
 
 def _no_constant(name: str) -> Any:
     raise _Invalid(f"bare {name} is not JSON")
+
+
+# What ``json.loads(text, strict=False, parse_constant=_no_constant)`` builds on every call.
+_DECODER = json.JSONDecoder(strict=False, parse_constant=_no_constant)
 
 
 def _check_attrs(attrs: Any) -> None:
@@ -393,9 +412,12 @@ def _is_int(value: Any) -> bool:
 class Replayer:
     """Applies records in order; shared by restore and revert so both read lines identically."""
 
-    def __init__(self, path: str, *, strict: bool) -> None:
+    def __init__(self, path: str, *, strict: bool, defer_messages: bool = False) -> None:
         self.path = path
         self.strict = strict
+        # Deferred: a message line is read once, by the manager it is replayed into (strict
+        # reads stay eager, so a strict open or reload fails before memory changes).
+        self._check_messages = strict or not defer_messages
         self.state = RestoredLog()
         # Every valid record in file order (messages as StoredMessage), for ordered replay.
         self.sequence: list[StoredMessage | dict[str, Any]] = []
@@ -405,7 +427,7 @@ class Replayer:
         if not raw.strip():
             return None
         try:
-            record = parse_record(raw)
+            record = parse_record(raw, check_message=self._check_messages)
         except _Invalid as exc:
             self._bad_line(number, str(exc), complete)
             return None
@@ -426,14 +448,7 @@ class Replayer:
             )
             self.state.torn_tail = True
             return
-        if self.strict:
-            raise StoreCorruptionError(
-                f"{self.path}: line {number} is corrupt: {reason}. Open without strict=True to "
-                "skip it with a warning, or repair the line by hand.",
-                path=self.path,
-                line=number,
-            )
-        logger.warning("%s: skipping corrupt line %d: %s", self.path, number, reason)
+        corrupt_line(self.path, number, reason, strict=self.strict)
         self.state.skipped_lines.append(number)
 
     def apply(self, record: dict[str, Any], number: int) -> None:
