@@ -265,6 +265,15 @@ def _sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         finally:
             store.close()
         return 0
+    if args.action == "delete":
+        from .store.delete import delete_session, deletion_summary
+
+        found, plan = deletion_summary(args.target, session=args.session)
+        if found and args.yes and delete_session(args.target, session=args.session):
+            err.write(f"deleted {plan}\n")
+            return 0
+        err.write(f"would delete {plan}; run again with --yes to delete it\n" if found else plan)
+        return 1
     copied = copy_session(args.source, args.dest, session=args.session, to_session=args.to_session)
     err.write(f"copied {copied} records of session {args.session!r}\n")
     return 0
@@ -428,7 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify = sub.add_parser("verify", help="check TypeScript fixtures against Python")
     verify.add_argument("dir", help="directory of fixture JSON files")
     verify.set_defaults(func=cmd_verify)
-    sessions = sub.add_parser("sessions", help="list sessions of a store, copy between stores")
+    sessions = sub.add_parser("sessions", help="list, copy or delete sessions of a store")
     actions = sessions.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="session ids of a directory or store URL")
     listing.add_argument("target", help="directory, sqlite:///x.db, redis://..., postgresql://...")
@@ -438,6 +447,10 @@ def build_parser() -> argparse.ArgumentParser:
     copy.add_argument("dest", help="destination path or URL")
     copy.add_argument("--session", required=True, help="session id to copy")
     copy.add_argument("--to-session", default=None, help="id in the destination (default: same)")
+    deleting = actions.add_parser("delete", help="delete one session for good (asks for --yes)")
+    deleting.add_argument("target", help="directory, sqlite:///x.db, redis://..., postgresql://...")
+    deleting.add_argument("session", help="the session id (every generation, offloaded results)")
+    deleting.add_argument("--yes", action="store_true", help="delete (else: say what would go)")
     sessions.set_defaults(func=cmd_sessions)
     listed = sub.add_parser(
         "compactions",

@@ -12,11 +12,12 @@ from .async_session import AsyncJournalError, AsyncSessionStore, aopen_session
 from .async_targets import AsyncStoreHandle, ThreadedStore, aconnect, aopen_store
 from .compactions import list_compactions
 from .copy import copy_session
+from .delete import adelete_session, delete_session
 from .handle import StoreHandle
 from .index import ResetPolicy, SessionEntry, SessionIndex
 from .jsonl import FSYNC_MODES, FsyncMode, JsonlLog
 from .log import StoreLog
-from .protocol import AsyncStore, Batch, Head, Store
+from .protocol import AsyncDeletableStore, AsyncStore, Batch, DeletableStore, Head, Store
 from .records import RestoredLog, StoredMessage
 from .retry import aretrying, retrying
 from .session import SessionStore, open_session
@@ -25,12 +26,14 @@ from .warm import SessionCache
 
 __all__ = [
     "FSYNC_MODES",
+    "AsyncDeletableStore",
     "AsyncJournalError",
     "AsyncSessionStore",
     "AsyncStore",
     "AsyncStoreHandle",
     "Batch",
     "CheckpointNotFoundError",
+    "DeletableStore",
     "FsyncMode",
     "Head",
     "JsonlLog",
@@ -48,11 +51,13 @@ __all__ = [
     "StoredMessage",
     "ThreadedStore",
     "aconnect",
+    "adelete_session",
     "aopen_session",
     "aopen_store",
     "aretrying",
     "connect",
     "copy_session",
+    "delete_session",
     "list_compactions",
     "open_session",
     "open_store",

@@ -131,3 +131,25 @@ for _, item in ipairs(redis.call('LRANGE', list, tonumber(ARGV[2]), -1)) do
 end
 return out
 """
+
+# ARGV: base. Deletes every key of the session: each generation's list, checkpoint and id
+# hashes (0 to the current one), the generation and epoch keys, and the offload keys
+# (``off:data``, ``off:live``, ``off:keys``; see offload_redis.py). Returns how many existed.
+# The sessions index (another slot) is updated apart; a stale writer's view then conflicts
+# (no epoch any more: a rebuilt session draws a new one).
+DELETE = """
+local base = ARGV[1]
+local gen = tonumber(redis.call('GET', base .. 'gen') or '-1')
+local keys = {base .. 'gen', base .. 'epoch', base .. 'off:data', base .. 'off:live',
+              base .. 'off:keys'}
+for g = 0, gen do
+  keys[#keys + 1] = base .. 'g:' .. g
+  keys[#keys + 1] = base .. 'ck:' .. g
+  keys[#keys + 1] = base .. 'id:' .. g
+end
+local n = 0
+for j = 1, #keys, 1000 do
+  n = n + redis.call('DEL', unpack(keys, j, math.min(j + 999, #keys)))
+end
+return n
+"""

@@ -28,6 +28,7 @@ runs in one transaction that first locks the session's row (SQLite: ``BEGIN IMME
 PostgreSQL: ``SELECT ... FOR UPDATE``), checks the writer's view, then inserts: so appends from
 many workers are serialized, atomic and never interleaved. ``revert_to`` copies the kept rows
 into generation + 1 and ``clear`` just moves to generation + 1: old generations stay.
+``delete`` removes the session's rows from both tables and the offload table in one transaction.
 
 Exactly once: an append whose first record's id is already stored in the generation writes
 nothing and returns where it was stored (the unique index makes a second copy impossible even
@@ -107,6 +108,8 @@ class SqlFlows:
     share_clause = ""
     #: The names of a table's columns (one placeholder: the table name).
     columns_query = "SELECT name FROM pragma_table_info(?)"
+    #: A row when a table exists (one placeholder: the table name).
+    table_query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
     #: The statements that open a write and a read transaction.
     begin_write = "BEGIN IMMEDIATE"
     begin_read = "BEGIN"
@@ -244,6 +247,11 @@ class SqlFlows:
             ),
             (self._session,),
         )
+        if not rows:  # PostgreSQL: a delete removed the row while this write waited for it
+            raise StoreConflictError(
+                f"{self.target} session {self._session!r}: it was deleted while this write "
+                "waited; nothing was written: reload the session and retry"
+            )
         return int(rows[0][0]), str(rows[0][1] or "")
 
     def _next_position(self, generation: int) -> Flow[int]:
@@ -400,6 +408,28 @@ class SqlFlows:
             self._sql("UPDATE {p}sessions SET generation = ?, updated_at = ? WHERE session = ?"),
             (generation, time.time(), self._session),
         )
+
+    def _delete(self) -> Flow[bool]:
+        """Delete the session's records (every generation), its row and its offloaded results
+        in one transaction; whether any existed. The row is locked first (PostgreSQL), so a
+        writer waiting for it finds it gone; one that writes later makes a row with a new epoch
+        and its stale view conflicts."""
+
+        def run() -> Flow[bool]:
+            q, session = self._sql, (self._session,)
+            lock = "SELECT epoch FROM {p}sessions WHERE session = ?" + self.lock_clause
+            found = bool((yield Sql(q(lock), session)))
+            yield Sql(q("DELETE FROM {p}records WHERE session = ?"), session)
+            yield Sql(q("DELETE FROM {p}sessions WHERE session = ?"), session)
+            if (yield Sql(q(self.table_query), (f"{self.prefix}offload",))):
+                where = "FROM {p}offload WHERE session = ?"
+                found = found or bool((yield Sql(q(f"SELECT 1 {where} LIMIT 1"), session)))
+                yield Sql(q(f"DELETE {where}"), session)
+            return found
+
+        found = yield from self._write(run)
+        self._head = Head(0, 0)  # the empty session: this store may start it again
+        return found
 
     def _load(self, start: int = 0) -> Flow[Batch]:
         def run() -> Flow[tuple[Head, list[Any]]]:

@@ -79,6 +79,10 @@ class SqlStore(SqlFlows):
     def clear(self) -> None:
         self._run(self._clear())
 
+    def delete(self) -> bool:
+        """Delete the session for good (every generation, offloaded results) in one transaction."""
+        return self._run(self._delete())
+
     def load(self, start: int = 0) -> Batch:
         return self._run(self._load(start))
 

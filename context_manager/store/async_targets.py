@@ -26,7 +26,15 @@ from ..errors import ConfigurationError, StoreError
 from .handle import StoreHandle
 from .jsonl import FsyncMode, JsonlLog
 from .log import StoreLog
-from .protocol import DEFAULT_SESSION, AsyncStore, Batch, Head, Store, check_session_id
+from .protocol import (
+    DEFAULT_SESSION,
+    AsyncStore,
+    Batch,
+    DeletableStore,
+    Head,
+    Store,
+    check_session_id,
+)
 from .records import RestoredLog, StoredMessage
 from .warm import SessionCache
 
@@ -82,6 +90,13 @@ class ThreadedStore:
 
     async def sessions(self) -> list[str]:
         return await asyncio.to_thread(self._store.sessions)
+
+    async def delete(self) -> bool:
+        """The sync store's ``delete`` (a :class:`~.protocol.DeletableStore`), in the thread."""
+        store = self._store
+        if not isinstance(store, DeletableStore):
+            raise ConfigurationError(f"a {type(store).__name__} store cannot delete its session")
+        return await asyncio.to_thread(store.delete)
 
     async def read_log(
         self, strict: bool

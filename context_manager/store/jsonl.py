@@ -53,7 +53,7 @@ from ..errors import (
     StoreError,
     StoreOutcomeUnknownError,
 )
-from . import _files
+from . import _files, _remove
 from ._tail import SEARCH_BACK, find_batch, mark, mark_at
 from .lock import LogLock
 from .protocol import Batch, Head, check_session_id
@@ -154,19 +154,23 @@ class JsonlLog(RecordWriter):
 
     # ------------------------------------------------------------------ reading
     def restore(self) -> RestoredLog:
-        """Replay the whole file (missing file = empty log) and remember the next checkpoint id."""
-        return self.read()[0]
+        """Replay the whole file (missing file = empty log) and remember the next checkpoint id;
+        every message line is checked (a bad one is skipped and listed in ``skipped_lines``)."""
+        return self._read(defer_messages=False)[0]
 
     def read(self) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
-        """Like :meth:`restore`, plus every valid record in file order (metadata records carry
-        their 1-based line number under ``"_line"``)."""
+        """Every record in file order (metadata ones carry their line number as ``"_line"``),
+        for a replay: the manager reads each message line and reports a bad one by number."""
+        return self._read(defer_messages=True)
+
+    def _read(self, *, defer_messages: bool) -> tuple[RestoredLog, list[Any]]:
         with self._lock.held():
             if not self._swept:  # temp files of a crashed rotation (we hold every writer's lock)
                 for stale in _files.remove_stale_temps(self.path):
                     logger.warning("%s: removed stale temporary file %s", self.path, stale.name)
                 self._swept = True
             data = self._read_all()
-            replayer = self._replayer(data)
+            replayer = self._replayer(data, defer_messages=defer_messages)
             self._next_checkpoint_id = replayer.state.next_checkpoint_id
         return replayer.state, replayer.sequence
 
@@ -248,10 +252,10 @@ class JsonlLog(RecordWriter):
             names = [d.name for d in self.root.iterdir() if (d / SESSION_FILE).is_file()]
         except FileNotFoundError:
             return []
-        return sorted(names)
+        return sorted(n for n in names if not n.startswith("."))  # not a delete's leftover
 
-    def _replayer(self, data: bytes) -> Replayer:
-        replayer = Replayer(str(self.path), strict=self.strict)
+    def _replayer(self, data: bytes, *, defer_messages: bool = False) -> Replayer:
+        replayer = Replayer(str(self.path), strict=self.strict, defer_messages=defer_messages)
         for number, raw, complete in split_lines(data):
             replayer.feed(number, raw, complete)
         return replayer
@@ -478,12 +482,23 @@ class JsonlLog(RecordWriter):
                     return target
                 number += 1
 
+    def delete(self) -> bool:
+        """Delete the session for good, under the lock, in one rename (``_remove.py``)."""
+        with self._lock.held():
+            found = _remove.remove_session(self.path, self.root is not None, self._lock.path.name)
+            self._close_fd()
+            self._view, self._last_batch = (None, 0, 0, mark(b"")), None
+            self._next_checkpoint_id = 0
+        self._lock.close()  # it locked the removed file; the next operation locks the new one
+        return found
+
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        try:
-            with self._lock.held(), _io(self.path, "flush on close"):
-                if self._fd is not None and self.fsync != "never":
-                    os.fsync(self._fd)
+        try:  # nothing written: no lock (which would remake a deleted session's directory)
+            if self._fd is not None and self.fsync != "never":
+                with self._lock.held(), _io(self.path, "flush on close"):
+                    if self._fd is not None:  # another thread may have closed it meanwhile
+                        os.fsync(self._fd)
         finally:
             with contextlib.suppress(OSError):
                 self._close_fd()

@@ -4,8 +4,10 @@
 share a descriptor, so a ``threading.RLock`` is taken first. The lock lives on a sidecar
 ``<log>.lock`` file rather than the log itself because the log's inode changes when it is rotated
 (revert / clear): a lock on the old inode would stop excluding writers of the new file.
-The lock is advisory: it only protects against writers that take it too (our store does; Kimi CLI
-does not lock, so do not run both on one file at the same time).
+A lock file removed while a process waits on it (``JsonlLog.delete`` removes the session's
+directory) is noticed once ``flock`` returns, and the lock at the path is taken instead.
+The lock is advisory: it only protects against writers that take it too (our store does; Kimi
+CLI does not lock, so do not run both on one file at the same time).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ._files import open_file
+from ._files import ensure_directory, open_file
 
 try:
     import fcntl
@@ -50,9 +52,25 @@ class LogLock:
     def _acquire_file_lock(self) -> None:
         if fcntl is None:  # pragma: no cover
             return
-        if self._fd is None:
-            self._fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        while True:
+            if self._fd is None:
+                ensure_directory(self.path.parent)
+                self._fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            if self._still_the_lock(self._fd):
+                return
+            # The lock file was removed while we waited (its session was deleted): a lock on
+            # the removed file no longer excludes anyone, so take the one at the path now.
+            os.close(self._fd)
+            self._fd = None
+
+    def _still_the_lock(self, fd: int) -> bool:
+        try:
+            now = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        held = os.fstat(fd)
+        return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
 
     def _release_file_lock(self) -> None:
         if fcntl is None or self._fd is None:  # pragma: no cover

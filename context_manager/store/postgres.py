@@ -199,6 +199,7 @@ class PgDialect(SqlFlows):
         "SELECT column_name FROM information_schema.columns "
         "WHERE table_schema = current_schema() AND table_name = %s"
     )
+    table_query = "SELECT 1 WHERE to_regclass(%s) IS NOT NULL"
     begin_write = "BEGIN"
     begin_read = "BEGIN"
     dialect = "PostgreSQL"

@@ -186,6 +186,10 @@ class AsyncPostgresStore(PgDialect):
     async def clear(self) -> None:
         await self._run(self._clear())
 
+    async def delete(self) -> bool:
+        """Delete the session for good (every generation, offloaded results) in one transaction."""
+        return await self._run(self._delete())
+
     async def load(self, start: int = 0) -> Batch:
         return await self._run(self._load(start))
 

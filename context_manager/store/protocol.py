@@ -25,6 +25,13 @@ We chose the typed error over a silent catch-up because the writer's caller hold
 from its view (a manager's memory); only the caller knows how to redo its work on fresh state.
 A head never matches again once the session changed (``Head.epoch``), and appends are exactly
 once (record ids; see :meth:`Store.append`).
+
+Deleting (:class:`DeletableStore`, every backend of this package): ``delete`` removes the session
+for good (every generation, its offloaded results, its entry in ``sessions()``). It is not
+conditional either; afterwards every other writer's head is stale (a deleted session rebuilt by
+a new write has a new epoch, or a new file), so their writes get ``StoreConflictError`` instead
+of silently recreating half a session. A separate protocol so a caller's own store (a wrapper,
+a test double) stays a :class:`Store` without implementing it.
 """
 
 from __future__ import annotations
@@ -38,8 +45,10 @@ from ..errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_SESSION",
+    "AsyncDeletableStore",
     "AsyncStore",
     "Batch",
+    "DeletableStore",
     "Head",
     "Store",
     "check_session_id",
@@ -191,3 +200,22 @@ class AsyncStore(Protocol):
     async def clear(self) -> None: ...
     async def sessions(self) -> list[str]: ...
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class DeletableStore(Store, Protocol):
+    """A :class:`Store` that can delete its session (JSONL, SQLite, Redis, PostgreSQL)."""
+
+    def delete(self) -> bool:
+        """Delete the session for good: every generation, its offloaded results and its entry
+        in :meth:`~Store.sessions`, in one atomic step (a rename, a transaction, a script).
+        True when there was something to delete. Afterwards this store's view is the empty
+        session (it may write again, starting a new one); any other writer's is stale."""
+        ...
+
+
+@runtime_checkable
+class AsyncDeletableStore(AsyncStore, Protocol):
+    """:class:`DeletableStore` for asyncio."""
+
+    async def delete(self) -> bool: ...

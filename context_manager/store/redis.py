@@ -7,7 +7,7 @@ generation, ``<prefix>{<session>}:epoch`` a random value drawn when the session'
 ``<prefix>{<session>}:ck:<N>`` maps checkpoint ids to positions and ``<prefix>{<session>}:id:<N>``
 the first record id of each write to its position (exactly-once retries); the sorted set
 ``<prefix>sessions`` lists sessions by last write. All of a session's keys share the hash tag
-``{<session>}``, so they live in one cluster slot.
+``{<session>}``, so they live in one cluster slot, and ``delete`` removes them in one script.
 
 Every write is one Lua script (Redis runs scripts atomically): it checks the writer's view,
 pushes the records and refreshes the TTL, so appends from many workers never interleave and a
@@ -58,7 +58,12 @@ logger = logging.getLogger("context_manager.store")
 _CHECKED: set[str] = set()
 _CHECKED_LOCK = threading.Lock()
 
-_SCRIPTS = {"append": _redis_lua.APPEND, "rotate": _redis_lua.ROTATE, "load": _redis_lua.LOAD}
+_SCRIPTS = {
+    "append": _redis_lua.APPEND,
+    "rotate": _redis_lua.ROTATE,
+    "load": _redis_lua.LOAD,
+    "delete": _redis_lua.DELETE,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,6 +367,22 @@ class RedisFlows:
         yield from self._indexed()
         return self._head
 
+    def _delete(self) -> Flow[bool]:
+        """Delete the session's keys in one script (its slot), then its index entry; whether
+        any key existed. The index is written after the script, and put back when a writer
+        rebuilt the session in between (it listed it before this removal)."""
+        deleted = yield from self._call(Script("delete", [self._base]), ())
+        self._head, self._listed = Head(0, 0), False
+        if self._listed_by_handle is not None:
+            self._listed_by_handle.pop(self._session, None)
+        try:  # a failure here deletes nothing less: sessions() skips a listed session gone
+            yield Command("zrem", (self._index, self._session))
+            if (yield Exists([f"{self._base}gen"]))[0]:
+                yield Command("zadd", (self._index, {self._session: time.time()}))
+        except Failed as failed:
+            logger.debug("%s: sessions index not updated: %s", self.target, failed.error)
+        return bool(deleted)
+
     def _load(self, start: int = 0) -> Flow[Batch]:
         reply = yield from self._call(Script("load", [self._base, max(0, int(start))]))
         self._head = Head(int(reply[0]), int(reply[1]), epoch=_text(reply[2]))
@@ -439,6 +460,10 @@ class RedisStore(RedisFlows):
 
     def clear(self) -> None:
         self._run(self._run_rotate(None))
+
+    def delete(self) -> bool:
+        """Delete the session for good: every generation and offloaded result (one script)."""
+        return self._run(self._delete())
 
     def load(self, start: int = 0) -> Batch:
         return self._run(self._load(start))

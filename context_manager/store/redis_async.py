@@ -75,6 +75,10 @@ class AsyncRedisStore(RedisFlows):
     async def clear(self) -> None:
         await self._run(self._run_rotate(None))
 
+    async def delete(self) -> bool:
+        """Delete the session for good: every generation and offloaded result (one script)."""
+        return await self._run(self._delete())
+
     async def load(self, start: int = 0) -> Batch:
         return await self._run(self._load(start))
 
