@@ -49,6 +49,8 @@ def check_path(path: str | os.PathLike[str]) -> Path:
     value passed along unchecked); ``os`` would raise a bare ``ValueError`` much later.
     """
     text = os.fspath(path)
+    if not text:  # Path("") is ".", whose empty name pathlib refuses with a bare ValueError
+        raise ConfigurationError("the store path is empty; give a directory or a .jsonl file")
     if "\x00" in text:
         raise ConfigurationError(
             f"the store path {text!r:.200} contains a NUL character (\\x00); no file can have it"

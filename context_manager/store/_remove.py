@@ -9,6 +9,9 @@ Why it is built this way:
   older generations; session ids cannot start with ``.``, so the hidden name is never listed as
   a session. A delete killed half-way leaves the hidden directory, which the next delete of the
   same session removes.
+- **Only a session's own files.** A directory holding anything but the log, its rotated
+  generations, temporary files, offload directory and lock is refused (nothing is deleted): a
+  wrong root or session id must not remove someone's data.
 - **Never outside the root.** The session directory is ``lstat``-ed: a symbolic link there is
   refused with a typed error rather than followed (the data it points to is not ours to remove).
   Inside, :func:`shutil.rmtree` removes links as links and never descends through them (on
@@ -83,7 +86,14 @@ def remove_session_directory(directory: Path, lock_name: str) -> bool:
         )
     trash = root / f".{directory.name}.{secrets.token_hex(16)}.deleted"
     try:
-        found = any(name != lock_name for name in os.listdir(directory))
+        names = os.listdir(directory)
+        foreign = [n for n in names if not _own(n, lock_name.removesuffix(".lock"))]
+        if foreign:  # not a session directory of ours: a wrong root or session id
+            raise StoreError(
+                f"{directory} holds files that are not a session's ({', '.join(foreign[:3])}"
+                f"{', ...' if len(foreign) > 3 else ''}); nothing was deleted"
+            )
+        found = any(name != lock_name for name in names)
         os.rename(directory, trash)
     except FileNotFoundError:
         return False
@@ -95,6 +105,17 @@ def remove_session_directory(directory: Path, lock_name: str) -> bool:
         return found
     _remove_tree(trash)
     return found
+
+
+def _own(name: str, log: str) -> bool:
+    """``name`` is one of the files a session directory holds for its log ``log``: the log, its
+    rotated generations, their temporary files, the offload directory, the lock."""
+    stem, dot, suffix = log.rpartition(".")
+    return (
+        name in (log, f"{log}.lock", f"{log}.offload")
+        or re.fullmatch(rf"{re.escape(stem)}_\d+{dot}{re.escape(suffix)}", name) is not None
+        or re.fullmatch(rf"\.{re.escape(log)}\.[0-9A-Za-z]+\.tmp", name) is not None
+    )
 
 
 def remove_log_files(path: Path) -> bool:

@@ -225,8 +225,6 @@ def test_a_symlink_in_a_jsonl_session_is_removed_not_followed(tmp_path: Path) ->
     session = root / "s1"
     (session / "context_7.jsonl").symlink_to(outside / "precious.txt")
     (session / "context.jsonl.offload").symlink_to(outside)
-    (session / "inner").mkdir()
-    (session / "inner" / "link").symlink_to(outside / "nested")
 
     assert delete_session(str(root), session="s1") is True
 
@@ -396,3 +394,23 @@ def test_cli_never_prints_the_password(capsys: pytest.CaptureFixture[str]) -> No
         status, said = cli("sessions", "delete", url, "s1", *extra, capsys=capsys)
         assert status == 2
         assert "hunter2" not in said and "127.0.0.1:1" in said
+
+
+def test_a_directory_holding_other_files_is_not_deleted(tmp_path: Path) -> None:
+    """A wrong root or session id (``delete_session(home, session="Documents")``) must not
+    remove someone's files: only a directory of a session's own files is deleted."""
+    root = tmp_path / "home"
+    documents = root / "Documents"
+    documents.mkdir(parents=True)
+    (documents / "thesis.txt").write_text("years of work")
+    with pytest.raises(StoreError, match="not a session's"):
+        delete_session(str(root), session="Documents")
+    assert (documents / "thesis.txt").read_text() == "years of work"
+    manager = MessageContextManager.open(str(root), session="s1", max_tokens=10_000)
+    manager.add(user("hi"))
+    manager.store.close()
+    (root / "s1" / "notes.md").write_text("mine")
+    with pytest.raises(StoreError):
+        delete_session(str(root), session="s1")
+    assert (root / "s1" / "notes.md").read_text() == "mine"
+    assert (root / "s1" / "context.jsonl").exists()
