@@ -2,8 +2,8 @@
 
 One request: open the session, add the user's message, ``get_context()``, add the reply, close;
 on one ``connect()`` handle per process (what a web backend holds), as the guide recommends.
-SQLite at 1k / 10k / 100k; a real Redis and PostgreSQL (started here, loopback, PostgreSQL with
-``fsync=off``) at 1k / 10k.
+JSONL and SQLite at 1k / 10k / 100k; a real Redis and PostgreSQL (started here, loopback,
+PostgreSQL with ``fsync=off``) at 1k / 10k.
 
 * ``cached``: the handle has a ``SessionCache`` (the manager a request closed serves the next
   one, after reading what was written since);
@@ -34,7 +34,7 @@ from context_manager.store import SessionCache, connect
 from .common import QUICK
 
 SIZES = [1_000, 10_000, 100_000]
-BACKENDS = ["sqlite", "redis", "postgres"]
+BACKENDS = ["jsonl", "sqlite", "redis", "postgres"]
 
 
 def message(i: int) -> dict[str, Any]:
@@ -48,7 +48,11 @@ def servers() -> Iterator[dict[str, str]]:
     from tests.store.servers import Unavailable, postgres_server, redis_server
 
     with tempfile.TemporaryDirectory() as directory, ExitStack() as stack:
-        found = {"sqlite": f"sqlite:///{directory}/ours.db", "dir": directory}
+        found = {
+            "jsonl": f"{directory}/jsonl",
+            "sqlite": f"sqlite:///{directory}/ours.db",
+            "dir": directory,
+        }
         for name, server in (("redis", redis_server), ("postgres", postgres_server)):
             with suppress(Unavailable):
                 found[name] = stack.enter_context(server())
@@ -123,8 +127,10 @@ async def _engine(create: Callable[[str], Any], url: str) -> Any:
 def test_request(
     benchmark: Any, servers: dict[str, str], backend: str, variant: str, n: int
 ) -> None:
-    if n > 10_000 and (variant != "cached" or backend != "sqlite"):
-        pytest.skip("100k: the cached request on SQLite (whole-history reads take seconds)")
+    if n > 10_000 and (variant != "cached" or backend not in ("jsonl", "sqlite")):
+        pytest.skip("100k: the cached request on files (whole-history reads take seconds)")
+    if backend == "jsonl" and variant == "agents_sdk":
+        pytest.skip("the Agents SDK has no JSONL session")
     if backend not in servers:
         pytest.skip(f"no {backend} server here")
     if variant == "agents_sdk":
@@ -198,6 +204,8 @@ def test_extend(benchmark: Any, servers: dict[str, str], backend: str, variant: 
     """2,000 messages into a new session in one write (``extend`` in a batch; ``add_items``)."""
     if backend not in servers:
         pytest.skip(f"no {backend} server here")
+    if backend == "jsonl" and variant == "agents_sdk":
+        pytest.skip("the Agents SDK has no JSONL session")
     if variant == "agents_sdk":
         extend = _extend_agents_sdk(backend, servers)
     else:

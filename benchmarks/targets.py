@@ -277,11 +277,12 @@ def request_ratio_targets() -> list[RatioTarget]:
     name = "test_request[{}-{}-{}]"
     out = [
         RatioTarget(
-            "request with a session cache @ 100k msgs within 2x of @ 1k (SQLite)",
-            name.format("sqlite", "cached", 100_000),
-            name.format("sqlite", "cached", 1_000),
+            f"request with a session cache @ 100k msgs within 2x of @ 1k ({backend})",
+            name.format(backend, "cached", 100_000),
+            name.format(backend, "cached", 1_000),
             0.5,
         )
+        for backend in ("jsonl", "sqlite")
     ]
     for backend in ("sqlite", "redis", "postgres"):
         for n in (1_000, 10_000):

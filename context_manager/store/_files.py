@@ -125,6 +125,33 @@ def read_bytes(path: Path) -> bytes | None:
         os.close(fd)
 
 
+def read_from(path: Path, offset: int) -> tuple[int, int, bytes] | None:
+    """``(inode, size, bytes from offset to the end)`` of the file, or None when it does not
+    exist; symlinks refused. A reader that knows what it read before reads only what follows."""
+    check_path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _typed(exc, path, "read") from exc
+    try:
+        st = os.fstat(fd)
+        chunks: list[bytes] = []
+        at = offset
+        while at < st.st_size:
+            chunk = os.pread(fd, min(st.st_size - at, 1 << 20), at)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            at += len(chunk)
+        return st.st_ino, at, b"".join(chunks)
+    except OSError as exc:
+        raise _typed(exc, path, "read") from exc
+    finally:
+        os.close(fd)
+
+
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:

@@ -54,7 +54,7 @@ from ..errors import (
     StoreOutcomeUnknownError,
 )
 from . import _files, _remove
-from ._tail import SEARCH_BACK, find_batch, mark, mark_at
+from ._tail import SEARCH_BACK, TAIL_BYTES, find_batch, mark, mark_at
 from .lock import LogLock
 from .protocol import Batch, Head, check_session_id
 from .records import (
@@ -217,22 +217,22 @@ class JsonlLog(RecordWriter):
         return batch
 
     def load_after(self, head: Head) -> Batch | None:
-        """The lines after ``head`` when the file is the same one and its first ``head.offset``
-        bytes end as they did (the tail CRC); a cut torn tail or a rotation means None."""
+        """The lines after ``head`` if the file (inode) and the end of its first ``head.offset``
+        bytes (tail CRC) are the same, else None; reads only from there: costs what was added."""
+        start = max(0, head.offset - TAIL_BYTES)
         with self._lock.held():
-            data = self._read_all()
+            found = _files.read_from(self.path, start)
+            if found is None or found[0] != head.generation or found[1] < head.offset:
+                return None
+            inode, size, data = found
+            if mark(data[: head.offset - start]) != head.epoch:
+                return None
+            new = data[head.offset - start :]
+            self._view = (inode, size, head.position + new.count(b"\n"), mark(data))
             now = self.head
         assert now is not None
-        before = data[: head.offset]
-        if (
-            now.generation != head.generation
-            or len(data) < head.offset
-            or before.count(b"\n") != head.position
-            or mark(before) != head.epoch
-        ):
-            return None
         batch = Batch(now)
-        for number, raw, complete in split_lines(data[head.offset :]):
+        for number, raw, complete in split_lines(new):
             if not complete:
                 batch.torn_tail = True
             else:
