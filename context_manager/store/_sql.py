@@ -21,6 +21,8 @@ Schema (``<prefix>`` defaults to ``context_``)::
     );
     CREATE UNIQUE INDEX <prefix>records_rid ON <prefix>records (session, generation, rid)
         WHERE rid IS NOT NULL;
+    CREATE INDEX <prefix>records_checkpoint ON <prefix>records (session, generation, checkpoint)
+        WHERE checkpoint IS NOT NULL;
 
 The primary key is the index every read and append uses. One row per record; ``body`` is
 text, not JSONB, so a record reads back exactly as written (JSONB reorders keys). Every write
@@ -194,6 +196,13 @@ class SqlFlows:
                 "(session, generation, rid) WHERE rid IS NOT NULL"
             )
         )
+        # The next checkpoint id and a revert's target: one probe, not a scan of the session.
+        yield Sql(
+            self._sql(
+                "CREATE INDEX IF NOT EXISTS {p}records_checkpoint ON {p}records "
+                "(session, generation, checkpoint) WHERE checkpoint IS NOT NULL"
+            )
+        )
 
     def _write(self, body: Callable[[], Flow[_T]], rids: tuple[str, ...] = ()) -> Flow[_T]:
         """Run one write transaction; on a lost connection reconnect and run it again once.
@@ -344,12 +353,12 @@ class SqlFlows:
             head = yield from self._checked()
             rows = yield Sql(
                 self._sql(
-                    "SELECT COALESCE(MAX(checkpoint) + 1, 0) FROM {p}records "
-                    "WHERE session = ? AND generation = ?"
+                    "SELECT checkpoint FROM {p}records WHERE session = ? AND generation = ? "
+                    "AND checkpoint IS NOT NULL ORDER BY checkpoint DESC LIMIT 1"
                 ),
                 (self._session, head.generation),
             )
-            checkpoint_id = int(rows[0][0])
+            checkpoint_id = int(rows[0][0]) + 1 if rows else 0
             body = json.dumps({"role": CHECKPOINT, "id": checkpoint_id})
             yield from self._insert(head, [(body, checkpoint_id, None)])
             return Head(head.generation, head.position + 1, epoch=head.epoch), checkpoint_id
