@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "context_manager"
 # Lower rank = lower layer. A module may import its own rank or lower, never higher, except for
 # the documented lazy entry points below.
 LAYERS: list[tuple[int, tuple[str, ...]]] = [
-    (0, ("errors", "_js", "data")),
+    (0, ("errors", "_js", "_flows", "data")),
     (1, ("messages", "models")),
     (2, ("counting", "_config")),
     (

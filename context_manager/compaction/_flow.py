@@ -5,7 +5,8 @@ yields a :class:`Call` or :class:`Parallel` step whenever it needs the outside w
 summarizer, the caller's ``send`` or a hook. :func:`run_sync` performs those steps by blocking;
 :func:`run_async` awaits them (running concurrent steps together and sync callables in a worker
 thread when asked). Results go back with ``send``, failures with ``throw``, so ``try`` /
-``except`` / ``finally`` inside the flow behave the same under both drivers.
+``except`` / ``finally`` inside the flow behave the same under both drivers (the loop is
+``_flows.py``'s, shared with the stores).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
 
+from .._flows import adrive, drive
 from ..errors import ConfigurationError
 
 T = TypeVar("T")
@@ -74,23 +76,15 @@ def _call_sync(step: Call) -> Any:
     return run_blocking(result)
 
 
+def _perform_sync(step: Step) -> Any:
+    if isinstance(step, Parallel):
+        return [run_sync(sub) for sub in step.flows]
+    return _call_sync(step)
+
+
 def run_sync(flow: Flow[T]) -> T:
     """Drive ``flow`` to its return value, performing each step by blocking."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = flow.send(value) if error is None else flow.throw(error)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        value, error = None, None
-        try:
-            if isinstance(step, Parallel):
-                value = [run_sync(sub) for sub in step.flows]
-            else:
-                value = _call_sync(step)
-        except BaseException as exc:
-            error = exc
+    return drive(flow, _perform_sync)
 
 
 def _is_async_callable(fn: Any) -> bool:
@@ -118,20 +112,12 @@ async def _parallel(step: Parallel) -> list[Any]:
             task.cancel()
 
 
+async def _perform_async(step: Step) -> Any:
+    if isinstance(step, Parallel):
+        return await _parallel(step)
+    return await _call_async(step)
+
+
 async def run_async(flow: Flow[T]) -> T:
     """Drive ``flow`` to its return value, awaiting each step."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = flow.send(value) if error is None else flow.throw(error)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        value, error = None, None
-        try:
-            if isinstance(step, Parallel):
-                value = await _parallel(step)
-            else:
-                value = await _call_async(step)
-        except BaseException as exc:
-            error = exc
+    return await adrive(flow, _perform_async)

@@ -18,16 +18,10 @@ client library's exception types.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator
-from typing import Any, TypeAlias, TypeVar
-
+from .._flows import Flow, adrive, drive
 from ..errors import StoreError
 
 __all__ = ["Failed", "Flow", "adrive", "drive"]
-
-T = TypeVar("T")
-
-Flow: TypeAlias = Generator[Any, Any, T]
 
 
 class Failed(StoreError):
@@ -39,35 +33,3 @@ class Failed(StoreError):
         super().__init__(str(error))
         self.error = error
         self.lost = lost
-
-
-def drive(flow: Flow[T], perform: Callable[[Any], Any]) -> T:
-    """Run ``flow`` to its return value, performing each step with ``perform`` (blocking)."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = flow.send(value) if error is None else flow.throw(error)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        value, error = None, None
-        try:
-            value = perform(step)
-        except BaseException as exc:  # thrown into the flow: its except / finally decide
-            error = exc
-
-
-async def adrive(flow: Flow[T], perform: Callable[[Any], Awaitable[Any]]) -> T:
-    """Run ``flow`` to its return value, awaiting ``perform(step)`` for each step."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = flow.send(value) if error is None else flow.throw(error)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        value, error = None, None
-        try:
-            value = await perform(step)
-        except BaseException as exc:
-            error = exc
