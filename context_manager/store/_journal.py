@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import ContextManagerError, StoreError, StoreOutcomeUnknownError
-from ..events import Change, Compacted, MessageAdded, SystemPromptSet, UsageRecorded
+from ..events import Change, Cleared, Compacted, MessageAdded, SystemPromptSet, UsageRecorded
 from ..host import ManagerHost
 from ..messages.codec import encode
 from ._drive import Flow
@@ -40,7 +40,15 @@ from ._replay import (
     system_original,
 )
 from .protocol import Head
-from .records import ATTRS_KEY, COMPACTION, Replayer, RestoredLog, StoredMessage, record_id
+from .records import (
+    ATTRS_KEY,
+    COMPACTION,
+    Replayer,
+    RestoredLog,
+    StoredMessage,
+    new_record_id,
+    record_id,
+)
 from .warm import Parked
 
 __all__ = ["JournalCore", "Op"]
@@ -137,6 +145,25 @@ class JournalCore:
         elif isinstance(change, Compacted):
             log.append_compaction(compaction_record(change), record_id=rid)
 
+    def _write_ahead(self, change: Change, clear: Callable[[], None]) -> None:
+        """Encode ``change`` into records before memory changes (a ``Cleared``: ``clear`` orders
+        it with the journal's own I/O, then a kept system prompt is written again); encoding
+        and I/O failures become typed errors, so the manager stays unchanged."""
+        try:
+            rid = new_record_id()  # exactly-once: every backend refuses to store an id twice
+            if isinstance(change, Cleared):
+                clear()
+                self._prompt_after_clear(change.keep_system_prompt, rid)
+            else:
+                self._encode(change, rid)
+        except ContextManagerError:
+            raise
+        except Exception as exc:
+            typed = self._typed(change, exc)
+            if typed is None:
+                raise
+            raise typed from exc
+
     def _prompt_after_clear(self, keep_system_prompt: bool, rid: str) -> None:
         """A clear that keeps the system prompt writes it again in the new generation."""
         manager = self._manager
@@ -195,10 +222,7 @@ class JournalCore:
         batch = yield Op("load_after", (head,))
         if batch is None or batch.torn_tail:
             return None
-        replayer = Replayer(self.target, strict=self.log.strict, defer_messages=True)
-        for position, raw in batch.lines:
-            replayer.feed(position + 1, raw, True)
-        sequence = replayer.sequence
+        sequence = Replayer.of_rows(self.target, batch.lines, strict=self.log.strict).sequence
         return None if any(_rewinds(item) for item in sequence) else sequence
 
     def _reload_flow(

@@ -29,8 +29,8 @@ import os
 from functools import partial
 from typing import Any, TypeVar
 
-from ..errors import ConfigurationError, ContextManagerError, StoreError
-from ..events import Change, Cleared
+from ..errors import ConfigurationError, StoreError
+from ..events import Change
 from ..host import ManagerHost
 from ._drive import Flow, adrive
 from ._journal import JournalCore, Op
@@ -38,7 +38,7 @@ from .async_targets import AsyncStoreHandle, aopen_store
 from .handle import StoreHandle
 from .jsonl import FsyncMode
 from .protocol import AsyncStore, Batch, Head, Store
-from .records import RecordWriter, Replayer, RestoredLog, StoredMessage, new_record_id
+from .records import RecordWriter, Replayer, RestoredLog, StoredMessage
 from .targets import SCHEMES
 from .warm import options_key
 
@@ -84,9 +84,7 @@ class AsyncLog(RecordWriter):
         if threaded is not None:
             return await threaded(self.strict)  # type: ignore[no-any-return]
         batch = await self._store.load(0)
-        replayer = Replayer(self.target, strict=self.strict, defer_messages=True)
-        for position, raw in batch.lines:
-            replayer.feed(position + 1, raw, True)
+        replayer = Replayer.of_rows(self.target, batch.lines, strict=self.strict)
         return replayer.state, replayer.sequence
 
     async def load_after(self, head: Head) -> Batch | None:
@@ -165,21 +163,11 @@ class AsyncSessionStore(JournalCore):
         memory changes); outside a batch, :class:`AsyncJournalError`."""
         self._refuse_if_parked()
         self._require_batch(f"a change ({type(change).__name__})")
-        try:
-            rid = new_record_id()
-            if isinstance(change, Cleared):
-                self._cut()
-                self._ops.append(Op("clear"))
-                self._prompt_after_clear(change.keep_system_prompt, rid)
-            else:
-                self._encode(change, rid)
-        except ContextManagerError:
-            raise
-        except Exception as exc:
-            typed = self._typed(change, exc)
-            if typed is None:
-                raise
-            raise typed from exc
+        self._write_ahead(change, self._queue_clear)
+
+    def _queue_clear(self) -> None:
+        self._cut()  # a clear comes after what the batch collected before it
+        self._ops.append(Op("clear"))
 
     def batch(self) -> _Batch:
         """``async with manager.store.batch():`` make changes; they are stored when it ends."""

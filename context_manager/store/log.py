@@ -72,10 +72,7 @@ class StoreLog(RecordWriter):
     def read(self) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
         """Every record, for a manager to replay: it reads each message line itself (once), and
         ``_replay.replay`` reports one it cannot read as a corrupt line, by number."""
-        batch = self._store.load(0)
-        replayer = Replayer(self.target, strict=self.strict, defer_messages=True)
-        for position, raw in batch.lines:
-            replayer.feed(position + 1, raw, True)
+        replayer = Replayer.of_rows(self.target, self._store.load(0).lines, strict=self.strict)
         return replayer.state, replayer.sequence
 
     def _put(self, record: dict[str, Any], durable: bool) -> None:

@@ -26,7 +26,7 @@ import json
 import logging
 import secrets
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -421,6 +421,15 @@ class Replayer:
         self.state = RestoredLog()
         # Every valid record in file order (messages as StoredMessage), for ordered replay.
         self.sequence: list[StoredMessage | dict[str, Any]] = []
+
+    @classmethod
+    def of_rows(cls, path: str, rows: Iterable[tuple[int, bytes]], *, strict: bool) -> Replayer:
+        """A store's ``(position, line)`` rows replayed for a manager (which reads each message
+        itself: ``defer_messages``); every row is complete (databases store whole records)."""
+        replayer = cls(path, strict=strict, defer_messages=True)
+        for position, raw in rows:
+            replayer.feed(position + 1, raw, True)
+        return replayer
 
     def feed(self, number: int, raw: bytes, complete: bool) -> dict[str, Any] | None:
         """Apply one line; return its record, or None when it is blank or skipped."""

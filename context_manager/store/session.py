@@ -16,8 +16,7 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any, TypeVar
 
-from ..errors import ContextManagerError
-from ..events import Change, Cleared
+from ..events import Change
 from ..host import ManagerHost
 from ._drive import Flow, drive
 from ._journal import JournalCore, Op
@@ -26,7 +25,7 @@ from .handle import StoreHandle
 from .jsonl import FsyncMode
 from .log import SessionLog
 from .protocol import Store
-from .records import RestoredLog, new_record_id
+from .records import RestoredLog
 from .warm import options_key
 
 __all__ = ["SessionStore", "open_session", "replay"]
@@ -50,21 +49,11 @@ class SessionStore(JournalCore):
         Encoding and I/O failures become typed errors, and the manager stays unchanged.
         """
         self._refuse_if_stale()
-        try:
-            rid = new_record_id()  # exactly-once: every backend refuses to store an id twice
-            if isinstance(change, Cleared):
-                self._flush()  # a clear comes after what was collected before it
-                self.log.clear()
-                self._prompt_after_clear(change.keep_system_prompt, rid)
-            else:
-                self._encode(change, rid)
-        except ContextManagerError:
-            raise
-        except Exception as exc:
-            typed = self._typed(change, exc)
-            if typed is None:
-                raise
-            raise typed from exc
+        self._write_ahead(change, self._clear_now)
+
+    def _clear_now(self) -> None:
+        self._flush()  # a clear comes after what was collected before it
+        self.log.clear()
 
     def _perform(self, op: Op) -> Any:
         log = self.log
