@@ -13,9 +13,9 @@ resolving; :meth:`~OffloadArea.revive` (a replayed message that names the handle
 ``put`` of the same data under the same ``key`` make it resolve again, under the same handle.
 So a result reverted away stops resolving while every kept one still does.
 
-A backend implements six small primitives (``_insert``, ``_fetch``, ``_revive``, ``_retire``,
-``_delete_all``, ``_entries`` / ``_import``); the checks, the encoding and the slicing
-(``slicing.py``) live here once.
+A backend implements the abstract methods of :class:`BaseArea` (``_insert``, ``_fetch``,
+``_revive``, ``_import``, ``retire``, ``delete_session``, ``entries``); the checks, the
+encoding and the slicing (``slicing.py``) live here once.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -95,7 +96,7 @@ class OffloadArea(Protocol):
         ...
 
 
-class BaseArea:
+class BaseArea(ABC):
     """Handle checks, encoding and slicing over a backend's primitives (see the module doc)."""
 
     def __init__(self, session: str) -> None:
@@ -169,9 +170,6 @@ class BaseArea:
             counter=get_counter(counter),
         )
 
-    def retire(self) -> None:
-        self._retire()
-
     def revive(self, handles: Iterable[str]) -> None:
         tokens = []
         for handle in handles:
@@ -180,13 +178,6 @@ class BaseArea:
                 tokens.append(found.group(2))
         if tokens:
             self._revive(sorted(set(tokens)))
-
-    def delete_session(self) -> int:
-        return self._delete_all()
-
-    def entries(self) -> Iterator[Entry]:
-        """Every stored entry, live or not (for copying a session between backends)."""
-        return self._entries()
 
     def load(self, entries: Iterable[Entry]) -> int:
         """Store ``entries`` (from another area's :meth:`entries`) under their own tokens."""
@@ -197,25 +188,30 @@ class BaseArea:
         return n
 
     # -- backend primitives ------------------------------------------------------------------
+    @abstractmethod
     def _insert(self, token: str, data: bytes, key: str | None) -> str:
         """Store ``data`` under ``token``; with a stored ``key``, revive and return its token."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _fetch(self, token: str) -> bytes | None:
         """The data of a live entry (None: absent, evicted, expired or retired)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _revive(self, tokens: list[str]) -> None:
-        raise NotImplementedError
+        """These entries resolve again."""
 
-    def _retire(self) -> None:
-        raise NotImplementedError
-
-    def _delete_all(self) -> int:
-        raise NotImplementedError
-
-    def _entries(self) -> Iterator[Entry]:
-        raise NotImplementedError
-
+    @abstractmethod
     def _import(self, entry: Entry) -> None:
-        raise NotImplementedError
+        """Store ``entry`` under its own token (copying a session between backends)."""
+
+    @abstractmethod
+    def retire(self) -> None:
+        """Every handle stops resolving until revived or put again (the history was rebuilt)."""
+
+    @abstractmethod
+    def delete_session(self) -> int:
+        """Delete every entry of the session; how many there were."""
+
+    @abstractmethod
+    def entries(self) -> Iterator[Entry]:
+        """Every stored entry, live or not (for copying a session between backends)."""

@@ -89,12 +89,12 @@ class MemoryOffload(BaseArea):
                 if item is not None:
                     item.live = True
 
-    def _retire(self) -> None:
+    def retire(self) -> None:
         with self._lock:
             for item in self._items.values():
                 item.live = False
 
-    def _delete_all(self) -> int:
+    def delete_session(self) -> int:
         with self._lock:
             n = len(self._items)
             self._items.clear()
@@ -102,7 +102,7 @@ class MemoryOffload(BaseArea):
             self._bytes = 0
             return n
 
-    def _entries(self) -> Iterator[Entry]:
+    def entries(self) -> Iterator[Entry]:
         with self._lock:
             items = list(self._items.items())
         for token, item in items:

@@ -102,10 +102,10 @@ class JsonlOffload(BaseArea):
     def _revive(self, tokens: list[str]) -> None:
         self._set_live(tokens, True)
 
-    def _retire(self) -> None:
+    def retire(self) -> None:
         self._set_live(None, False)
 
-    def _delete_all(self) -> int:
+    def delete_session(self) -> int:
         n = 0
         try:
             paths = list(self.directory.iterdir())
@@ -123,7 +123,7 @@ class JsonlOffload(BaseArea):
             self.directory.rmdir()
         return n
 
-    def _entries(self) -> Iterator[Entry]:
+    def entries(self) -> Iterator[Entry]:
         for token, meta in list(self._metas()):
             data = _files.read_bytes(self._data(token))
             if data is not None:

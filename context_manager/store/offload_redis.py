@@ -66,14 +66,14 @@ class RedisOffload(BaseArea):
     def _revive(self, tokens: list[str]) -> None:
         self._do(("sadd", (self._live, *tokens)), *self._expire())
 
-    def _retire(self) -> None:
+    def retire(self) -> None:
         self._do(("delete", (self._live,)))
 
-    def _delete_all(self) -> int:
+    def delete_session(self) -> int:
         n, _ = self._do(("hlen", (self._data,)), ("delete", (self._data, self._live, self._keys)))
         return int(n)
 
-    def _entries(self) -> Iterator[Entry]:
+    def entries(self) -> Iterator[Entry]:
         data, live, keys = self._do(
             ("hgetall", (self._data,)), ("smembers", (self._live,)), ("hgetall", (self._keys,))
         )

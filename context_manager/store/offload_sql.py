@@ -129,7 +129,7 @@ class SqlOffload(BaseArea):
 
         self._run(body, write=True, create=False)
 
-    def _retire(self) -> None:
+    def retire(self) -> None:
         def body() -> Flow[None]:
             yield Sql(
                 self._q("UPDATE {p}offload SET live = 0 WHERE session = ? AND live = 1"),
@@ -138,7 +138,7 @@ class SqlOffload(BaseArea):
 
         self._run(body, write=True, create=False)
 
-    def _delete_all(self) -> int:
+    def delete_session(self) -> int:
         def body() -> Flow[int]:
             rows = yield Sql(
                 self._q("SELECT count(*) FROM {p}offload WHERE session = ?"), (self._session,)
@@ -148,7 +148,7 @@ class SqlOffload(BaseArea):
 
         return int(self._run(body, write=True, create=False) or 0)
 
-    def _entries(self) -> Iterator[Entry]:
+    def entries(self) -> Iterator[Entry]:
         def body() -> Flow[list[Any]]:
             rows = yield Sql(
                 self._q(
