@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +32,7 @@ __all__ = ["Parked", "SessionCache"]
 class Parked:
     """A closed session's manager, the options it was opened with and where its store stood."""
 
-    options: Hashable
+    options: object
     manager: Any
     head: Head
     restored: RestoredLog
@@ -53,7 +52,7 @@ class SessionCache:
         self._parked: OrderedDict[str, Parked] = OrderedDict()
         self._lock = threading.Lock()
 
-    def take(self, session: str, options: Hashable) -> Parked | None:
+    def take(self, session: str, options: object) -> Parked | None:
         """The parked entry of ``session`` when it was opened with the same ``options`` (it
         leaves the cache either way: a different configuration means a fresh manager)."""
         with self._lock:
@@ -83,7 +82,7 @@ class SessionCache:
         return f"SessionCache({len(self)}/{self.max_sessions} sessions)"
 
 
-def options_key(cls: type, options: dict[str, Any], strict: bool) -> Hashable:
+def options_key(cls: type, options: dict[str, Any], strict: bool) -> object:
     """What a parked manager must have been opened with to serve an open with ``options``.
 
     Hooks and the system prompt are left out: an open applies them to the manager it returns.
@@ -91,28 +90,25 @@ def options_key(cls: type, options: dict[str, Any], strict: bool) -> Hashable:
     counter, strategy or tool list passed again as the same value reuses the manager.
     """
     kept = {k: v for k, v in options.items() if k not in _APPLIED_PER_OPEN}
-    return _Key(cls, strict, tuple(sorted(kept.items(), key=lambda item: item[0])))
+    return _Key(cls, strict, kept)
 
 
 _APPLIED_PER_OPEN = ("on_evict", "on_near_limit", "system_prompt")
 
 
+@dataclass(frozen=True, eq=False, slots=True)
 class _Key:
     """Options compared by ``==`` (they may hold unhashable lists of tool schemas)."""
 
-    __slots__ = ("cls", "items", "strict")
-
-    def __init__(self, cls: type, strict: bool, items: tuple[tuple[str, Any], ...]) -> None:
-        self.cls, self.strict, self.items = cls, strict, items
+    cls: type
+    strict: bool
+    options: dict[str, Any]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, _Key):
             return NotImplemented
         try:
-            same = bool(self.items == other.items)
+            same = bool(self.options == other.options)
         except Exception:  # an option whose == raises: not the same configuration
             return False
         return self.cls is other.cls and self.strict == other.strict and same
-
-    def __hash__(self) -> int:
-        return hash((self.cls, self.strict, tuple(name for name, _ in self.items)))
