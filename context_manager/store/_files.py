@@ -105,24 +105,8 @@ def open_file(path: Path, flags: int) -> int:
 
 def read_bytes(path: Path) -> bytes | None:
     """The whole file, or None when it does not exist; symlinks refused."""
-    check_path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise _typed(exc, path, "read") from exc
-    try:
-        chunks: list[bytes] = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-    except OSError as exc:
-        raise _typed(exc, path, "read") from exc
-    finally:
-        os.close(fd)
+    found = read_from(path, 0)
+    return None if found is None else found[2]
 
 
 def read_from(path: Path, offset: int) -> tuple[int, int, bytes] | None:
