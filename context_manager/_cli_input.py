@@ -5,7 +5,7 @@ files:
 
 - a JSON array of messages, or JSONL with one message per line;
 - a session log the library wrote (``MessageContextManager.open``): read by the stores' own
-  reader (``store.records.Replayer``), so SDK objects stored losslessly come back as the objects
+  reader (``store.replayer.Replayer``), so SDK objects stored losslessly come back as the objects
   they were and the system prompt comes first, as a restore would give them;
 - a request body: ``{"messages": [...]}`` (OpenAI chat, Anthropic and Bedrock Converse, whose
   ``system`` becomes the first message), ``{"input": [...]}`` (Responses, ``instructions``
@@ -159,7 +159,7 @@ def _is_record(item: Any) -> bool:
 
 def _session_log(lines: list[tuple[int, str]], name: str) -> list[Any]:
     """A session log as a restore reads it: the stores' reader, the system prompt first."""
-    from .store.records import Replayer
+    from .store.replayer import Replayer
 
     replayer = Replayer(name, strict=True)
     try:

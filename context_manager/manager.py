@@ -1,14 +1,10 @@
 """MessageContextManager: add messages (counted once), ask for the context that fits.
 
-The manager owns the budget arithmetic and the pinned system prompt; storage and prefix sums live
-in :class:`~context_manager.budget._ledger.Ledger`, the choice of what goes first in a
-:class:`~context_manager.budget.strategies.Strategy`. ``get_context`` costs O(log n) to decide plus
-the size of what it returns.
-
-Extensions (stores, compaction) never touch private state: a *journal* receives each change before
-memory changes (write-ahead), subscribers after, and ``locked()`` is the one lock they may hold.
-The manager owns its parts: the ledger, the tool-call policy (``_tool_calls.ToolCalls``), the
-view options (pruning, truncation) and, from its base ``ExtensionHub``, journal and subscribers.
+The manager owns the budget arithmetic, the system prompt and its parts: the ledger (storage and
+prefix sums), the strategy, the tool-call policy (``_tool_calls.ToolCalls``), the view options
+and, from ``ExtensionHub``, journal and subscribers. ``get_context`` costs O(log n) to decide plus
+the size of what it returns. Extensions (stores, compaction) never touch private state: a
+*journal* receives each change before memory changes (write-ahead), subscribers after.
 """
 
 from __future__ import annotations
@@ -68,12 +64,10 @@ class MessageContextManager(ExtensionHub):
     message and only what is sent is trimmed, so a reopened session has all of it; ``"fifo"``
     evicts on add (memory bounded by the budget; ``on_evict`` hears what goes).
     ``retention_ratio`` makes trimming prompt-cache friendly (see ``SlidingWindow``); ``calibrate``
-    scales budget decisions by billed/counted usage (default: estimates only).
-    ``pruning`` (a ``ToolResultPruning``) trims or clears old tool results in the view only;
-    ``truncate_newest`` cuts the newest tool exchange head+tail to fit instead of dropping it.
-
-    The budget, counter, strategy and tools are fixed at construction (read-only properties):
-    cached totals depend on them, so changing one means building a new manager.
+    scales budget decisions by billed/counted usage (default: estimates only). ``pruning`` trims
+    or clears old tool results in the view only; ``truncate_newest`` cuts the newest tool
+    exchange head+tail to fit instead of dropping it. The budget, counter, strategy and tools are
+    fixed at construction (read-only): cached totals depend on them.
     """
 
     def __init__(
@@ -220,6 +214,12 @@ class MessageContextManager(ExtensionHub):
         a new user turn interrupted (or repair the stream), then :meth:`_store`, which writes a
         store ahead of memory (on failure nothing changed and the store's typed error says why).
         """
+        return self.add_counted(message, None, priority=priority, pinned=pinned)
+
+    def add_counted(
+        self, message: Any, tokens: int | None, *, priority: int = 0, pinned: bool = False
+    ) -> int:
+        """:meth:`add` with its count under ``counter.fingerprint()`` known (None: count it)."""
         if type(priority) is not int:
             check_priority(priority)
         with self._lock:
@@ -236,14 +236,16 @@ class MessageContextManager(ExtensionHub):
             if self._calls.repair:
                 tokens = 0
                 for item, item_rec in self._calls.repaired(message, index, rec):
-                    tokens = self._store(item, item_rec, self._added, priority, bool(pinned))
+                    tokens = self._store(item, item_rec, self._added, priority, bool(pinned), None)
                 return tokens
             if self._calls.protocol.pending and self.close_interrupted and interrupts(rec):
                 self._close_pending(self.interrupted_result)
                 index = self._added
-            return self._store(message, rec, index, priority, bool(pinned))
+            return self._store(message, rec, index, priority, bool(pinned), tokens)
 
-    def _store(self, message: Any, rec: Message, index: int, priority: int, pinned: bool) -> int:
+    def _store(
+        self, message: Any, rec: Message, index: int, priority: int, pinned: bool, n: int | None
+    ) -> int:
         """Check the tool protocol, count, write ahead, append, let the strategy evict, tell.
 
         Memory changes only after the checks and the journal accepted the message. The strategy
@@ -252,7 +254,7 @@ class MessageContextManager(ExtensionHub):
         protocol, ledger = self._calls.protocol, self._ledger
         outside = protocol.outside(rec)  # no tool exchange to check or record (most messages)
         joins = False if outside else protocol.check(rec, index)
-        tokens = self._counter.count_message(rec)
+        tokens = self._counter.count_message(rec) if n is None else n
         change = None
         if self._journal is not None or self._listeners:  # (an event is built only if read)
             change = MessageAdded(message, rec, index, tokens, pinned, priority)
@@ -311,7 +313,7 @@ class MessageContextManager(ExtensionHub):
     def _close_pending(self, text: str) -> list[Any]:
         ids, results = self._calls.pending, self._calls.closures(self._ledger, text)
         for result in results:
-            self._store(result, normalize(result), self._added, 0, False)
+            self._store(result, normalize(result), self._added, 0, False, None)
         if ids and self._listeners:
             self._emit(ToolCallsClosed(ids, text))
         return results

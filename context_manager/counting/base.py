@@ -7,6 +7,7 @@ priming, plus tool definitions). The manager asks the second question once per m
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -41,6 +42,34 @@ class TokenCounter(ABC):
         case of a conversation well inside the window). Only a bound that is cheaper than the
         count by far is worth offering.
         """
+        return None
+
+    def fingerprint(self) -> str | None:
+        """What a message's count depends on, as 12 hex digits: a store keeps each message's
+        count with it, and a restore under an equal fingerprint takes the count instead of
+        counting again (None: counts are never reused).
+
+        Only the package's own counters have one (their class, the package version and the
+        settings :meth:`_count_settings` names); a subclass defined elsewhere may count
+        differently from its base, so its counts are always recounted.
+        """
+        settings = self._count_settings()
+        cls = type(self)
+        if settings is None or not cls.__module__.startswith("context_manager."):
+            return None
+        memo = self.__dict__.get("_fingerprint")  # a store asks on every write
+        if memo is not None and memo[0] == settings:
+            return str(memo[1])
+        from .. import __version__
+
+        key = repr((cls.__module__, cls.__qualname__, __version__, settings))
+        digest = hashlib.blake2b(key.encode(), digest_size=6).hexdigest()
+        self.__dict__["_fingerprint"] = (settings, digest)
+        return digest
+
+    def _count_settings(self) -> tuple[object, ...] | None:
+        """Every setting ``count_message`` reads, each with a stable ``repr`` (None: none
+        given, so :meth:`fingerprint` is None)."""
         return None
 
     def count_tools(self, tools: Sequence[Any]) -> int:

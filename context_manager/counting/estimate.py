@@ -37,15 +37,16 @@ def _measure(messages: Sequence[Message]) -> tuple[list[int], list[int]]:
     """
     out: list[int] = []
     odd: list[int] = []
-    append = out.append
-    for k, message in enumerate(messages):
+    append, units = out.append, utf16_len
+    for message in messages:
         text = message.text
-        chars = len(text) if text.isascii() else utf16_len(text)
-        if message.tool_calls:
-            for call in message.tool_calls:
+        chars = len(text) if text.isascii() else units(text)
+        calls = message.tool_calls
+        if calls:
+            for call in calls:
                 name, args = call.name, call.arguments
-                chars += len(name) if name.isascii() else utf16_len(name)
-                chars += len(args) if args.isascii() else utf16_len(args)
+                chars += len(name) if name.isascii() else units(name)
+                chars += len(args) if args.isascii() else units(args)
         if (
             message.thinking
             or message.name
@@ -55,17 +56,17 @@ def _measure(messages: Sequence[Message]) -> tuple[list[int], list[int]]:
             or message.images
         ):
             if message.thinking:
-                chars += utf16_len(message.thinking)
+                chars += units(message.thinking)
             if message.name:
-                chars += utf16_len(message.name)
+                chars += units(message.name)
             for result in message.tool_results:
-                chars += utf16_len(result.text)
+                chars += units(result.text)
             if message.other:
-                chars += utf16_len(message.other)
+                chars += units(message.other)
             for item in message.media:  # what the part's JSON added to ``other`` (TS reference)
                 chars += item.chars
             if message.images or message.media:
-                odd.append(k)
+                odd.append(len(out))
         append(chars)
     return out, odd
 
@@ -121,6 +122,9 @@ class CharEstimator(TokenCounter):
         if type(self).count_message is not CharEstimator.count_message:
             return [self.count_message(m) for m in messages]  # a subclass's own rule
         return self._costs(messages)
+
+    def _count_settings(self) -> tuple[object, ...]:
+        return (self._chars_per_token, self.message_overhead, self.image_tokens)
 
     def _costs(self, messages: Sequence[Message]) -> list[int]:
         """What each message costs: the one implementation (both methods above ask here)."""

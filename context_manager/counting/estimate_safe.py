@@ -304,6 +304,9 @@ class SafeEstimator(TokenCounter):
     def count_text(self, text: str) -> int:
         return estimate_tokens(text)
 
+    def _count_settings(self) -> tuple[object, ...]:
+        return (self.message_overhead, self.tool_call_overhead, self.image_tokens, self.media)
+
     def count_message(self, message: Message) -> int:
         return framed_tokens(
             message, estimate_tokens, self.message_overhead, self.tool_call_overhead, self.media

@@ -134,6 +134,9 @@ class TiktokenCounter(TokenCounter):
     def count_message(self, message: Message) -> int:
         return self._message(message, self._count_cached)
 
+    def _count_settings(self) -> tuple[object, ...]:
+        return (self.encoding_name, self.chat_format, self._chatml_frame, self.media)
+
     def message_bound(self) -> Callable[[Message], int] | None:
         """The message's framing plus the UTF-8 bytes of its texts (see :func:`utf8_bound`).
 

@@ -18,7 +18,7 @@ from .index import ResetPolicy, SessionEntry, SessionIndex
 from .jsonl import FSYNC_MODES, FsyncMode, JsonlLog
 from .log import StoreLog
 from .protocol import AsyncDeletableStore, AsyncStore, Batch, DeletableStore, Head, Store
-from .records import RestoredLog, StoredMessage
+from .replayer import RestoredLog, StoredMessage
 from .retry import aretrying, retrying
 from .session import SessionStore, open_session
 from .targets import connect, open_store

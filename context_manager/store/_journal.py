@@ -40,15 +40,8 @@ from ._replay import (
     system_original,
 )
 from .protocol import Head
-from .records import (
-    ATTRS_KEY,
-    COMPACTION,
-    Replayer,
-    RestoredLog,
-    StoredMessage,
-    new_record_id,
-    record_id,
-)
+from .records import ATTRS_KEY, COMPACTION, COUNT_KEY, new_record_id, record_id
+from .replayer import Replayer, RestoredLog, StoredMessage
 from .warm import Parked
 
 __all__ = ["JournalCore", "Op"]
@@ -122,21 +115,24 @@ class JournalCore:
             payload, tag = encode(change.message)
             if tag is None and ATTRS_KEY in payload:
                 tag = "dict"  # the message's own "_cm" key: keep it inside the wrapper, intact
-            if tag is None:
-                log.append_message(
-                    payload, pinned=change.pinned, priority=change.priority, record_id=rid
-                )
-            else:  # Kimi-readable wrapper; the object itself travels in _cm
+            # The count travels with its counter's fingerprint: a restore under the same
+            # counting takes it instead of counting again (store/records.py, COUNT_KEY).
+            fingerprint = self._fingerprint()
+            extra: dict[str, Any] = {}
+            if fingerprint is not None:
+                extra[COUNT_KEY] = [change.tokens, fingerprint]
+            if tag is not None:  # Kimi-readable wrapper; the object itself travels in _cm
                 wrapper: dict[str, Any] = {"role": change.record.role, "content": None}
                 if change.record.tool_call_id is not None:
                     wrapper["tool_call_id"] = change.record.tool_call_id
-                log.append_message(
-                    wrapper,
-                    pinned=change.pinned,
-                    priority=change.priority,
-                    extra={"type": tag, "payload": payload},
-                    record_id=rid,
-                )
+                payload, extra = wrapper, {"type": tag, "payload": payload, **extra}
+            log.append_message(
+                payload,
+                pinned=change.pinned,
+                priority=change.priority,
+                extra=extra,
+                record_id=rid,
+            )
         elif isinstance(change, SystemPromptSet):
             original = system_original(change.message)
             log.write_system_prompt(change.record.text, original, record_id=rid)
@@ -144,6 +140,10 @@ class JournalCore:
             log.append_usage(change.input_tokens, record_id=rid)
         elif isinstance(change, Compacted):
             log.append_compaction(compaction_record(change), record_id=rid)
+
+    def _fingerprint(self) -> str | None:
+        manager = self._manager
+        return None if manager is None else manager.counter.fingerprint()
 
     def _write_ahead(self, change: Change, clear: Callable[[], None]) -> None:
         """Encode ``change`` into records before memory changes (a ``Cleared``: ``clear`` orders

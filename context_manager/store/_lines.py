@@ -1,6 +1,6 @@
 """A stored line a reader cannot use, reported one way whichever reader found it.
 
-Two readers judge a message line: the log's :class:`~.records.Replayer` (a restore without a
+Two readers judge a message line: the log's :class:`~.replayer.Replayer` (a restore without a
 manager, ``copy_session``, a strict open) and the manager a session is replayed into
 (``_replay.replay``, for readers that defer it so each message is normalized once). Both say
 why with :func:`message_problem` and report the line with :func:`corrupt_line`.

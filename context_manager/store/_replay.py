@@ -18,14 +18,8 @@ from ..events import Compacted
 from ..host import ManagerHost
 from ..messages.codec import decode, encode
 from ._lines import corrupt_line, message_problem
-from .records import (
-    CHECKPOINT,
-    COMPACTION,
-    SYSTEM_PROMPT,
-    USAGE,
-    RestoredLog,
-    StoredMessage,
-)
+from .records import CHECKPOINT, COMPACTION, SYSTEM_PROMPT, USAGE
+from .replayer import RestoredLog, StoredMessage
 
 __all__ = [
     "compaction_record",
@@ -136,11 +130,16 @@ def replay(
     added_before: list[int] = []  # per message line: how many were added before it
     added = 0
     unreadable: set[int] = set()
+    fingerprint = manager.counter.fingerprint()  # a line counted under it is not recounted
     for item in sequence:
         if isinstance(item, StoredMessage):
             added_before.append(added)
+            count = item.count
+            tokens = count[0] if count is not None and count[1] == fingerprint else None
             try:
-                manager.add(item.message, priority=item.priority, pinned=item.pinned)
+                manager.add_counted(
+                    item.message, tokens, priority=item.priority, pinned=item.pinned
+                )
                 added += 1
             except _REPLAY_ERRORS as exc:
                 # Only a refusal pays for reading the message again, to tell which it was.

@@ -38,7 +38,8 @@ from .async_targets import AsyncStoreHandle, aopen_store
 from .handle import StoreHandle
 from .jsonl import FsyncMode
 from .protocol import AsyncStore, Batch, Head, Store
-from .records import RecordWriter, Replayer, RestoredLog, StoredMessage
+from .records import RecordWriter
+from .replayer import Replayer, RestoredLog, StoredMessage
 from .targets import SCHEMES
 from .warm import options_key
 

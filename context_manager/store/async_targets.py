@@ -35,7 +35,7 @@ from .protocol import (
     Store,
     check_session_id,
 )
-from .records import RestoredLog, StoredMessage
+from .replayer import RestoredLog, StoredMessage
 from .warm import SessionCache
 
 __all__ = ["AsyncStoreHandle", "ThreadedStore", "aconnect", "aopen_store"]

@@ -60,9 +60,6 @@ from .protocol import Batch, Head, check_session_id
 from .records import (
     CHECKPOINT,
     RecordWriter,
-    Replayer,
-    RestoredLog,
-    StoredMessage,
     dump_record,
     encode_meta,
     logger,
@@ -70,6 +67,7 @@ from .records import (
     record_id,
     split_lines,
 )
+from .replayer import Replayer, RestoredLog, StoredMessage
 
 
 @contextlib.contextmanager

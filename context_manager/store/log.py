@@ -2,7 +2,7 @@
 
 :class:`~.jsonl.JsonlLog` is its own session log (the Kimi-compatible file needs its tail
 repair, rotation and fsync modes); every other backend is wrapped in :class:`StoreLog`. Both
-write through :class:`~.records.RecordWriter` and read through :class:`~.records.Replayer`, so
+write through :class:`~.records.RecordWriter` and read through :class:`~.replayer.Replayer`, so
 a manager restores from and writes through every backend identically.
 """
 
@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from .protocol import Store
-from .records import RecordWriter, Replayer, RestoredLog, StoredMessage
+from .records import RecordWriter
+from .replayer import Replayer, RestoredLog, StoredMessage
 
 __all__ = ["SessionLog", "StoreLog"]
 

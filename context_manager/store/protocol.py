@@ -104,7 +104,7 @@ class Batch:
     """What :meth:`Store.load` returns: the head it read at, and the records from ``start`` on.
 
     Records come back as their stored JSON text (one line, ``bytes``), so one reader
-    (``records.Replayer``) validates and decodes them identically for every backend.
+    (``replayer.Replayer``) validates and decodes them identically for every backend.
     """
 
     head: Head

@@ -1,4 +1,4 @@
-"""The line format: encoding records and replaying lines into a restored state.
+"""The line format: encoding records and reading one line back (``parse_record``).
 
 One JSON object per line, Kimi CLI's ``context.jsonl`` format: message lines (``role`` user /
 assistant / tool / system) and metadata lines whose role starts with ``_``:
@@ -26,13 +26,11 @@ import json
 import logging
 import secrets
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..errors import ContextManagerError, InvalidMessageError, StoreError
-from ..messages.codec import decode
-from ._lines import corrupt_line, message_problem
+from ..errors import StoreError
+from ._lines import message_problem
 
 logger = logging.getLogger("context_manager.store")
 
@@ -50,6 +48,9 @@ META_ROLES = (SYSTEM_PROMPT, USAGE, CHECKPOINT)
 MAX_PRIORITY = 2**53
 #: Key of the client-made record id inside ``_cm``.
 ID_KEY = "id"
+#: Key of ``[tokens, counter fingerprint]`` inside a message's ``_cm``: what the writer's counter
+#: counted, reused by a restore whose counter has the same ``fingerprint()`` (else recounted).
+COUNT_KEY = "count"
 
 
 def new_record_id() -> str:
@@ -259,39 +260,6 @@ class RecordWriter:
         self._write_record(_with_id(compaction_record(entry), record_id), True)
 
 
-@dataclass(slots=True)
-class StoredMessage:
-    """A message as persisted, with the attributes it was added with and its 1-based line."""
-
-    message: Any
-    pinned: bool = False
-    priority: int = 0
-    line: int = 0
-    #: The client-made id the line carried (None for lines written by other tools).
-    record_id: str | None = None
-
-
-@dataclass
-class RestoredLog:
-    """What a log replays to: the quantities Kimi CLI's ``Context.restore`` yields, plus ours."""
-
-    messages: list[StoredMessage] = field(default_factory=list)
-    token_count: int = 0
-    next_checkpoint_id: int = 0
-    system_prompt: str | None = None
-    #: The system prompt as it was set (a message object or dict), when it was not plain text.
-    system_message: Any = None
-    compaction: dict[str, Any] | None = None
-    # How many messages preceded the latest compaction line (its entry's indices refer to them).
-    messages_before_compaction: int = 0
-    skipped_lines: list[int] = field(default_factory=list)
-    torn_tail: bool = False
-
-    @property
-    def n_checkpoints(self) -> int:
-        return self.next_checkpoint_id
-
-
 def split_lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
     """Yield ``(line_number, raw_line, complete)``; ``complete`` is False for a torn tail."""
     start = 0
@@ -309,17 +277,6 @@ def split_lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
 
 class _Invalid(Exception):
     pass
-
-
-_REPLAY_ERRORS = (
-    ContextManagerError,
-    TypeError,
-    ValueError,
-    KeyError,
-    AttributeError,
-    RecursionError,
-    OverflowError,
-)
 
 
 def parse_record(raw: bytes, *, check_message: bool = True) -> dict[str, Any]:
@@ -407,108 +364,3 @@ def _check_attrs(attrs: Any) -> None:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-class Replayer:
-    """Applies records in order; shared by restore and revert so both read lines identically."""
-
-    def __init__(self, path: str, *, strict: bool, defer_messages: bool = False) -> None:
-        self.path = path
-        self.strict = strict
-        # Deferred: a message line is read once, by the manager it is replayed into (strict
-        # reads stay eager, so a strict open or reload fails before memory changes).
-        self._check_messages = strict or not defer_messages
-        self.state = RestoredLog()
-        # Every valid record in file order (messages as StoredMessage), for ordered replay.
-        self.sequence: list[StoredMessage | dict[str, Any]] = []
-
-    @classmethod
-    def of_rows(cls, path: str, rows: Iterable[tuple[int, bytes]], *, strict: bool) -> Replayer:
-        """A store's ``(position, line)`` rows replayed for a manager (which reads each message
-        itself: ``defer_messages``); every row is complete (databases store whole records)."""
-        replayer = cls(path, strict=strict, defer_messages=True)
-        for position, raw in rows:
-            replayer.feed(position + 1, raw, True)
-        return replayer
-
-    def feed(self, number: int, raw: bytes, complete: bool) -> dict[str, Any] | None:
-        """Apply one line; return its record, or None when it is blank or skipped."""
-        if not raw.strip():
-            return None
-        try:
-            record = parse_record(raw, check_message=self._check_messages)
-        except _Invalid as exc:
-            self._bad_line(number, str(exc), complete)
-            return None
-        try:
-            self.apply(record, number)
-        except _REPLAY_ERRORS as exc:  # a field of a valid-looking line the replay cannot use
-            self._bad_line(number, f"{type(exc).__name__}: {exc}", complete)
-            return None
-        return record
-
-    def _bad_line(self, number: int, reason: str, complete: bool) -> None:
-        if not complete:
-            logger.warning(
-                "%s: ignoring torn last line %d (%s); it was never fully written",
-                self.path,
-                number,
-                reason,
-            )
-            self.state.torn_tail = True
-            return
-        corrupt_line(self.path, number, reason, strict=self.strict)
-        self.state.skipped_lines.append(number)
-
-    def apply(self, record: dict[str, Any], number: int) -> None:
-        state = self.state
-        role = record["role"]
-        if role == SYSTEM_PROMPT:
-            original = _decoded_system(record)
-            if original is _BAD:
-                self._bad_line(number, "its '_cm.message' does not decode", True)
-                return
-            state.system_prompt = record.get("content")
-            state.system_message = original
-        elif role == USAGE:
-            state.token_count = record["token_count"]
-        elif role == CHECKPOINT:
-            state.next_checkpoint_id = record["id"] + 1
-        elif role == COMPACTION:
-            state.compaction = {k: v for k, v in record.items() if k not in ("role", "content")}
-            state.messages_before_compaction = len(state.messages)
-        if not role.startswith("_"):
-            attrs = record.pop(ATTRS_KEY, None) or {}
-            message: Any = record
-            if "type" in attrs:  # an object stored losslessly: rebuild it
-                try:
-                    message = decode(attrs.get("payload"), str(attrs["type"]))
-                except InvalidMessageError as exc:
-                    self._bad_line(number, str(exc), True)
-                    return
-            rid = attrs.get(ID_KEY)
-            stored = StoredMessage(
-                message,
-                pinned=bool(attrs.get("pinned", False)),
-                priority=int(attrs.get("priority", 0)),
-                line=number,
-                record_id=rid if isinstance(rid, str) else None,
-            )
-            state.messages.append(stored)
-            self.sequence.append(stored)
-        else:
-            self.sequence.append({**record, "_line": number})
-
-
-_BAD: Any = object()
-
-
-def _decoded_system(record: Mapping[str, Any]) -> Any:
-    """The system prompt object a ``_system_prompt`` line carries in ``_cm`` (None: plain text)."""
-    attrs = record.get(ATTRS_KEY)
-    if not isinstance(attrs, Mapping) or "message" not in attrs:
-        return None
-    try:
-        return decode(attrs["message"], attrs.get("type"))
-    except InvalidMessageError:
-        return _BAD

@@ -25,7 +25,7 @@ from .handle import StoreHandle
 from .jsonl import FsyncMode
 from .log import SessionLog
 from .protocol import Store
-from .records import RestoredLog
+from .replayer import RestoredLog
 from .warm import options_key
 
 __all__ = ["SessionStore", "open_session", "replay"]

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from .protocol import Head
-from .records import RestoredLog
+from .replayer import RestoredLog
 
 __all__ = ["Parked", "SessionCache"]
 

@@ -27,13 +27,16 @@ RESULT = {"role": "tool", "tool_call_id": "c1", "content": "a.txt"}
 
 
 def records(path: Path) -> list[dict[str, Any]]:
-    """The file's records without their record ids, each checked to be one and distinct."""
+    """The file's records without their record ids and message counts, each id checked to be
+    one and distinct, each count to be ``[tokens, 12 hex digits]``."""
     out = [json.loads(line) for line in path.read_text().splitlines()]
     ids = []
     for record in out:
         attrs = record.get("_cm")
         if isinstance(attrs, dict) and "id" in attrs:
             ids.append(attrs.pop("id"))
+            count = attrs.pop("count", [0, "0" * 12])
+            assert type(count[0]) is int and re.fullmatch("[0-9a-f]{12}", count[1]), count
             if not attrs:
                 del record["_cm"]
     assert all(isinstance(i, str) and len(i) == 22 for i in ids)

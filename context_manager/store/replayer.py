@@ -1,0 +1,196 @@
+"""Replaying a session's lines into what a restore needs: the messages with their attributes
+and counts, and the metadata a manager is rebuilt from (``Replayer``, shared by restore and
+revert so both read lines identically). The line format itself is in ``records.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ContextManagerError, InvalidMessageError
+from ..messages.codec import decode
+from ._lines import corrupt_line
+from .records import (
+    ATTRS_KEY,
+    CHECKPOINT,
+    COMPACTION,
+    COUNT_KEY,
+    ID_KEY,
+    MAX_PRIORITY,
+    SYSTEM_PROMPT,
+    USAGE,
+    _Invalid,
+    _is_int,
+    parse_record,
+)
+
+logger = logging.getLogger("context_manager.store")
+
+
+@dataclass(slots=True)
+class StoredMessage:
+    """A message as persisted, with the attributes it was added with and its 1-based line."""
+
+    message: Any
+    pinned: bool = False
+    priority: int = 0
+    line: int = 0
+    #: The client-made id the line carried (None for lines written by other tools).
+    record_id: str | None = None
+    #: ``(tokens, counter fingerprint)`` the writer counted it at (None: not recorded).
+    count: tuple[int, str] | None = None
+
+
+@dataclass
+class RestoredLog:
+    """What a log replays to: the quantities Kimi CLI's ``Context.restore`` yields, plus ours."""
+
+    messages: list[StoredMessage] = field(default_factory=list)
+    token_count: int = 0
+    next_checkpoint_id: int = 0
+    system_prompt: str | None = None
+    #: The system prompt as it was set (a message object or dict), when it was not plain text.
+    system_message: Any = None
+    compaction: dict[str, Any] | None = None
+    # How many messages preceded the latest compaction line (its entry's indices refer to them).
+    messages_before_compaction: int = 0
+    skipped_lines: list[int] = field(default_factory=list)
+    torn_tail: bool = False
+
+    @property
+    def n_checkpoints(self) -> int:
+        return self.next_checkpoint_id
+
+
+_REPLAY_ERRORS = (
+    ContextManagerError,
+    TypeError,
+    ValueError,
+    KeyError,
+    AttributeError,
+    RecursionError,
+    OverflowError,
+)
+
+
+class Replayer:
+    """Applies records in order; shared by restore and revert so both read lines identically."""
+
+    def __init__(self, path: str, *, strict: bool, defer_messages: bool = False) -> None:
+        self.path = path
+        self.strict = strict
+        # Deferred: a message line is read once, by the manager it is replayed into (strict
+        # reads stay eager, so a strict open or reload fails before memory changes).
+        self._check_messages = strict or not defer_messages
+        self.state = RestoredLog()
+        # Every valid record in file order (messages as StoredMessage), for ordered replay.
+        self.sequence: list[StoredMessage | dict[str, Any]] = []
+
+    @classmethod
+    def of_rows(cls, path: str, rows: Iterable[tuple[int, bytes]], *, strict: bool) -> Replayer:
+        """A store's ``(position, line)`` rows replayed for a manager (which reads each message
+        itself: ``defer_messages``); every row is complete (databases store whole records)."""
+        replayer = cls(path, strict=strict, defer_messages=True)
+        for position, raw in rows:
+            replayer.feed(position + 1, raw, True)
+        return replayer
+
+    def feed(self, number: int, raw: bytes, complete: bool) -> dict[str, Any] | None:
+        """Apply one line; return its record, or None when it is blank or skipped."""
+        if not raw.strip():
+            return None
+        try:
+            record = parse_record(raw, check_message=self._check_messages)
+        except _Invalid as exc:
+            self._bad_line(number, str(exc), complete)
+            return None
+        try:
+            self.apply(record, number)
+        except _REPLAY_ERRORS as exc:  # a field of a valid-looking line the replay cannot use
+            self._bad_line(number, f"{type(exc).__name__}: {exc}", complete)
+            return None
+        return record
+
+    def _bad_line(self, number: int, reason: str, complete: bool) -> None:
+        if not complete:
+            logger.warning(
+                "%s: ignoring torn last line %d (%s); it was never fully written",
+                self.path,
+                number,
+                reason,
+            )
+            self.state.torn_tail = True
+            return
+        corrupt_line(self.path, number, reason, strict=self.strict)
+        self.state.skipped_lines.append(number)
+
+    def apply(self, record: dict[str, Any], number: int) -> None:
+        state = self.state
+        role = record["role"]
+        if role == SYSTEM_PROMPT:
+            original = _decoded_system(record)
+            if original is _BAD:
+                self._bad_line(number, "its '_cm.message' does not decode", True)
+                return
+            state.system_prompt = record.get("content")
+            state.system_message = original
+        elif role == USAGE:
+            state.token_count = record["token_count"]
+        elif role == CHECKPOINT:
+            state.next_checkpoint_id = record["id"] + 1
+        elif role == COMPACTION:
+            state.compaction = {k: v for k, v in record.items() if k not in ("role", "content")}
+            state.messages_before_compaction = len(state.messages)
+        if not role.startswith("_"):
+            attrs = record.pop(ATTRS_KEY, None) or {}
+            message: Any = record
+            if "type" in attrs:  # an object stored losslessly: rebuild it
+                try:
+                    message = decode(attrs.get("payload"), str(attrs["type"]))
+                except InvalidMessageError as exc:
+                    self._bad_line(number, str(exc), True)
+                    return
+            rid = attrs.get(ID_KEY)
+            stored = StoredMessage(
+                message,
+                pinned=bool(attrs.get("pinned", False)),
+                priority=int(attrs.get("priority", 0)),
+                line=number,
+                record_id=rid if isinstance(rid, str) else None,
+                count=_count(attrs.get(COUNT_KEY)),
+            )
+            state.messages.append(stored)
+            self.sequence.append(stored)
+        else:
+            self.sequence.append({**record, "_line": number})
+
+
+def _count(value: Any) -> tuple[int, str] | None:
+    """A line's ``[tokens, fingerprint]``, or None when it has none or it is malformed (another
+    tool's value, or damage: the message is then counted, never refused for it)."""
+    if (
+        isinstance(value, list)
+        and len(value) == 2
+        and _is_int(value[0])
+        and 0 <= value[0] <= MAX_PRIORITY
+        and isinstance(value[1], str)
+    ):
+        return value[0], value[1]
+    return None
+
+
+_BAD: Any = object()
+
+
+def _decoded_system(record: Mapping[str, Any]) -> Any:
+    """The system prompt object a ``_system_prompt`` line carries in ``_cm`` (None: plain text)."""
+    attrs = record.get(ATTRS_KEY)
+    if not isinstance(attrs, Mapping) or "message" not in attrs:
+        return None
+    try:
+        return decode(attrs["message"], attrs.get("type"))
+    except InvalidMessageError:
+        return _BAD
