@@ -36,11 +36,15 @@ def server_connections(backend: Backend) -> int | None:
     if backend.name == "postgres":
         import psycopg
 
-        with psycopg.connect(backend.target, autocommit=True) as probe:
+        # Named, so a probe's connection still exiting on a loaded machine is never counted.
+        with psycopg.connect(
+            backend.target, autocommit=True, application_name="connection-probe"
+        ) as probe:
             row = probe.execute(
                 "SELECT count(*) FROM pg_stat_activity "
                 "WHERE datname = current_database() AND pid <> pg_backend_pid() "
-                "AND backend_type = 'client backend'"
+                "AND backend_type = 'client backend' "
+                "AND application_name <> 'connection-probe'"
             ).fetchone()
             assert row is not None
             return int(row[0])
