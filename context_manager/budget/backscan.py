@@ -17,8 +17,8 @@ The data structure makes it fast: messages are read in blocks, newest first, int
 (records, counts, and the window's prefix sums). A block is one loop per rule (``read_many``,
 ``message_costs``), with no Python call per message beyond those, and the cut is a ``bisect``
 of the sums and a step back to its group's start. A block holds about what the room left admits
-at the mean count so far, plus a margin, and at most as many messages as the lists hold: the
-scan reads a few messages past its cut, never more than about twice what it keeps.
+at the mean count so far (7/8 of it), plus a margin, and at most as many messages as the lists
+hold: the scan reads a few messages past its cut, never more than about twice what it keeps.
 """
 
 from __future__ import annotations
@@ -297,11 +297,13 @@ class BackwardScan:
                 if self.bound is not None and self._cut_on_room(g, room, limit):
                     raise _Tighten  # on bounds: the exact counts may still fit
                 return hi - 1 - g if g >= 0 else hi
-            # What fits at the mean count so far, plus a margin, at most doubling the lists;
-            # +1: the neighbour that settles the last group's edge.
+            # 7/8 of what fits at the mean count so far, plus a margin, at most doubling the
+            # lists (older messages often cost more than the newest: aiming just short of the
+            # cut and then reading a small block reads fewer messages past it than aiming at
+            # it); +1: the neighbour that settles the last group's edge.
             lists = len(self.costs) or first
             left = max(room - (sums[-1] if sums else 0), 0)
-            size = max(min(left * lists // max(self.total, 1) + margin, lists), margin)
+            size = max(min(left * lists * 7 // (8 * max(self.total, 1)) + margin, lists), margin)
             self._extend(stop, min(size, most - read + 1))
 
     def _cut_on_room(self, g: int, room: int, limit: int) -> bool:

@@ -175,16 +175,21 @@ class ToolProtocol:
 
         A message outside any exchange (most of a chat) is neither checked nor recorded, as
         the manager's add does: accepting it would change nothing. ``trim()`` replays all it
-        keeps through here, so the loop calls the checks directly, not through ``accept``.
+        keeps through here (hundreds of messages, a third of them tool results), so the loop
+        calls the checks directly, not through ``accept``; it asks :meth:`outside` only of a
+        message that answers no call (one that answers some never is), and reads
+        ``result_ids`` only of one that does (else it can only be ()).
         """
         out: list[bool] = []
         append, outside, verdict, commit = out.append, self.outside, self._verdict, self._commit
         for k, rec in enumerate(recs, index):
-            if outside(rec):
+            if rec.tool_call_id is not None or rec.tool_results:
+                result_ids = rec.result_ids
+            elif outside(rec):
                 append(False)
                 continue
-            # (``result_ids`` builds a tuple from a generator: skipped where it can only be ())
-            result_ids = rec.result_ids if rec.tool_call_id is not None or rec.tool_results else ()
+            else:
+                result_ids = ()
             joins = verdict(rec, result_ids)
             if isinstance(joins, str):
                 raise _error(joins, k)
