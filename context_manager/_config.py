@@ -16,6 +16,7 @@ __all__ = [
     "CONFIG_KEYS",
     "DEFAULT_MAX_TOKENS",
     "budget_options",
+    "check_int",
     "check_tool_nesting",
     "checked_hook",
     "checked_tools",
@@ -55,6 +56,26 @@ CONFIG_KEYS = {
 }
 
 
+def check_int(name: str, value: Any, minimum: int | None = 0, maximum: int | None = None) -> int:
+    """``value`` if it is an int in ``[minimum, maximum]`` (None: unbounded), else a
+    :class:`ConfigurationError` naming ``name``. ``bool``, though an int subclass, is refused:
+    ``True`` as a count is a mistake, not a 1."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or (minimum is not None and value < minimum)
+        or (maximum is not None and value > maximum)
+    ):
+        if maximum is not None:
+            wanted = f"an int from {minimum} to {maximum}"
+        elif minimum is None:
+            wanted = "an int"
+        else:
+            wanted = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        raise ConfigurationError(f"{name} must be {wanted}, got {short_repr(value, 60)}")
+    return int(value)
+
+
 def _number(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float)
 
@@ -70,16 +91,15 @@ def window_for(max_tokens: Any, model: Any) -> int:
     limit = get_model(model).context_window if model else None
     if max_tokens is None:
         return limit or DEFAULT_MAX_TOKENS
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
-        raise ConfigurationError(f"max_tokens must be a positive int, got {max_tokens!r:.60}")
-    if max_tokens > 2**53:  # budgets are float-exact (and JSON/JS-safe) below this
-        raise ConfigurationError(f"max_tokens must be at most 2**53, got {max_tokens!r:.60}")
-    if limit is not None and max_tokens > limit:
+    window = check_int("max_tokens", max_tokens, 1)
+    if window > 2**53:  # budgets are float-exact (and JSON/JS-safe) below this
+        raise ConfigurationError(f"max_tokens must be at most 2**53, got {short_repr(window, 60)}")
+    if limit is not None and window > limit:
         raise ConfigurationError(
-            f"max_tokens={max_tokens} exceeds {model}'s context window of {limit} tokens; "
+            f"max_tokens={window} exceeds {model}'s context window of {limit} tokens; "
             "pass a smaller max_tokens or omit it to use the model's window"
         )
-    return max_tokens
+    return window
 
 
 def budget_options(
@@ -91,14 +111,7 @@ def budget_options(
         if not _number(reserve_ratio) or not 0 <= reserve_ratio < 1:
             raise ConfigurationError(f"reserve_ratio must be in [0, 1), got {reserve_ratio!r}")
         reserve_tokens = int(window * reserve_ratio)
-    if (
-        isinstance(reserve_tokens, bool)
-        or not isinstance(reserve_tokens, int)
-        or not 0 <= reserve_tokens < window
-    ):
-        raise ConfigurationError(
-            f"reserve_tokens must be an int in [0, max_tokens={window}), got {reserve_tokens!r}"
-        )
+    reserve_tokens = check_int("reserve_tokens", reserve_tokens, 0, window - 1)
     if not _number(warn_ratio) or not 0 < warn_ratio <= 1:
         raise ConfigurationError(f"warn_ratio must be in (0, 1], got {warn_ratio!r}")
     return window, reserve_tokens
@@ -154,7 +167,8 @@ def options_from_config(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_priority(priority: Any) -> int:
-    """A message priority: an int (bool, though an int subclass, is refused)."""
+    """A message priority: exactly an int (bool and other int subclasses are refused, so the
+    manager's ``type(priority) is int`` fast path and this check agree)."""
     if type(priority) is not int:
         raise ConfigurationError(f"priority must be an int, got {priority!r}")
     return priority

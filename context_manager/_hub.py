@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast, overload
 
+from ._config import check_int
 from .errors import ConfigurationError
 from .events import Change, Event, Journal, Listener
 
@@ -135,8 +136,7 @@ class ExtensionHub:
 
     def revert_to(self, checkpoint_id: int) -> None:
         """Rewind a persistent session to just before checkpoint ``checkpoint_id``."""
-        if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int):
-            raise ConfigurationError(f"checkpoint_id must be an int, got {checkpoint_id!r}")
+        check_int("checkpoint_id", checkpoint_id, None)
         with self._lock:  # no add may slip between the file rewrite and the rebuild
             self._require_store().revert_to(checkpoint_id, self)
 

@@ -22,9 +22,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from ._config import check_int
 from .counting import TokenCounter, get_counter
 from .errors import ConfigurationError, InvalidMessageError
 from .messages import normalize
+from .prompt_cache.report import default_marks
 
 __all__ = ["ANTHROPIC_MAX_BREAKPOINTS", "mark_cache_breakpoints"]
 
@@ -58,17 +60,8 @@ def mark_cache_breakpoints(
         raise ConfigurationError(
             f"unknown provider {provider!r} for cache breakpoints: use 'anthropic' or 'openai'"
         )
-    if (
-        isinstance(max_breakpoints, bool)
-        or not isinstance(max_breakpoints, int)
-        or not (0 <= max_breakpoints <= ANTHROPIC_MAX_BREAKPOINTS)
-    ):
-        raise ConfigurationError(
-            f"max_breakpoints must be an int from 0 to {ANTHROPIC_MAX_BREAKPOINTS}, "
-            f"got {max_breakpoints!r}"
-        )
-    if isinstance(min_tokens, bool) or not isinstance(min_tokens, int) or min_tokens < 0:
-        raise ConfigurationError(f"min_tokens must be an int >= 0, got {min_tokens!r}")
+    check_int("max_breakpoints", max_breakpoints, 0, ANTHROPIC_MAX_BREAKPOINTS)
+    check_int("min_tokens", min_tokens)
     if ttl not in (None, "5m", "1h"):
         raise ConfigurationError(f"ttl must be None, '5m' or '1h', got {ttl!r}")
     out = list(messages)
@@ -118,14 +111,10 @@ def _check_shape(message: Any, index: int) -> None:
 
 def _candidates(messages: list[Any]) -> list[int]:
     """Message positions worth a breakpoint, most useful first, without repeats."""
-    last = len(messages) - 1
-    order = [last]
-    if messages[0].get("role") in ("system", "developer"):
-        order.append(0)
+    system = 1 if messages[0].get("role") in ("system", "developer") else None
     users = [i for i, m in enumerate(messages) if normalize(m).is_user_turn]
-    if users and users[-1] > 0:
-        order.append(users[-1] - 1)  # the end of the previous turn
-    return list(dict.fromkeys(order))
+    marks = default_marks(len(messages), system, users[-1] if users else None)
+    return [b - 1 for b in marks]  # the message ending at each boundary
 
 
 def _marked(message: Mapping[str, Any], control: dict[str, str]) -> dict[str, Any] | None:

@@ -39,7 +39,7 @@ import gc
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from ._config import budget_options, checked_tools
+from ._config import budget_options, check_int, checked_tools
 from .budget.backscan import BackwardScan, Fallback
 from .budget.strategies import FIFO, SlidingWindow, Strategy, get_strategy
 from .counting import MessageCountCache, TokenCounter, get_counter
@@ -139,8 +139,7 @@ def trim(
             f"cache must be a MessageCountCache (or None), got {type(cache).__name__}"
         )
     # The manager's option checks, in its order, without building a manager.
-    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens <= 0:
-        raise ConfigurationError(f"budget_tokens must be a positive int, got {budget_tokens!r:.60}")
+    check_int("budget_tokens", budget_tokens, 1)
     window, _ = budget_options(budget_tokens, None, 0.2, 0, 0.9)
     token_counter = get_counter(counter, model=model)
     resolved = get_strategy(strategy, max_messages=max_messages, retention_ratio=retention_ratio)

@@ -119,12 +119,7 @@ def fit_newest_group(
     can rewrite or cannot fit even with empty results. With ``offload`` the full result is
     stored there and the cut names its handle (a plain cut when the area fails).
     """
-    lengths = [
-        max((utf16_len(r.text) for r in rec.tool_results), default=utf16_len(rec.text))
-        if rec.result_ids
-        else 0
-        for rec in records
-    ]
+    lengths = [max((utf16_len(r.text) for r in rec.results), default=0) for rec in records]
     longest = max(lengths, default=0)
     if longest == 0 or room <= 0:
         return None

@@ -21,6 +21,7 @@ import warnings
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from .._config import check_int
 from ..counting import TokenCounter
 from ..errors import ConfigurationError, SectionCapError
 from ..messages import Message, normalize
@@ -55,9 +56,8 @@ class SectionCaps:
             isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1
         ):
             raise ConfigurationError(f"tool_results_share must be in (0, 1] or None, got {share!r}")
-        cap = self.tool_schemas_tokens
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
-            raise ConfigurationError(f"tool_schemas_tokens must be an int >= 0, got {cap!r:.40}")
+        if self.tool_schemas_tokens is not None:
+            check_int("tool_schemas_tokens", self.tool_schemas_tokens)
         if self.on_exceed not in ("error", "warn"):
             raise ConfigurationError(
                 f"on_exceed must be 'error' or 'warn', got {self.on_exceed!r:.40}"

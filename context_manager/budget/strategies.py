@@ -26,6 +26,7 @@ from abc import ABC, abstractmethod
 from bisect import bisect_left
 from typing import ClassVar
 
+from .._config import check_int
 from ..errors import ConfigurationError
 from .fit import window
 from .scattered import Scattered, Slices, group_runs, is_scattered
@@ -177,10 +178,8 @@ class SlidingWindow(Strategy):
     def __init__(
         self, max_messages: int | None = None, *, retention_ratio: float | None = None
     ) -> None:
-        if max_messages is not None and (
-            not isinstance(max_messages, int) or isinstance(max_messages, bool) or max_messages < 0
-        ):
-            raise ConfigurationError(f"max_messages must be an int >= 0, got {max_messages!r:.60}")
+        if max_messages is not None:
+            max_messages = check_int("max_messages", max_messages)
         self.max_messages = max_messages
         self.retention_ratio = _check_ratio(retention_ratio)
 

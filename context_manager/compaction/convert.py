@@ -1,6 +1,6 @@
 """One converter from our normalized :class:`Message` records to Pi's message / entry shapes.
 
-Pi's rules (``compat/pi.py``) are proven equal to the TypeScript by fixtures; compaction runs
+Pi's rules (``pi_rules/``) are proven equal to the TypeScript by fixtures; compaction runs
 them on converted entries instead of re-deriving them. One record may become several Pi
 messages: an Anthropic-style user turn carrying ``tool_result`` blocks becomes one ``toolResult``
 message per result, then a ``user`` message for any text. ``owners[k]`` maps Pi entry ``k`` back

@@ -16,8 +16,6 @@ from ..messages import Message
 from .prompts import PREFIX_SECTIONS, PROGRESS_SUBSECTIONS, SUMMARY_SECTIONS
 from .summarizers import SummaryRequest
 
-# --- Extractive (offline) summarizer -------------------------------------------------------------
-
 _KNOWN_EXTENSIONS = frozenset(
     (
         "py",
@@ -141,7 +139,7 @@ def _paths(text: str) -> list[str]:
             continue
         token = token.rstrip(".")
         name = token.rsplit("/", 1)[-1]
-        ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+        ext = _extension(name)
         rooted = token.startswith(("/", "./", "../", "~/")) and len(token) > 2
         named = ext in _KNOWN_EXTENSIONS and len(name) > len(ext) + 1
         if named or (rooted and "/" in token[1:]):
@@ -152,16 +150,11 @@ def _paths(text: str) -> list[str]:
 def _functions(text: str) -> list[str]:
     calls = [m.group() for m in _DOTTED_NAME.finditer(text) if text.startswith("(", m.end())]
     names = calls + _DEFINITION.findall(text)
-    return [
-        n
-        for n in names
-        if n not in _NOT_FUNCTIONS and "." not in n.rsplit(".", 1)[-1] and not _looks_like_path(n)
-    ]
+    return [n for n in names if n not in _NOT_FUNCTIONS and _extension(n) not in _KNOWN_EXTENSIONS]
 
 
-def _looks_like_path(name: str) -> bool:
-    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-    return ext in _KNOWN_EXTENSIONS
+def _extension(name: str) -> str:
+    return name.rsplit(".", 1)[-1].lower() if "." in name else ""
 
 
 def _errors(text: str) -> list[str]:
@@ -286,14 +279,9 @@ class _Facts:
             for call in rec.tool_calls:
                 pending[call.id] = _call_text(call.name, call.arguments, limit)
                 self._text(call.arguments)
-        results = (
-            [(rec.tool_call_id, rec.text, False)]
-            if rec.tool_call_id
-            else [(r.call_id, r.text, r.is_error) for r in rec.tool_results]
-        )
-        for call_id, text, is_error in results:
+        for call_id, text, is_error in rec.results:
             self._text(text)
-            called = pending.pop(call_id or "", None) or "tool call"
+            called = pending.pop(call_id, None) or "tool call"
             errors = _errors(text)
             if is_error or errors:
                 detail = errors[0] if errors else text
@@ -373,17 +361,11 @@ class ExtractiveSummarizer:
         if facts.requests and facts.requests[-1] not in goal:
             next_steps.append(f"Continue with the latest request: {facts.requests[-1]}")
         earlier = previous.get("Critical Context", [])
-        files = self._items(
-            [[i for i in earlier if i.startswith("File: ")], [f"File: {f}" for f in facts.files]],
-            cap,
-        )
-        functions = self._items(
-            [
-                [i for i in earlier if i.startswith("Function: ")],
-                [f"Function: {f}" for f in facts.functions],
-            ],
-            cap,
-        )
+
+        def carried(label: str, found: Iterable[str]) -> list[str]:
+            old = [i for i in earlier if i.startswith(label)]
+            return self._items([old, [label + f for f in found]], cap)
+
         last = (
             [f"Last assistant reply: {facts.last_reply}"]
             if facts.last_reply
@@ -399,7 +381,11 @@ class ExtractiveSummarizer:
             "Blocked": self._items([previous.get("Blocked", []), facts.blocked], cap),
             "Key Decisions": self._items([previous.get("Key Decisions", []), facts.decisions], cap),
             "Next Steps": self._items([next_steps or previous.get("Next Steps", [])], cap),
-            "Critical Context": [*files, *functions, *last],
+            "Critical Context": [
+                *carried("File: ", facts.files),
+                *carried("Function: ", facts.functions),
+                *last,
+            ],
         }
         return render_summary(sections)
 

@@ -11,8 +11,8 @@ nested quantifiers; ``\\b`` anchors each variable-length scan to a word start), 
 output is untrusted; each fact is clipped to :data:`MAX_FACT_CHARS` and a run keeps at most
 ``limit`` facts, so the output is bounded whatever the history holds.
 
-File paths are found by the extractive summarizer's own rule (``extractive._paths``), so both
-agree on what a path is.
+File paths, sentences and clipping are the extractive summarizer's own rules
+(``extractive.py``), so both agree on what a path is.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..messages import Message
-from .extractive import _paths, _sentences
+from .extractive import _clip, _paths, _sentences
 
 __all__ = [
     "KINDS",
@@ -163,11 +163,6 @@ _PROGRAMS = frozenset(
 _COMMAND_KEYS = ("command", "cmd", "script")
 
 
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= MAX_FACT_CHARS else text[: MAX_FACT_CHARS - 1].rstrip() + "…"
-
-
 def _commands_in_text(text: str) -> Iterable[str]:
     for line in text.splitlines():
         stripped = line.strip()
@@ -221,7 +216,7 @@ class _Collector:
         self.by_kind: dict[FactKind, dict[str, int]] = {kind: {} for kind in KINDS}
 
     def add(self, kind: FactKind, text: str, index: int) -> None:
-        text = _clip(text)
+        text = _clip(text, MAX_FACT_CHARS)
         if not text:
             return
         seen = self.by_kind[kind]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..events import Cleared, Compacted, Event, Evicted
@@ -33,6 +33,7 @@ from .facts import (
     rank_facts,
     render_facts_block,
 )
+from .prompts import file_blocks_start
 
 __all__ = [
     "DropLog",
@@ -42,17 +43,6 @@ __all__ = [
     "evictions",
     "watch",
 ]
-
-
-def _with_status(facts: Sequence[Fact], status: str) -> list[Fact]:
-    return [Fact(f.kind, f.text, f.index, status) for f in facts]
-
-
-def _file_blocks_start(summary: str) -> int:
-    """Where the file-list blocks begin (the facts block goes before them: they end a summary,
-    as in Pi's layout), or the end."""
-    starts = [summary.find(f"\n\n<{tag}>") for tag in ("read-files", "modified-files")]
-    return min((at for at in starts if at >= 0), default=len(summary))
 
 
 def checked_summary(
@@ -83,12 +73,11 @@ def checked_summary(
     )
     tracked = rank_facts(found.facts, previous.facts if previous else (), limit=most)
     lost = lost_facts(tracked.facts, summary)
-    lost_keys = {(f.kind, f.text) for f in lost}
-    readded: list[Fact] = []
+    status = dict.fromkeys(((f.kind, f.text) for f in lost), "omitted" if keep_facts else "lost")
     if keep_facts and lost:
         ceiling = min(limit, count(summary) + block_tokens)
 
-        at = _file_blocks_start(summary)
+        at = file_blocks_start(summary)  # the block goes before the file lists
 
         def with_block(k: int) -> str:
             block = render_facts_block(lost[:k], len(lost) - k)
@@ -103,22 +92,8 @@ def checked_summary(
                 high = mid - 1
         if low >= 0:
             summary = with_block(low)
-            readded = lost[:low]
-    readded_keys = {(f.kind, f.text) for f in readded}
-    gone = "omitted" if keep_facts else "lost"
-    facts = tuple(
-        Fact(
-            f.kind,
-            f.text,
-            f.index,
-            "kept"
-            if (f.kind, f.text) not in lost_keys
-            else "readded"
-            if (f.kind, f.text) in readded_keys
-            else gone,
-        )
-        for f in tracked.facts
-    )
+            status.update(dict.fromkeys(((f.kind, f.text) for f in lost[:low]), "readded"))
+    facts = tuple(replace(f, status=status.get((f.kind, f.text), "kept")) for f in tracked.facts)
     manifest = CompactionManifest(
         first_index=dropped[0].index if dropped else end_index,
         end_index=end_index,
@@ -191,7 +166,7 @@ class DropLog:
             self.evicted,
             len(messages),
             tokens,
-            tuple(_with_status(found.facts, "lost")),
+            tuple(replace(f, status="lost") for f in found.facts),
             found.over_limit,
         )
         self.evictions.append(record)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, Protocol
 
+from .._config import check_int
 from ..errors import CompactionError, ConfigurationError, NothingToCompactError
 from ..messages import Message
 from .convert import PiView, to_pi_entries
@@ -32,6 +33,7 @@ from .prompts import (
     NO_PRIOR_HISTORY,
     SPLIT_TURN_SEPARATOR,
     SYSTEM_PROMPT,
+    file_blocks_start,
     summary_request_text,
     turn_prefix_request_text,
 )
@@ -104,7 +106,9 @@ class CompactionPlan:
             summary = texts.pop(0)
         else:  # nothing new before the turn: the previous summary still holds
             summary = (
-                _strip_file_blocks(previous_summary) if previous_summary else (NO_PRIOR_HISTORY)
+                previous_summary[: file_blocks_start(previous_summary)]
+                if previous_summary
+                else NO_PRIOR_HISTORY
             )
         if self.is_split_turn:
             summary += SPLIT_TURN_SEPARATOR + texts.pop(0)
@@ -139,14 +143,6 @@ def cap_file_lists(
         total += len(path) + 1
         out.append(path)
     return out_read, out_mod, dropped
-
-
-def _strip_file_blocks(summary: str) -> str:
-    for tag in ("<read-files>", "<modified-files>"):
-        at = summary.find("\n\n" + tag)
-        if at >= 0:
-            summary = summary[:at]
-    return summary
 
 
 class CompactionPolicy(Protocol):
@@ -259,11 +255,8 @@ class TokenBudgetCompaction:
 
     def __post_init__(self) -> None:
         _check_file_tools(self.file_tools)
-        if self.keep_recent_tokens < 0 or self.reserve_tokens < 2:
-            raise ConfigurationError(
-                "TokenBudgetCompaction needs keep_recent_tokens >= 0 and reserve_tokens >= 2; "
-                f"got {self.keep_recent_tokens} and {self.reserve_tokens}"
-            )
+        check_int("keep_recent_tokens", self.keep_recent_tokens)
+        check_int("reserve_tokens", self.reserve_tokens, 2)
         if self.token_source not in ("pi", "manager"):
             raise ConfigurationError(
                 f"token_source must be 'pi' or 'manager', got {self.token_source!r}"
@@ -366,11 +359,8 @@ class SimpleCompaction:
 
     def __post_init__(self) -> None:
         _check_file_tools(self.file_tools)
-        if self.max_preserved_messages < 1 or self.max_summary_tokens < 1:
-            raise ConfigurationError(
-                "SimpleCompaction needs max_preserved_messages >= 1 and max_summary_tokens >= 1; "
-                f"got {self.max_preserved_messages} and {self.max_summary_tokens}"
-            )
+        check_int("max_preserved_messages", self.max_preserved_messages, 1)
+        check_int("max_summary_tokens", self.max_summary_tokens, 1)
 
     def plan(
         self,

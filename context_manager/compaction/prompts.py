@@ -118,3 +118,9 @@ def turn_prefix_request_text(conversation: str) -> str:
 
 def summary_message_text(summary: str) -> str:
     return SUMMARY_MESSAGE_PREFIX + summary + SUMMARY_MESSAGE_SUFFIX
+
+
+def file_blocks_start(summary: str) -> int:
+    """Where the file-list blocks that end a summary (Pi's layout) begin, or its length."""
+    starts = [summary.find(f"\n\n<{tag}>") for tag in ("read-files", "modified-files")]
+    return min((at for at in starts if at >= 0), default=len(summary))

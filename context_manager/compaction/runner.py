@@ -114,10 +114,6 @@ def summary_message(summary: str, conversation: Sequence[Any] = ()) -> Any:
     return user_text(conversation, summary_message_text(summary))
 
 
-def _held(manager: ManagerHost) -> list[Any]:
-    return [item.message for item in manager.history()]
-
-
 def _previous(entry: Any) -> tuple[str | None, int | None, Mapping[str, Sequence[str]] | None]:
     """Summary, cut and file details of the latest entry (an object or a restored dict)."""
     if entry is None:
@@ -343,7 +339,6 @@ def restore_compaction(
 ) -> CompactionEntry:
     """Re-apply a persisted entry (e.g. from a store's log) without summarizing again."""
     entry = data if isinstance(data, CompactionEntry) else CompactionEntry.from_dict(data)
-    manager.apply_compaction(
-        summary_message(entry.summary, _held(manager)), entry.first_kept_index, entry
-    )
+    held = [item.message for item in manager.history()]
+    manager.apply_compaction(summary_message(entry.summary, held), entry.first_kept_index, entry)
     return entry

@@ -10,12 +10,13 @@ either world.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import CompactionError
 from ..messages import Message
+from ..messages.sdk import field
 from ._flow import Call, Flow, run_async, run_sync
 
 RequestKind = Literal["summary", "turn_prefix"]
@@ -84,25 +85,21 @@ async def asummarize(summarizer: Any, request: SummaryRequest) -> str:
 # --- LLM adapters -------------------------------------------------------------------------------
 
 
-def _field(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
-
-
 def openai_reply_text(response: Any) -> str:
     """``response.choices[0].message.content`` from an OpenAI-compatible reply (object or dict)."""
-    choices = _field(response, "choices")
+    choices = field(response, "choices")
     if not choices:
         raise CompactionError(f"the OpenAI-compatible reply has no choices: {response!r}")
-    content = _field(_field(choices[0], "message"), "content")
+    content = field(field(choices[0], "message"), "content")
     if isinstance(content, list):  # some compatible servers return content parts
-        content = "".join(str(_field(p, "text") or "") for p in content)
+        content = "".join(str(field(p, "text") or "") for p in content)
     return content if isinstance(content, str) else ""
 
 
 def anthropic_reply_text(response: Any) -> str:
     """The joined ``text`` blocks of an Anthropic Messages reply (object or dict)."""
-    blocks = _field(response, "content") or []
-    return "\n".join(str(_field(b, "text")) for b in blocks if _field(b, "type") == "text")
+    blocks = field(response, "content") or []
+    return "\n".join(str(field(b, "text")) for b in blocks if field(b, "type") == "text")
 
 
 class OpenAISummarizer:
@@ -128,9 +125,7 @@ class OpenAISummarizer:
             **{self.max_tokens_param: request.max_tokens},
             **self.options,
         )
-        if inspect.isawaitable(result):
-            return _after(result, openai_reply_text)
-        return openai_reply_text(result)
+        return _reply_text(result, openai_reply_text)
 
 
 class AnthropicSummarizer:
@@ -147,10 +142,13 @@ class AnthropicSummarizer:
             messages=[{"role": "user", "content": request.prompt}],
             **self.options,
         )
-        if inspect.isawaitable(result):
-            return _after(result, anthropic_reply_text)
-        return anthropic_reply_text(result)
+        return _reply_text(result, anthropic_reply_text)
 
 
-async def _after(awaitable: Awaitable[Any], extract: Any) -> str:
+def _reply_text(result: Any, extract: Callable[[Any], str]) -> str | Awaitable[str]:
+    """The reply's text; from an async client, an awaitable of it."""
+    return _after(result, extract) if inspect.isawaitable(result) else extract(result)
+
+
+async def _after(awaitable: Awaitable[Any], extract: Callable[[Any], str]) -> str:
     return str(extract(await awaitable))

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .._config import check_int
 from ..counting.usage import read_usage
 from ..errors import (
     CompactionError,
@@ -23,6 +24,7 @@ from ..errors import (
     ContextOverflowError,
 )
 from ..host import ManagerHost
+from ..messages.sdk import field
 from . import pi_rules as pi
 from ._flow import Call, Flow, run_async, run_sync
 from .entry import CompactionEntry
@@ -36,17 +38,13 @@ T = TypeVar("T")
 # --- Overflow detection ----------------------------------------------------------------------
 
 
-def _get(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
-
-
 def _error_texts(error: Any) -> tuple[list[str], list[Any]]:
     """Texts and error codes an SDK exception (or error body) carries, duck-typed."""
     texts: list[str] = []
-    codes: list[Any] = [_get(error, "code"), _get(error, "type")]
+    codes: list[Any] = [field(error, "code"), field(error, "type")]
     if isinstance(error, BaseException):
         texts.append(str(error))
-    message = _get(error, "message")
+    message = field(error, "message")
     if isinstance(message, str):
         texts.append(message)
     body = error if isinstance(error, Mapping) else getattr(error, "body", None)
@@ -65,8 +63,8 @@ def _error_texts(error: Any) -> tuple[list[str], list[Any]]:
 
 
 def _status(error: Any) -> Any:
-    status = _get(error, "status_code")
-    return status if status is not None else _get(error, "status")
+    status = field(error, "status_code")
+    return status if status is not None else field(error, "status")
 
 
 def _pi_error(text: str) -> dict[str, Any]:
@@ -75,14 +73,14 @@ def _pi_error(text: str) -> dict[str, Any]:
 
 def _response_as_pi(response: Any) -> dict[str, Any] | None:
     """An OpenAI chat completion or Anthropic message reply as the Pi message Pi would record."""
-    raw = _get(response, "usage")
+    raw = field(response, "usage")
     if raw is None:
         return None
-    choices = _get(response, "choices")
+    choices = field(response, "choices")
     if choices:
-        stop = "length" if _get(choices[0], "finish_reason") == "length" else "stop"
-    elif _get(response, "stop_reason") is not None:  # Anthropic
-        stop = "length" if _get(response, "stop_reason") == "max_tokens" else "stop"
+        stop = "length" if field(choices[0], "finish_reason") == "length" else "stop"
+    elif field(response, "stop_reason") is not None:  # Anthropic
+        stop = "length" if field(response, "stop_reason") == "max_tokens" else "stop"
     else:
         return None
     try:
@@ -99,7 +97,7 @@ def _is_reply(value: Any) -> bool:
         return any(key in value for key in ("stopReason", "choices", "stop_reason")) or (
             value.get("role") == "assistant"
         )
-    return _get(value, "choices") is not None or _get(value, "stop_reason") is not None
+    return field(value, "choices") is not None or field(value, "stop_reason") is not None
 
 
 def is_context_overflow(error_or_message: Any, context_window: int | None = None) -> bool:
@@ -171,19 +169,13 @@ class CompactionTriggers:
     min_freed_ratio: float = 0.05
 
     def __post_init__(self) -> None:
-        if min(self.reserve_tokens, self.reserve_floor, self.soft_threshold_tokens) < 0:
-            raise ConfigurationError(
-                "reserve_tokens, reserve_floor and soft_threshold_tokens must be >= 0; got "
-                f"{self.reserve_tokens}, {self.reserve_floor}, {self.soft_threshold_tokens}"
-            )
+        for name in ("reserve_tokens", "reserve_floor", "soft_threshold_tokens", "breaker_after"):
+            check_int(name, getattr(self, name))
         if self.ratio is not None and not 0 < self.ratio <= 1:
             raise ConfigurationError(f"ratio must be in (0, 1], got {self.ratio}")
-        if isinstance(self.breaker_after, bool) or not isinstance(self.breaker_after, int):
-            raise ConfigurationError(f"breaker_after must be an int, got {self.breaker_after!r}")
-        if self.breaker_after < 0 or not 0 <= self.min_freed_ratio < 1:
+        if not 0 <= self.min_freed_ratio < 1:
             raise ConfigurationError(
-                "breaker_after must be >= 0 and min_freed_ratio in [0, 1); got "
-                f"{self.breaker_after}, {self.min_freed_ratio}"
+                f"min_freed_ratio must be in [0, 1), got {self.min_freed_ratio}"
             )
 
     @property
@@ -211,7 +203,6 @@ class CompactionTriggers:
         policy: CompactionPolicy | None = None,
         tokens: int | None = None,
         context_window: int | None = None,
-        sync: bool = True,
     ) -> Flow[CompactionEntry | None]:
         """Fire the flush hook if due (once per cycle), then compact if due."""
         window = context_window or manager.max_tokens
@@ -300,8 +291,17 @@ def _unrecoverable(
     )
 
 
-def _overflowed(reply: Any, context_window: int | None) -> bool:
-    return _is_reply(reply) and is_context_overflow(reply, context_window)
+def _attempt(
+    manager: ManagerHost, send: Callable[[list[Any]], Any], context_window: int | None
+) -> Flow[tuple[bool, Any]]:
+    """Send the context: (whether it overflowed, the reply or the overflow error)."""
+    try:
+        reply = yield Call(send, (manager.get_context(),), awaitable="pass")
+    except Exception as exc:
+        if not is_context_overflow(exc, context_window):
+            raise
+        return True, exc
+    return _is_reply(reply) and is_context_overflow(reply, context_window), reply
 
 
 def recovery_flow(
@@ -317,16 +317,9 @@ def recovery_flow(
     """Send; on a context overflow compact once and resend once (see :func:`send_with_recovery`)."""
     if triggers is not None:
         yield from triggers.request_flow(manager, summarizer, policy=policy)
-    try:
-        reply = yield Call(send, (manager.get_context(),), awaitable="pass")
-    except Exception as exc:
-        if not is_context_overflow(exc, context_window):
-            raise
-        first: Any = exc
-    else:
-        if not _overflowed(reply, context_window):
-            return reply
-        first = reply
+    overflowed, first = yield from _attempt(manager, send, context_window)
+    if not overflowed:
+        return first
     try:
         yield from compaction_flow(
             manager, summarizer, focus=focus, policy=policy, reason="overflow", will_retry=True
@@ -335,14 +328,10 @@ def recovery_flow(
         raise _unrecoverable(
             manager, first, context_window, f"and compaction could not help: {exc}"
         ) from exc
-    try:
-        reply = yield Call(send, (manager.get_context(),), awaitable="pass")
-    except Exception as exc:
-        if is_context_overflow(exc, context_window):
-            raise _unrecoverable(manager, exc, context_window, "again after compacting") from exc
-        raise
-    if _overflowed(reply, context_window):
-        raise _unrecoverable(manager, reply, context_window, "again after compacting")
+    overflowed, reply = yield from _attempt(manager, send, context_window)
+    if overflowed:
+        error = _unrecoverable(manager, reply, context_window, "again after compacting")
+        raise error from (reply if isinstance(reply, BaseException) else None)
     return reply
 
 

@@ -42,6 +42,7 @@ from importlib import resources
 from itertools import filterfalse
 from operator import mul
 
+from .._config import check_int
 from ..messages import Message
 from .base import TokenCounter
 from .framed import framed_tokens
@@ -290,10 +291,13 @@ class SafeEstimator(TokenCounter):
         name: str = "estimate",
         media: MediaRules | None = None,
     ) -> None:
-        from ..errors import ConfigurationError
-
-        if min(message_overhead, prompt_overhead, tool_call_overhead, image_tokens) < 0:
-            raise ConfigurationError("overheads and image_tokens must be >= 0")
+        for what, value in (
+            ("message_overhead", message_overhead),
+            ("prompt_overhead", prompt_overhead),
+            ("tool_call_overhead", tool_call_overhead),
+            ("image_tokens", image_tokens),
+        ):
+            check_int(what, value)
         self.message_overhead = message_overhead
         self.prompt_overhead = prompt_overhead
         self.tool_call_overhead = tool_call_overhead

@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Callable
 
-from ..errors import ConfigurationError
+from .._config import check_int
 from ..messages import Message
 from .base import TokenCounter
 from .cache import CacheInfo, TextCountCache
@@ -35,10 +35,14 @@ class FramedCounter(TokenCounter):
         image_tokens: int = 765,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
-        if min(message_overhead, prompt_overhead, tool_call_overhead, image_tokens) < 0:
-            raise ConfigurationError("overheads and image_tokens must be >= 0")
-        if cache_size < 0:
-            raise ConfigurationError(f"cache_size must be >= 0, got {cache_size}")
+        for name, value in (
+            ("message_overhead", message_overhead),
+            ("prompt_overhead", prompt_overhead),
+            ("tool_call_overhead", tool_call_overhead),
+            ("image_tokens", image_tokens),
+            ("cache_size", cache_size),
+        ):
+            check_int(name, value)
         self.message_overhead = message_overhead
         self.prompt_overhead = prompt_overhead
         self.tool_call_overhead = tool_call_overhead

@@ -27,6 +27,7 @@ from collections.abc import Callable, Hashable
 from itertools import repeat
 from typing import Any
 
+from .._config import check_int
 from ..messages import Message, normalize
 from ..messages.nesting import MAX_DEPTH
 from .base import TokenCounter
@@ -142,11 +143,7 @@ class MessageCountCache:
     __slots__ = ("_lock", "_parts", "bytes", "hits", "max_bytes", "misses")
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        if type(max_bytes) is not int or max_bytes < 0:
-            from ..errors import ConfigurationError
-
-            raise ConfigurationError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
-        self.max_bytes = max_bytes
+        self.max_bytes = check_int("max_bytes", max_bytes)
         #: counter key -> (the counter, its entries): the counter is held so its id stays its own.
         self._parts: dict[Hashable, tuple[TokenCounter, CounterCounts]] = {}
         self._lock = threading.Lock()

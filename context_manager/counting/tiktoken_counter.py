@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._config import check_int
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..models import find_model
@@ -96,8 +97,7 @@ class TiktokenCounter(TokenCounter):
             raise ConfigurationError(
                 f"chat_format={chat_format!r}: use one of {', '.join(CHAT_FORMATS)}"
             )
-        if cache_size < 0:
-            raise ConfigurationError(f"cache_size must be >= 0, got {cache_size}")
+        check_int("cache_size", cache_size)
         self.encoding_name = _encoding_for(model, encoding)
         self.model = model
         self.chat_format = chat_format

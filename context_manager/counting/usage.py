@@ -10,11 +10,12 @@ Gemini ``prompt_token_count`` / ``candidates_token_count`` / ``cached_content_to
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._config import check_int
 from ..errors import ConfigurationError
+from ..messages.sdk import field
 
 __all__ = ["Usage", "read_usage"]
 
@@ -37,17 +38,11 @@ class Usage:
         return self.input + self.cache_read + self.cache_write
 
 
-def _field(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
-
-
 def _int(obj: Any, name: str) -> int:
-    value = _field(obj, name)
+    value = field(obj, name)
     if isinstance(value, bool) or not isinstance(value, int):
         return 0
-    if value < 0:
-        raise ConfigurationError(f"usage field {name!r} is negative ({value})")
-    return value
+    return check_int(f"usage field {name!r}", value)
 
 
 def read_usage(usage: Any) -> Usage:
@@ -58,16 +53,14 @@ def read_usage(usage: Any) -> Usage:
     if isinstance(usage, bool) or usage is None:
         raise ConfigurationError(f"usage must be an int or a usage object, got {usage!r}")
     if isinstance(usage, int):
-        if usage < 0:
-            raise ConfigurationError(f"prompt tokens must be >= 0, got {usage}")
-        return Usage(input=usage)
-    if _field(usage, "prompt_tokens") is not None:  # OpenAI Chat Completions
-        details = _field(usage, "prompt_tokens_details")
+        return Usage(input=check_int("prompt tokens", usage))
+    if field(usage, "prompt_tokens") is not None:  # OpenAI Chat Completions
+        details = field(usage, "prompt_tokens_details")
         cached = _int(details, "cached_tokens") if details is not None else 0
         total = _int(usage, "prompt_tokens")
         return Usage(max(total - cached, 0), _int(usage, "completion_tokens"), cached, 0)
-    if _field(usage, "input_tokens") is not None:
-        details = _field(usage, "input_tokens_details")
+    if field(usage, "input_tokens") is not None:
+        details = field(usage, "input_tokens_details")
         if details is not None:  # OpenAI Responses: input_tokens include the cached ones
             cached = _int(details, "cached_tokens")
             total = _int(usage, "input_tokens")
@@ -78,7 +71,7 @@ def read_usage(usage: Any) -> Usage:
             _int(usage, "cache_read_input_tokens"),
             _int(usage, "cache_creation_input_tokens"),
         )
-    if _field(usage, "prompt_token_count") is not None:  # Gemini
+    if field(usage, "prompt_token_count") is not None:  # Gemini
         cached = _int(usage, "cached_content_token_count")
         total = _int(usage, "prompt_token_count")
         return Usage(max(total - cached, 0), _int(usage, "candidates_token_count"), cached, 0)

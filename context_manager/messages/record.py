@@ -112,6 +112,14 @@ class Message:
         return tuple(r.call_id for r in self.tool_results)
 
     @property
+    def results(self) -> tuple[ToolResult, ...]:
+        """The tool results this message carries, one shape for both: a tool message's own
+        text (never an error: that shape has no flag), or the results embedded in a user turn."""
+        if self.tool_call_id is not None:
+            return (ToolResult(self.tool_call_id, self.text),)
+        return self.tool_results
+
+    @property
     def is_user_turn(self) -> bool:
         """A message the person wrote: role user, unless it only carries tool results.
 

@@ -22,6 +22,7 @@ from .record import Message
 from .results import IMAGE_MARKER, TextRule, rewrite_results
 
 __all__ = [
+    "CUT_SEPARATOR",
     "DEFAULT_TRIM_MARKER",
     "IMAGE_MARKER",
     "TextRule",
@@ -63,10 +64,15 @@ def slice_utf16(text: str, start: int, end: int | None = None) -> str:
     return data[2 * a : 2 * b].decode("utf-16-le", "surrogatepass")
 
 
+#: What :func:`head_tail` puts between the head and the tail (ASCII: its length is its units).
+CUT_SEPARATOR = "\n...\n"
+
+
 def head_tail(text: str, head: int, tail: int, marker: str = DEFAULT_TRIM_MARKER) -> str:
-    """``head`` units, ``\\n...\\n``, ``tail`` units, then the marker saying what was cut."""
+    """``head`` units, :data:`CUT_SEPARATOR`, ``tail`` units, then the marker saying what was
+    cut."""
     total = utf16_len(text)
-    kept = slice_utf16(text, 0, head) + "\n...\n" + (slice_utf16(text, -tail) if tail else "")
+    kept = slice_utf16(text, 0, head) + CUT_SEPARATOR + (slice_utf16(text, -tail) if tail else "")
     return kept + marker.format(head=head, tail=tail, total=total, cut=max(total - head - tail, 0))
 
 

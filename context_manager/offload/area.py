@@ -35,9 +35,8 @@ from .slicing import Slice, select
 __all__ = ["HANDLE_PREFIX", "BaseArea", "Entry", "OffloadArea", "Slice", "session_tag"]
 
 HANDLE_PREFIX = "cm-off:"
-_HANDLE = re.compile(r"cm-off:([0-9a-f]{8})-([0-9a-f]{32})")
-#: Handles in free text (a stub, or a message quoting one).
-HANDLE_IN_TEXT = re.compile(r"cm-off:[0-9a-f]{8}-[0-9a-f]{32}")
+#: A handle (its session tag, its token), alone or in free text (a stub, a message quoting one).
+HANDLE = re.compile(r"cm-off:([0-9a-f]{8})-([0-9a-f]{32})")
 
 
 def session_tag(session: str) -> str:
@@ -119,7 +118,7 @@ class BaseArea(ABC):
             raise OffloadHandleError(
                 f"an offload handle is a str like '{HANDLE_PREFIX}…', got {type(handle).__name__}"
             )
-        found = _HANDLE.fullmatch(handle.strip())
+        found = HANDLE.fullmatch(handle.strip())
         if found is None:
             raise OffloadHandleError(
                 f"{handle[:24]!r} is not an offload handle: use the handle a stub names "
@@ -173,7 +172,7 @@ class BaseArea(ABC):
     def revive(self, handles: Iterable[str]) -> None:
         tokens = []
         for handle in handles:
-            found = _HANDLE.fullmatch(handle) if isinstance(handle, str) else None
+            found = HANDLE.fullmatch(handle) if isinstance(handle, str) else None
             if found is not None and found.group(1) == self._tag:
                 tokens.append(found.group(2))
         if tokens:

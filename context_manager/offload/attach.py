@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import ConfigurationError
 from ..events import Cleared, Event, MessageAdded
 from ..host import ManagerHost
-from .area import HANDLE_IN_TEXT, OffloadArea
+from .area import HANDLE, OffloadArea
 from .memory import MemoryOffload
 from .stub import Offloader, OffloadOnly
 
@@ -36,11 +36,8 @@ class _Attached:
 
 
 def _handles(event: MessageAdded) -> set[str]:
-    record = event.record
-    found = set(HANDLE_IN_TEXT.findall(record.text))
-    for result in record.tool_results:
-        found.update(HANDLE_IN_TEXT.findall(result.text))
-    return found
+    texts = [event.record.text, *(result.text for result in event.record.tool_results)]
+    return {found.group() for text in texts for found in HANDLE.finditer(text)}
 
 
 def attach_offload(

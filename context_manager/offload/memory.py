@@ -16,7 +16,8 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..errors import ConfigurationError, OffloadError
+from .._config import check_int
+from ..errors import OffloadError
 from .area import BaseArea, Entry
 
 __all__ = ["MemoryOffload"]
@@ -37,9 +38,7 @@ class MemoryOffload(BaseArea):
 
     def __init__(self, session: str = "default", *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         super().__init__(session)
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
-            raise ConfigurationError(f"max_bytes must be a positive int, got {max_bytes!r:.40}")
-        self.max_bytes = max_bytes
+        self.max_bytes = check_int("max_bytes", max_bytes, 1)
         self._items: OrderedDict[str, _Stored] = OrderedDict()
         self._keys: dict[str, str] = {}
         self._bytes = 0

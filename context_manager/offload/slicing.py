@@ -16,10 +16,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._config import check_int
 from ..counting import TokenCounter
 from ..errors import ConfigurationError
 
-__all__ = ["MATCH_LINE_CHARS", "Slice", "select"]
+__all__ = ["MATCH_LINE_CHARS", "Slice", "line_count", "select"]
 
 #: Longest search text (a model's pattern is echoed back in the page it gets).
 MAX_PATTERN = 1_000
@@ -105,6 +106,11 @@ def _fit_chars(text: str, cap: int, counter: TokenCounter) -> int:
     return lo
 
 
+def line_count(data: bytes) -> int:
+    """Lines in ``data``; a last line without a newline counts too."""
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
 def _boundary(data: bytes, at: int) -> int:
     """``at`` moved back to the start of the UTF-8 character it falls in."""
     while 0 < at < len(data) and (data[at] & 0xC0) == 0x80:
@@ -124,8 +130,7 @@ def select(
 ) -> Slice:
     """The page of ``data`` asked for (one of ``lines`` / ``byte_range`` / ``pattern``; a
     ``pattern`` may be narrowed by ``lines``); from the first line when none is given."""
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise ConfigurationError(f"max_tokens must be a positive int, got {max_tokens!r:.40}")
+    cap = check_int("max_tokens", max_tokens, 1)
     line_range = _range(lines, "lines")
     span = _range(byte_range, "bytes")
     if span is not None and (line_range is not None or pattern is not None):
@@ -135,31 +140,31 @@ def select(
     if isinstance(pattern, str) and len(pattern) > MAX_PATTERN:
         # echoed in the answer (no match, next page): a huge one would blow the token cap
         raise ConfigurationError(f"pattern must be at most {MAX_PATTERN} characters")
-    total_lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    total_lines = line_count(data)
     base: dict[str, Any] = {"handle": handle, "total_bytes": len(data), "total_lines": total_lines}
     if span is not None:
-        return _bytes_page(data, span, max_tokens, counter, base)
+        return _bytes_page(data, span, cap, counter, base)
     first, last = line_range if line_range is not None else (1, None)
     first = max(first, 1)
     last = total_lines if last is None else min(last, total_lines)
     if isinstance(pattern, str):
         rows = data.decode("utf-8", "replace").split("\n")
-        return _search(rows, pattern, first, last, max_tokens, counter, base)
+        return _search(rows, pattern, first, last, cap, counter, base)
     raw = data.split(b"\n")  # only the rows shown are decoded
     out: list[str] = []
     used, n = 0, first - 1
-    longest = max_tokens * _CHARS_PER_TOKEN_MAX * 4  # bytes no page of the cap could hold
+    longest = cap * _CHARS_PER_TOKEN_MAX * 4  # bytes no page of the cap could hold
     while n < last and len(raw[n]) <= longest:
         row = raw[n].decode("utf-8", "replace")
         cost = counter.count_text(row) + 1
-        if used + cost > max_tokens:
+        if used + cost > cap:
             break
         out.append(row)
         used += cost
         n += 1
     if not out and n < last:  # one line over the cap: page it by bytes
         start = sum(len(r) + 1 for r in raw[: first - 1])
-        return _bytes_page(data, (start, start + len(raw[first - 1])), max_tokens, counter, base)
+        return _bytes_page(data, (start, start + len(raw[first - 1])), cap, counter, base)
     more = n < last
     nxt = {"lines": [n + 1, last]} if more else None
     return Slice(

@@ -17,10 +17,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from .._config import check_int
 from .._js import utf16_len
 from ..errors import ConfigurationError, ContextManagerError
 from ..messages.truncate import head_tail, rewrite_results
 from .area import OffloadArea
+from .slicing import line_count
 
 __all__ = [
     "CLEARED_NOTE",
@@ -49,10 +51,6 @@ CLEARED_NOTE = ' [Stored as {handle}: call the recall tool with handle="{handle}
 _CACHE = 8
 
 
-def _lines(data: bytes) -> int:
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-
-
 class Offloader:
     """An area as the view uses it: each distinct text stored once, stubs rendered."""
 
@@ -66,6 +64,11 @@ class Offloader:
         self._known: OrderedDict[int, tuple[str, str, int, int]] = OrderedDict()
         self._guard = threading.Lock()
 
+    def _put(self, text: str) -> tuple[str, int, int]:
+        data = text.encode("utf-8", "surrogatepass")
+        handle = self.area.put(data, key="sha256:" + hashlib.sha256(data).hexdigest())
+        return handle, len(data), line_count(data)
+
     def store(self, text: str) -> tuple[str, int, int] | None:
         """``text``'s handle, byte size and line count (stored on first sight); None when the
         area failed."""
@@ -74,29 +77,21 @@ class Offloader:
             if hit is not None and hit[0] is text:
                 self._known.move_to_end(id(text))
                 return hit[1], hit[2], hit[3]
-        data = text.encode("utf-8", "surrogatepass")
-        key = "sha256:" + hashlib.sha256(data).hexdigest()
         try:
-            handle = self.area.put(data, key=key)
+            stored = self._put(text)
         except ContextManagerError as exc:
             logger.warning("offload failed, keeping a plain cut: %s", exc)
             return None
         with self._guard:
-            self._known[id(text)] = (text, handle, len(data), _lines(data))
+            self._known[id(text)] = (text, *stored)
             while len(self._known) > _CACHE:
                 self._known.popitem(last=False)
-        return handle, len(data), _lines(data)
+        return stored
 
     def stub(self, text: str, head: int, tail: int) -> str | None:
         """Head + tail of ``text`` and the marker naming its handle (None: the area failed)."""
         stored = self.store(text)
-        if stored is None:
-            return None
-        handle, size, lines = stored
-        marker = OFFLOAD_MARKER.format(
-            head=head, tail=tail, total=utf16_len(text), bytes=size, lines=lines, handle=handle
-        )
-        return head_tail(text, head, tail, marker="") + marker
+        return None if stored is None else _stub(text, head, tail, stored)
 
     def cleared(self, text: str, placeholder: str) -> str | None:
         """``placeholder`` plus the note naming ``text``'s handle (None: the area failed)."""
@@ -107,6 +102,14 @@ class Offloader:
         """Drop the cache (the area was retired; the next store revives by key)."""
         with self._guard:
             self._known.clear()
+
+
+def _stub(text: str, head: int, tail: int, stored: tuple[str, int, int]) -> str:
+    handle, size, lines = stored
+    marker = OFFLOAD_MARKER.format(
+        head=head, tail=tail, total=utf16_len(text), bytes=size, lines=lines, handle=handle
+    )
+    return head_tail(text, head, tail, marker="") + marker
 
 
 def clear_rule(area: OffloadArea | None, placeholder: str) -> Callable[[str, int], str]:
@@ -160,27 +163,15 @@ def offload_results(
     Raises what the area raises (an unreachable store is an error here: the full text would
     otherwise be lost)."""
     for name, value in (("max_chars", max_chars), ("head_chars", head_chars)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigurationError(f"{name} must be an int >= 0, got {value!r:.40}")
-    if isinstance(tail_chars, bool) or not isinstance(tail_chars, int) or tail_chars < 0:
-        raise ConfigurationError(f"tail_chars must be an int >= 0, got {tail_chars!r:.40}")
+        check_int(name, value)
+    check_int("tail_chars", tail_chars)
     offloader = area if isinstance(area, Offloader) else Offloader(area)
 
     def rule(text: str, _images: int) -> str | None:
         if utf16_len(text) <= max_chars:
             return None
-        data = text.encode("utf-8", "surrogatepass")
-        key = "sha256:" + hashlib.sha256(data).hexdigest()
-        handle = offloader.area.put(data, key=key)  # errors propagate: see the docstring
-        marker = OFFLOAD_MARKER.format(
-            head=head_chars,
-            tail=tail_chars,
-            total=utf16_len(text),
-            bytes=len(data),
-            lines=_lines(data),
-            handle=handle,
-        )
-        return head_tail(text, head_chars, tail_chars, marker="") + marker
+        # errors propagate (see the docstring): no cache, no fallback
+        return _stub(text, head_chars, tail_chars, offloader._put(text))
 
     new = rewrite_results(message, rule, "keep")
     return message if new is None else new

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from math import ceil
 
-from ..errors import ConfigurationError
+from .._config import check_int
 from .rules import CacheRules
 
 __all__ = ["cache_expired", "min_worthwhile_saving"]
@@ -30,8 +30,7 @@ __all__ = ["cache_expired", "min_worthwhile_saving"]
 def min_worthwhile_saving(suffix: int, rules: CacheRules, payback: int) -> int:
     """Fewest tokens a change must remove from each request for rewriting the ``suffix`` tokens
     behind its first changed position to pay back within ``payback`` later requests (0: any)."""
-    if isinstance(payback, bool) or not isinstance(payback, int) or payback < 0:
-        raise ConfigurationError(f"payback must be an int >= 0, got {payback!r:.40}")
+    check_int("payback", payback)
     r, w = rules.read_price, rules.write_price
     premium = max(suffix, 0) * (w - r)
     if premium <= 0:

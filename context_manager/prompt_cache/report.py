@@ -31,6 +31,7 @@ from itertools import accumulate
 from typing import Literal, TypeAlias
 
 from ..errors import ConfigurationError
+from .economics import cache_expired
 from .rules import CacheRules
 
 __all__ = ["BreakReason", "CacheReport", "Request", "Segment", "compare"]
@@ -162,8 +163,8 @@ def compare(previous: Request | None, current: Request, rules: CacheRules) -> Ca
             index = shared_n - tools if section not in ("tools", None) else None
         if previous.cache_key != current.cache_key:
             shared_n, reason, section, index = 0, "cache_key_changed", None, None
-        ttl, then, now = rules.ttl_seconds, previous.at, current.at
-        expired = None not in (ttl, then, now) and now - then > ttl  # type: ignore[operator]
+        then, now = previous.at, current.at
+        expired = then is not None and now is not None and cache_expired(rules, now - then)
     shared = cum[shared_n]
     limit: Limit | None = "expired" if expired and shared else None
     if rules.breakpoints:
@@ -227,6 +228,20 @@ def _why(
     return "edited", "messages"
 
 
+def default_marks(count: int, system_end: int | None, last_user: int | None) -> list[int]:
+    """Where breakpoints go by default, as boundaries (``b``: after the first ``b`` of ``count``
+    items), most useful first, without repeats: after the last item (the whole request is
+    written, the next one reads it), at the end of the system prompt (it survives a moved cut)
+    and before the last user turn (the end of the previous turn: reads still hit when the latest
+    turn added many blocks)."""
+    order = [count]
+    if system_end is not None:
+        order.append(system_end)
+    if last_user:
+        order.append(last_user)
+    return list(dict.fromkeys(order))
+
+
 def breakpoints(request: Request, rules: CacheRules, cum: list[int] | None = None) -> list[int]:
     """The boundaries at which ``request`` writes Anthropic cache entries, most useful first."""
     segments = request.segments
@@ -240,13 +255,10 @@ def breakpoints(request: Request, rules: CacheRules, cum: list[int] | None = Non
                 f"1..{len(segments)}, got {request.breakpoints!r}"
             )
         return [b for b in marks if cum[b] >= rules.min_tokens]
-    order = [len(segments)]
-    order += [i + 1 for i, s in enumerate(segments) if s.section == "system"][:1]
+    system = next((i + 1 for i, s in enumerate(segments) if s.section == "system"), None)
     users = [i for i, s in enumerate(segments) if s.user_turn]
-    if users and users[-1] > 0:
-        order.append(users[-1])
     marks = []
-    for b in dict.fromkeys(order):
+    for b in default_marks(len(segments), system, users[-1] if users else None):
         if len(marks) == rules.max_breakpoints:
             break
         if b > 0 and cum[b] >= rules.min_tokens:

@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from .._config import check_int
 from ..errors import ConfigurationError
 
 __all__ = [
@@ -195,11 +196,11 @@ def _override(
             isinstance(value, bool) or not isinstance(value, int | float) or value < 0
         ):
             raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
-    if minimum is not None and (isinstance(minimum, bool) or not isinstance(minimum, int)):
-        raise ConfigurationError(f"min_tokens must be an int, got {minimum!r}")
     return replace(
         rules,
         read_price=rules.read_price if read is None else float(read),
         write_price=rules.write_price if write is None else float(write),
-        min_tokens=rules.min_tokens if minimum is None else max(0, minimum),
+        min_tokens=rules.min_tokens
+        if minimum is None
+        else max(0, check_int("min_tokens", minimum, None)),
     )

@@ -7,8 +7,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from .._config import check_int
 from ..counting import get_counter
-from ..errors import ConfigurationError
 from ..manager import MessageContextManager
 from ..prompt_cache import cache_rules
 from .run import DEFAULT_SETTINGS, recommend, replay, table
@@ -27,8 +27,8 @@ def run_replay(
     budget = args.budget_tokens
     if budget is None:  # the model's window less the usual 20% reserve
         budget = MessageContextManager(model=args.model, counter="chars").budget_tokens
-    elif isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
-        raise ConfigurationError(f"budget_tokens must be a positive int, got {budget!r:.60}")
+    else:
+        check_int("budget_tokens", budget, 1)
     counter = get_counter(args.counter, model=args.model)
     rules = cache_rules(args.provider, args.model, ttl=args.ttl)
     results = replay(

@@ -1,11 +1,12 @@
 """Pi's compaction rules, reproduced exactly (``@mariozechner/pi-coding-agent`` / ``pi-ai`` 0.73.1).
 
-The runtime rules compaction needs: token estimates and the trigger (:mod:`.estimate`), cut points
+The one implementation of these rules in the library (compaction calls them rather than
+re-deriving them): token estimates and the trigger (:mod:`.estimate`), cut points
 (:mod:`.cut_points`), overflow detection (:mod:`.overflow`), serialization for the summarizer
 (:mod:`.serialize`), file operations (:mod:`.file_ops`), the session context
-(:mod:`.session_context`)
-and compaction preparation (:mod:`.prepare`). Inputs and outputs are Pi's own camelCase JSON shapes;
-``context_manager.parity.pi`` replays the fixtures recorded from the real packages.
+(:mod:`.session_context`) and compaction preparation (:mod:`.prepare`). Inputs and outputs are
+Pi's own camelCase JSON shapes; ``context_manager.parity.pi`` replays the fixtures recorded from
+the real packages (``compat_fixtures/gen/pi.mjs``).
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
-"""Pi's compaction rules, reproduced exactly (``@mariozechner/pi-coding-agent`` / ``pi-ai`` 0.73.1).
+"""Pi's JSON shapes, its default settings and the helpers every rule module shares.
 
 Inputs are Pi's own JSON shapes, camelCase as Pi writes them: agent messages (``role`` user,
 assistant, toolResult, bashExecution, custom, branchSummary, compactionSummary) and session
 entries (``{"type": "message", "id", "parentId", "timestamp", "message"}`` and the other entry
-types). Outputs equal what the TypeScript functions return, which ``compat_fixtures/gen/pi.mjs``
-records by running the real packages; ``context_manager.parity.pi`` replays every recorded case.
-
-This module is the one implementation of Pi's cut-point rules in the library: compaction code
-calls :func:`find_cut_point` / :func:`prepare_compaction` rather than re-deriving them. Lengths are
-UTF-16 code units, JSON is JS ``JSON.stringify`` and truthiness is JS truthiness (see ``js.py``).
+types). Lengths are UTF-16 code units, JSON is JS ``JSON.stringify`` and truthiness is JS
+truthiness (see ``_js.py``).
 
 A key that is absent stands for JS ``undefined`` and a ``None`` value for ``null``; where Pi would
 throw on malformed input (e.g. a ``null`` content block) we raise ``InvalidMessageError``.
@@ -21,9 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from ..._js import (
-    js_len,
-)
+from ..._js import js_len
 from ...errors import ConfigurationError, InvalidMessageError
 
 PiMessage = Mapping[str, Any]

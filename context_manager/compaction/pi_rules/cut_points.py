@@ -1,8 +1,4 @@
-"""Pi's cut-point rules (``findCutPoint``, ``findTurnStartIndex``): where compaction may cut.
-
-The one implementation of these rules in the library; compaction policies call it rather than
-re-deriving them.
-"""
+"""Pi's cut-point rules (``findCutPoint``, ``findTurnStartIndex``): where compaction may cut."""
 
 from __future__ import annotations
 
@@ -13,8 +9,6 @@ from typing import Any
 from ...errors import ConfigurationError
 from ._shapes import PiEntry, PiMessage
 from .estimate import estimate_tokens
-
-# --- Cut points ------------------------------------------------------------------------------
 
 # Tuples, not sets: a hostile entry's role or type may be unhashable.
 _CUT_ROLES = ("user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary")

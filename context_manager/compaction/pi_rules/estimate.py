@@ -9,11 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..._js import (
-    js_len,
-    js_stringify,
-    js_truthy,
-)
+from ..._js import js_len, js_stringify, js_truthy
 from ...errors import InvalidMessageError
 from ._shapes import (
     _ABSENT,
@@ -26,8 +22,6 @@ from ._shapes import (
     _setting_number,
     _text_len,
 )
-
-# --- Token estimates and triggers ----------------------------------------------------------------
 
 
 def estimate_tokens(message: PiMessage) -> int:

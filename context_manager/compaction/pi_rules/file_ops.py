@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..._js import (
-    js_sort_key,
-)
+from ..._js import js_sort_key
 from ._shapes import _ABSENT, PiMessage
-
-# --- File operations -----------------------------------------------------------------------------
 
 
 @dataclass(slots=True)

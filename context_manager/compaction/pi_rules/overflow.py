@@ -7,15 +7,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..._js import (
-    js_regex,
-    js_string,
-    js_truthy,
-)
+from ..._js import js_regex, js_string, js_truthy
 from ...errors import InvalidMessageError
 from ._shapes import PiMessage
-
-# --- Overflow detection ------------------------------------------------------------------------
 
 OVERFLOW_PATTERN_SOURCES: tuple[tuple[str, str], ...] = (
     ("prompt is too long", "i"),  # Anthropic

@@ -6,9 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..._js import (
-    js_truthy,
-)
+from ..._js import js_truthy
 from ...errors import InvalidMessageError
 from ._shapes import DEFAULT_COMPACTION_SETTINGS, PiEntry, PiMessage, _setting_number
 from .cut_points import find_cut_point

@@ -5,18 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..._js import (
-    js_len,
-    js_object_keys,
-    js_slice,
-    js_string,
-    js_stringify,
-    js_truthy,
-)
+from ..._js import js_len, js_object_keys, js_slice, js_string, js_stringify, js_truthy
 from ...errors import InvalidMessageError
 from ._shapes import _ABSENT, TOOL_RESULT_MAX_CHARS, PiMessage, _blocks
-
-# --- Conversion and serialization --------------------------------------------------------------
 
 COMPACTION_SUMMARY_PREFIX = (
     "The conversation history before this point was compacted into the "

@@ -6,14 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._js import (
-    js_date_ms,
-    js_truthy,
-)
+from ..._js import js_date_ms, js_truthy
 from ...errors import InvalidMessageError
 from ._shapes import _ABSENT, PiEntry, PiMessage
-
-# --- Session context and compaction preparation ------------------------------------------------
 
 
 def _copy_present(
@@ -34,39 +29,25 @@ def _entry_time(entry: PiEntry) -> int | None:
     return js_date_ms(entry["timestamp"], unreproduced_as_nan=True)
 
 
-def create_custom_message(entry: PiEntry) -> dict[str, Any]:
-    """The agent message a ``custom_message`` entry stands for."""
-    out = _copy_present(
-        {"role": "custom"},
-        entry,
-        ("customType", "customType"),
-        ("content", "content"),
-        ("display", "display"),
-        ("details", "details"),
-    )
+def _entry_message(role: str, entry: PiEntry, *keys: str) -> dict[str, Any]:
+    out = _copy_present({"role": role}, entry, *((key, key) for key in keys))
     out["timestamp"] = _entry_time(entry)
     return out
+
+
+def create_custom_message(entry: PiEntry) -> dict[str, Any]:
+    """The agent message a ``custom_message`` entry stands for."""
+    return _entry_message("custom", entry, "customType", "content", "display", "details")
 
 
 def create_branch_summary_message(entry: PiEntry) -> dict[str, Any]:
     """The agent message a ``branch_summary`` entry stands for."""
-    out = _copy_present(
-        {"role": "branchSummary"}, entry, ("summary", "summary"), ("fromId", "fromId")
-    )
-    out["timestamp"] = _entry_time(entry)
-    return out
+    return _entry_message("branchSummary", entry, "summary", "fromId")
 
 
 def create_compaction_summary_message(entry: PiEntry) -> dict[str, Any]:
     """The agent message a ``compaction`` entry stands for (the summary the model sees)."""
-    out = _copy_present(
-        {"role": "compactionSummary"},
-        entry,
-        ("summary", "summary"),
-        ("tokensBefore", "tokensBefore"),
-    )
-    out["timestamp"] = _entry_time(entry)
-    return out
+    return _entry_message("compactionSummary", entry, "summary", "tokensBefore")
 
 
 def _same(a: Mapping[str, Any], a_key: str, b: Mapping[str, Any], b_key: str) -> bool:

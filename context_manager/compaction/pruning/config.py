@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from ..._config import check_int
 from ...budget.sections import SectionCaps
 from ...errors import ConfigurationError
 from ...messages.truncate import DEFAULT_TRIM_MARKER
@@ -111,30 +112,16 @@ class ToolResultPruning:
 
     def __post_init__(self) -> None:
         names = ("head_chars", "tail_chars", "min_prunable_chars", "clear_at_least")
-        for name in (*names, "payback_requests"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ConfigurationError(f"{name} must be an int >= 0, got {value!r}")
-        if not isinstance(self.keep_last, int) or self.keep_last < 0:
-            raise ConfigurationError(f"keep_last must be an int >= 0, got {self.keep_last!r}")
-        if self.max_chars is not None and (
-            not isinstance(self.max_chars, int)
-            or self.max_chars < self.head_chars + self.tail_chars
-        ):
-            raise ConfigurationError(
-                f"max_chars must be an int >= head_chars + tail_chars "
-                f"({self.head_chars + self.tail_chars}) or None, got {self.max_chars!r}"
-            )
+        for name in (*names, "payback_requests", "keep_last"):
+            check_int(name, getattr(self, name))
+        if self.max_chars is not None:  # at least head_chars + tail_chars
+            check_int("max_chars", self.max_chars, self.head_chars + self.tail_chars)
         for name in ("soft_ratio", "hard_ratio"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, int | float) and 0 <= value <= 1):
                 raise ConfigurationError(f"{name} must be in [0, 1] or None, got {value!r}")
-        if self.trigger_tokens is not None and (
-            not isinstance(self.trigger_tokens, int) or self.trigger_tokens <= 0
-        ):
-            raise ConfigurationError(
-                f"trigger_tokens must be a positive int or None, got {self.trigger_tokens!r}"
-            )
+        if self.trigger_tokens is not None:
+            check_int("trigger_tokens", self.trigger_tokens, 1)
         if self.clear_until not in ("below_ratio", "all"):
             raise ConfigurationError(
                 f"clear_until must be 'below_ratio' or 'all', got {self.clear_until!r}"
@@ -145,10 +132,8 @@ class ToolResultPruning:
             )
         if self.images not in ("clear", "keep"):
             raise ConfigurationError(f"images must be 'clear' or 'keep', got {self.images!r}")
-        if self.clear_thinking_keep is not None and (
-            not isinstance(self.clear_thinking_keep, int) or self.clear_thinking_keep < 0
-        ):
-            raise ConfigurationError("clear_thinking_keep must be an int >= 0 or None")
+        if self.clear_thinking_keep is not None:
+            check_int("clear_thinking_keep", self.clear_thinking_keep)
         if self.cache is not None and not isinstance(self.cache, CacheRules):
             raise ConfigurationError(
                 f"cache must be CacheRules (prompt_cache.cache_rules(...)), got {self.cache!r:.60}"

@@ -11,13 +11,19 @@ not a recount of the history, and a pruned result is byte-identical on every lat
 from __future__ import annotations
 
 from bisect import bisect_left
+from copy import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..._js import utf16_len
 from ...budget.pruned import PrunePlan
 from ...messages import normalize
-from ...messages.truncate import clear_call_inputs, rewrite_results, strip_thinking
+from ...messages.truncate import (
+    CUT_SEPARATOR,
+    clear_call_inputs,
+    rewrite_results,
+    strip_thinking,
+)
 from ...offload.stub import clear_rule, trim_rule
 from .cache_aware import CacheAge, clear_need, sent_saving, worth_of
 from .report import PruningReport
@@ -28,6 +34,8 @@ if TYPE_CHECKING:
     from .config import ToolResultPruning
 
 _INTACT, _SOFT, _CLEARED = 0, 1, 2
+#: The state a clear that does not pay for itself is rolled back to.
+_UNDONE = ("_saved_total", "_saved", "_repl", "_aged_chars", "_delta", "_res_saved")
 
 
 @dataclass(slots=True)
@@ -110,12 +118,7 @@ class PruningEngine:
             if not rec.result_ids:
                 continue
             protected = cfg.protect_before_first_user and self._first_user is None
-            texts = (
-                [(rec.tool_call_id, rec.text)]
-                if rec.tool_call_id is not None
-                else [(r.call_id, r.text) for r in rec.tool_results]
-            )
-            for k, (call_id, text) in enumerate(texts):
+            for k, (call_id, text, _) in enumerate(rec.results):
                 images = len(rec.images) if k == 0 else 0
                 name = self._call_name.get(call_id, rec.name or "")
                 result = _Result(
@@ -196,12 +199,12 @@ class PruningEngine:
             if results:
                 self._skipped += 1
             return
-        tokens = counter.count_message(normalize(new))
-        saved = ledger.tokens[i] - tokens
+        saved = ledger.tokens[i] - counter.count_message(normalize(new))
+        change = saved - self._saved.get(seq, 0)
         if results:
-            self._res_saved += saved - self._saved.get(seq, 0)
-        self._delta[seq] = self._delta.get(seq, 0) + saved - self._saved.get(seq, 0)
-        self._saved_total += saved - self._saved.get(seq, 0)
+            self._res_saved += change
+        self._delta[seq] = self._delta.get(seq, 0) + change
+        self._saved_total += change
         self._saved[seq] = saved
         self._repl[seq] = new
         dirty.add(seq)
@@ -247,6 +250,7 @@ class PruningEngine:
     ) -> PrunePlan:
         """``budget``: what the context may send (0: the window), for cache-aware clearing."""
         cfg = self.config
+        budget = budget or window
         self._scan(ledger)
         self._forget_evicted(ledger)
         self._age()
@@ -272,7 +276,7 @@ class PruningEngine:
             cfg.max_chars is not None
             and gate
             and self._soft_upto < self._aged
-            and self._soft_pays(ledger, held, budget or window)
+            and self._soft_pays(ledger, held, budget)
         ):
             touched: set[int] = set()
             for r in self._results[self._soft_upto : self._aged]:
@@ -310,7 +314,7 @@ class PruningEngine:
             by_cap = cap is not None and self._res_tokens - self._res_saved > cap
             if by_ratio or by_tokens or by_cap:
                 new_cleared, at_least_skip = self._clear(
-                    ledger, counter, window, held, dirty, by_ratio or by_tokens, budget or window
+                    ledger, counter, window, held, dirty, by_ratio or by_tokens, budget
                 )
         if dirty or id(ledger) != self._ledger_id or len(ledger.group_start) != self._known_groups:
             cum = self._patch_cum(ledger, dirty)
@@ -323,18 +327,12 @@ class PruningEngine:
     def _forget_evicted(self, ledger: Ledger) -> None:
         """Drop savings of messages evicted (FIFO, compaction) so usage is not under-counted."""
         floor = ledger.floor
-        if floor >= len(ledger.group_start):
-            first = ledger.next_seq
-        else:
-            first = ledger.seq[ledger.group_start[floor]]
+        below = ledger.group_start[floor] if floor < len(ledger.group_start) else None
+        first = ledger.next_seq if below is None else ledger.seq[below]
         if first <= self._floor_seq:
             return
         self._floor_seq = first
-        held = set(
-            ledger.seq[: ledger.group_start[floor]]
-            if floor < len(ledger.group_start)
-            else ledger.seq
-        )
+        held = set(ledger.seq[:below])
         for seq in [s for s in self._saved if s < first and s not in held]:
             if seq in self._msg_tokens:
                 self._res_saved -= self._saved[seq]
@@ -355,7 +353,7 @@ class PruningEngine:
             marker = cfg.marker.format(
                 head=cfg.head_chars, tail=cfg.tail_chars, total=text_chars, cut=0
             )
-            text_chars = cfg.head_chars + cfg.tail_chars + 5 + utf16_len(marker)
+            text_chars = cfg.head_chars + cfg.tail_chars + len(CUT_SEPARATOR) + utf16_len(marker)
         return text_chars + (r.images * cfg.image_chars if cfg.images == "keep" else 0)
 
     def _worthwhile(
@@ -397,8 +395,8 @@ class PruningEngine:
         window: int,
         held: int,
         dirty: set[int],
-        by_ratio: bool = True,
-        budget: int = 0,
+        by_ratio: bool,
+        budget: int,
     ) -> tuple[int, bool]:
         """Clear old results oldest-first; all or nothing against ``clear_at_least`` and, with
         ``cache``, against the saving that pays for the cache it breaks. ``by_ratio``: a ratio or
@@ -407,42 +405,30 @@ class PruningEngine:
         cap = cfg.caps.results_cap(window) if cfg.caps is not None else None
         need, most = 0, 0
         if cap is None or self._res_tokens - self._res_saved <= cap:  # a cap beats the cost
-            need, most = self._worthwhile(ledger, held, budget or window)
+            need, most = self._worthwhile(ledger, held, budget)
         if need and most < need:
             return 0, True  # cannot pay for itself: nothing is built
-        start_held = held
+        start_held, start_saved = held, self._saved_total
         undo = cfg.clear_at_least > 0 or need > 0
-        snapshot = (
-            (
-                self._saved_total,
-                dict(self._saved),
-                dict(self._repl),
-                self._aged_chars,
-                dict(self._delta),
-                self._res_saved,
-            )
-            if undo
-            else (self._saved_total, {}, {}, 0, {}, self._res_saved)
-        )
-        states: list[int] = []
-        changed: list[_Result] = []
+        snapshot = {name: copy(getattr(self, name)) for name in _UNDONE} if undo else {}
+        changed: list[tuple[_Result, int]] = []  # each result cleared, and its state before
         owners: set[int] = set()
         pos = self._clear_upto
         while pos < self._aged:
             below = cfg.hard_ratio is not None and held < cfg.hard_ratio * window
             ratio_done = not by_ratio or (cfg.clear_until == "below_ratio" and below)
             cap_done = cap is None or self._res_tokens - self._res_saved <= cap
-            paid = not need or sent_saving(start_held, budget or window, start_held - held) >= need
+            paid = not need or sent_saving(start_held, budget, start_held - held) >= need
             if ratio_done and cap_done and paid:
                 break
             r = self._results[pos]
             pos += 1
             if not r.eligible or r.state == _CLEARED:
                 continue
-            r_prev = r.state
-            states.append(r_prev)
+            changed.append((r, r.state))
+            self._count(r.state, -1, r)
+            self._count(_CLEARED, 1, r)
             r.state = _CLEARED
-            changed.append(r)
             self._aged_chars -= r.chars
             before = self._saved_total
             self._rebuild(r.seq, ledger, counter, dirty)
@@ -452,28 +438,21 @@ class PruningEngine:
                 self._n_inputs += 1
                 owners.add(owner)
             held -= self._saved_total - before
-            self._count(r_prev, -1, r)
-            self._count(_CLEARED, 1, r)
-        freed = self._saved_total - snapshot[0]
+        freed = self._saved_total - start_saved
         short = freed < cfg.clear_at_least
-        if undo and changed and (short or sent_saving(start_held, budget or window, freed) < need):
-            for r, prev in zip(changed, states, strict=True):
+        if undo and changed and (short or sent_saving(start_held, budget, freed) < need):
+            for r, prev in changed:
                 self._count(_CLEARED, -1, r)
                 self._count(prev, 1, r)
                 r.state = prev
-            (
-                self._saved_total,
-                self._saved,
-                self._repl,
-                self._aged_chars,
-                self._delta,
-                self._res_saved,
-            ) = snapshot
+            for name, value in snapshot.items():
+                setattr(self, name, value)
+            gone = {r.call_id for r, _ in changed}
             for owner in owners:
                 ids = self._inputs_cleared.get(owner, set())
-                self._n_inputs -= len(ids.intersection(r.call_id for r in changed))
-                ids.difference_update(r.call_id for r in changed)
-            dirty.update(r.seq for r in changed)
+                self._n_inputs -= len(ids & gone)
+                ids -= gone
+            dirty.update(r.seq for r, _ in changed)
             return 0, True
         self._clear_upto = pos
         for owner in sorted(owners):
