@@ -15,6 +15,7 @@ from typing import Any
 
 from ._config import (
     budget_options,
+    check_int,
     check_priority,
     checked_hook,
     checked_tools,
@@ -208,18 +209,17 @@ class MessageContextManager(ExtensionHub):
         return self.used_tokens + cost <= self._budget_tokens
 
     def add(self, message: Any, *, priority: int = 0, pinned: bool = False) -> int:
-        """Add one message (any accepted shape); returns the tokens it was counted at.
-
-        One path: read it (a leading system message becomes the system prompt), close the calls
-        a new user turn interrupted (or repair the stream), then :meth:`_store`, which writes a
-        store ahead of memory (on failure nothing changed and the store's typed error says why).
-        """
+        """Add one message (any accepted shape); returns the tokens it was counted at. One path:
+        read it (a leading system message becomes the system prompt), close the calls a new user
+        turn interrupted (or repair), then :meth:`_store`, which writes a store ahead of memory."""
         return self.add_counted(message, None, priority=priority, pinned=pinned)
 
     def add_counted(
         self, message: Any, tokens: int | None, *, priority: int = 0, pinned: bool = False
     ) -> int:
-        """:meth:`add` with its count under ``counter.fingerprint()`` known (None: count it)."""
+        """:meth:`add` with its count under ``counter.fingerprint()`` known (None: count it);
+        what a store's restore calls for each message."""
+        tokens = None if tokens is None else check_int("tokens", tokens)
         if type(priority) is not int:
             check_priority(priority)
         with self._lock:

@@ -122,3 +122,15 @@ def test_fingerprints_differ_exactly_when_the_counting_does() -> None:
     before = counter.fingerprint()
     counter.chars_per_token = 3  # a counter changed after a write does not keep its fingerprint
     assert counter.fingerprint() == CharEstimator(3).fingerprint() != before
+
+
+@pytest.mark.parametrize("tokens", [-1, True, 2.5, "7", [7]])
+def test_add_counted_refuses_a_count_that_is_not_a_token_count(tokens: Any) -> None:
+    from context_manager.errors import ConfigurationError
+
+    manager = MessageContextManager(1_000, counter="chars")
+    manager.add({"role": "user", "content": "kept"})
+    with pytest.raises(ConfigurationError, match="tokens must be an int >= 0"):
+        manager.add_counted({"role": "user", "content": "hello"}, tokens)
+    assert [item.tokens for item in manager.history()] == [4]  # ceil(4 / 4) + 3, unchanged
+    assert manager.add_counted({"role": "user", "content": "hello"}, 9) == 9

@@ -114,14 +114,17 @@ class ToolResultPruning:
         names = ("head_chars", "tail_chars", "min_prunable_chars", "clear_at_least")
         for name in (*names, "payback_requests", "keep_last"):
             check_int(name, getattr(self, name))
-        if self.max_chars is not None:  # at least head_chars + tail_chars
-            check_int("max_chars", self.max_chars, self.head_chars + self.tail_chars)
+        if self.max_chars is not None:
+            floor = self.head_chars + self.tail_chars
+            check_int(
+                "max_chars (None, or at least head_chars + tail_chars)", self.max_chars, floor
+            )
         for name in ("soft_ratio", "hard_ratio"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, int | float) and 0 <= value <= 1):
                 raise ConfigurationError(f"{name} must be in [0, 1] or None, got {value!r}")
         if self.trigger_tokens is not None:
-            check_int("trigger_tokens", self.trigger_tokens, 1)
+            check_int("trigger_tokens (or None)", self.trigger_tokens, 1)
         if self.clear_until not in ("below_ratio", "all"):
             raise ConfigurationError(
                 f"clear_until must be 'below_ratio' or 'all', got {self.clear_until!r}"
@@ -133,7 +136,7 @@ class ToolResultPruning:
         if self.images not in ("clear", "keep"):
             raise ConfigurationError(f"images must be 'clear' or 'keep', got {self.images!r}")
         if self.clear_thinking_keep is not None:
-            check_int("clear_thinking_keep", self.clear_thinking_keep)
+            check_int("clear_thinking_keep (or None)", self.clear_thinking_keep)
         if self.cache is not None and not isinstance(self.cache, CacheRules):
             raise ConfigurationError(
                 f"cache must be CacheRules (prompt_cache.cache_rules(...)), got {self.cache!r:.60}"
