@@ -21,9 +21,11 @@ Specs:
 * ``"hf:<path>"``: a tokenizer.json file (or a folder holding one) via ``tokenizers``.
 * ``"transformers:<folder>"``: ``AutoTokenizer`` from a local folder, with its chat template.
 
-Resolved counters are cached per (spec, model) in a bounded LRU (:data:`MAX_CACHED_COUNTERS`),
-so every caller shares one text cache per tokenizer and a stream of distinct model names cannot
-grow memory without bound.
+Resolved counters are shared per (spec, model) through a bounded LRU
+(:data:`MAX_CACHED_COUNTERS`), so a tokenizer is loaded once and a stream of distinct model
+names cannot grow memory without bound. A shared counter keeps no text cache (``cache_size=0``):
+it would hold every tenant's texts for no request of theirs. A text cache is one the caller
+creates and owns: a counter instance built with ``cache_size``.
 A spec that needs a missing package raises ``TokenizerUnavailableError``; nothing silently falls
 back to the estimator.
 """
@@ -103,12 +105,14 @@ def _for_model(model: str) -> TokenCounter:
     if spec.startswith("tiktoken:"):
         from .tiktoken_counter import TiktokenCounter
 
-        return TiktokenCounter(model, encoding=spec.split(":", 1)[1])
+        return TiktokenCounter(model, encoding=spec.split(":", 1)[1], cache_size=0)
     if spec == "deepseek":
         from .hf_counter import HFTokenizerCounter
 
         return HFTokenizerCounter.deepseek(
-            message_overhead=info.message_overhead, prompt_overhead=info.prompt_overhead
+            message_overhead=info.message_overhead,
+            prompt_overhead=info.prompt_overhead,
+            cache_size=0,
         )
     return _build(spec, model)
 
@@ -124,23 +128,24 @@ def _build(spec: str, model: str | None) -> TokenCounter:
         from .tiktoken_counter import TiktokenCounter
 
         encoding = spec.split(":", 1)[1] if ":" in spec else None
-        return TiktokenCounter(model or (None if encoding else DEFAULT_MODEL), encoding=encoding)
+        model = model or (None if encoding else DEFAULT_MODEL)
+        return TiktokenCounter(model, encoding=encoding, cache_size=0)
     if spec == "deepseek":
         from .hf_counter import HFTokenizerCounter
 
-        return HFTokenizerCounter.deepseek()
+        return HFTokenizerCounter.deepseek(cache_size=0)
     if spec.startswith("hf:"):
         from .hf_counter import HFTokenizerCounter
 
-        return HFTokenizerCounter(spec[3:])
+        return HFTokenizerCounter(spec[3:], cache_size=0)
     if spec.startswith("transformers:"):
         from .transformers_counter import TransformersCounter
 
-        return TransformersCounter.from_pretrained(spec.split(":", 1)[1])
+        return TransformersCounter.from_pretrained(spec.split(":", 1)[1], cache_size=0)
     if spec in _tiktoken_encodings():
         from .tiktoken_counter import TiktokenCounter
 
-        return TiktokenCounter(model, encoding=spec)
+        return TiktokenCounter(model, encoding=spec, cache_size=0)
     if find_model(spec) is not None:
         return _for_model(spec)
     raise ConfigurationError(

@@ -246,3 +246,20 @@ def test_all_token_suites_are_present() -> None:
         "tokens.rawText.o200k_base",
         "tokens.rawText.cl100k_base",
     }
+
+
+@pytest.mark.parametrize(
+    "spec, model", [("tiktoken", None), ("o200k_base", None), (None, "gpt-4o")]
+)
+def test_a_shared_counter_keeps_no_text_of_any_caller(spec: str | None, model: str | None) -> None:
+    """Counters resolved from a spec are shared by every manager and trim() call in a process, so
+    they must not hold one tenant's texts for another's requests (a text cache is the caller's:
+    a counter instance built with ``cache_size``)."""
+    from context_manager import MessageContextManager, trim
+
+    manager = MessageContextManager(max_tokens=8_000, model=model, counter=spec)
+    manager.add({"role": "user", "content": "tenant A's secret plan"})
+    trim([{"role": "user", "content": "tenant B's secret plan"}], 1_000, counter=manager.counter)
+    shared = get_counter(spec, model=model)
+    assert manager.counter is shared
+    assert shared.cache_info().currsize == 0  # type: ignore[attr-defined]
