@@ -122,6 +122,7 @@ def test_constructor(options: dict[str, Any]) -> None:
             st.sampled_from(
                 [
                     "add",
+                    "add_counted",
                     "usage",
                     "count",
                     "can_add",
@@ -151,6 +152,8 @@ def test_manager_methods(calls: list[tuple[str, Any, Any]]) -> None:
             )
             only_typed(manager.add, arg, priority=extra)
             only_typed(manager.add, arg, pinned=extra)
+        elif name == "add_counted":
+            only_typed(manager.add_counted, arg, extra)
         elif name == "usage":
             only_typed(manager.record_usage, arg)
         elif name == "count":
