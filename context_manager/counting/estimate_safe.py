@@ -309,7 +309,9 @@ class SafeEstimator(TokenCounter):
         return estimate_tokens(text)
 
     def _count_settings(self) -> tuple[object, ...]:
-        return (self.message_overhead, self.tool_call_overhead, self.image_tokens, self.media)
+        # WEIGHTS too: a refit changes every count even where the package version does not.
+        framing = (self.message_overhead, self.tool_call_overhead, self.image_tokens)
+        return (*framing, self.media, WEIGHTS)
 
     def count_message(self, message: Message) -> int:
         return framed_tokens(
