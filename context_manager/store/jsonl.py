@@ -24,7 +24,8 @@ Why it is built this way:
 - Exactly once: an append whose first record carries an id (``_cm.id``) that the lines written
   since this object's view already hold writes nothing and returns their positions.
   A batch of records is one ``os.write``; a writer killed inside it can leave a torn last line,
-  which is never acknowledged and is cut off by the next writer.
+  which is never acknowledged and is cut off by the next writer. Known gap: the kernel may stop
+  a multi-page write at a page boundary, leaving the batch's first lines whole (read as stored).
 - With ``session=`` the log lives at ``<root>/<session>/context.jsonl`` (Kimi CLI's layout), and
   :meth:`sessions` lists the session directories of ``root``.
 - Files are created 0600 in 0700 directories, temporary names are unpredictable and opened with
