@@ -23,6 +23,7 @@ import numbers
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from ..errors import ConfigurationError, StoreError
@@ -75,7 +76,7 @@ def _connect(path: Path, timeout: float, fsync: str) -> sqlite3.Connection:
         if _files.is_link(path):  # swapped in after the check: SQLite followed it
             raise _files.symlink_error(path)
         conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        _wal(conn, timeout)
         conn.execute(f"PRAGMA synchronous = {synchronous}")
     except BaseException as exc:
         conn.close()
@@ -83,6 +84,21 @@ def _connect(path: Path, timeout: float, fsync: str) -> sqlite3.Connection:
             raise StoreError(f"{path}: cannot open the SQLite store: {exc}") from exc
         raise
     return conn
+
+
+def _wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Switch to WAL, waiting up to ``timeout`` for a lock: SQLite does not call the busy
+    handler for this switch, so connections opened at once on a new file (threads of one
+    handle) would otherwise fail with "database is locked"."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _checked_options(path: object, busy_timeout: object, fsync: object) -> tuple[Path, float]:

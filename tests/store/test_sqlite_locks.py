@@ -223,3 +223,34 @@ def test_threads_serving_sessions_of_one_file_keep_their_locks(
     outcomes += results.values()
     assert sum(len(acked) + len(errors) for acked, errors in outcomes) == 1200
     check_database(path, outcomes)
+
+
+def test_threads_opening_a_new_database_at_once_all_get_in(tmp_path: Path) -> None:
+    """SQLite does not wait (busy timeout) for the switch to WAL, so threads that open a new
+    file at the same moment used to fail with "database is locked" (5% of such races here)."""
+    import threading
+
+    from context_manager import MessageContextManager
+    from context_manager.store import connect
+
+    errors: list[BaseException] = []
+    for trial in range(40):
+        stores = connect(f"sqlite:///{tmp_path}/new{trial}.db")
+        barrier = threading.Barrier(6)
+
+        def serve(worker: int, stores: object = stores, barrier: object = barrier) -> None:
+            try:
+                barrier.wait()  # type: ignore[attr-defined]
+                manager = MessageContextManager.open(stores, session=f"w{worker}", max_tokens=1000)
+                manager.add({"role": "user", "content": f"hello from {worker}"})
+                manager.store.close()
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=serve, args=(w,)) for w in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        stores.close()
+    assert errors == []
