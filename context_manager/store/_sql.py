@@ -53,6 +53,7 @@ import json
 import re
 import secrets
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -99,7 +100,7 @@ _PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 Row = tuple[str, int | None, str | None]  # body, checkpoint id, record id
 
 
-class SqlFlows:
+class SqlFlows(ABC):
     """One session in a SQL database, as flows; subclasses set the dialect and a driver."""
 
     #: ``?`` placeholders are rewritten to this (``%s`` for psycopg).
@@ -129,8 +130,9 @@ class SqlFlows:
 
     # -- subclass hooks --------------------------------------------------------------------
     @property
+    @abstractmethod
     def target(self) -> str:
-        raise NotImplementedError
+        """Where the session lives, for messages (a URL without its password)."""
 
     def _reason(self, error: BaseException) -> str:
         """A client error's text for a message (PostgreSQL: without the URL's password)."""

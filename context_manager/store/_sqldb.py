@@ -7,6 +7,7 @@ The async PostgreSQL store drives the same flows on psycopg's ``AsyncConnection`
 from __future__ import annotations
 
 import threading
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -39,8 +40,9 @@ class SqlStore(SqlFlows):
         one, so the default refuses)."""
         raise StoreError(f"{self.target}: the connection was lost")
 
+    @abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Close the connection, or give it back to the pool it came from."""
 
     def _run(self, flow: Flow[_T]) -> _T:
         with self._lock:

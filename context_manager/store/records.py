@@ -26,6 +26,7 @@ import json
 import logging
 import secrets
 import zlib
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -190,7 +191,7 @@ def encode_meta(record: Mapping[str, Any], *, integrity: bool = False) -> bytes:
     return dump_record(dict(record), integrity=integrity)
 
 
-class RecordWriter:
+class RecordWriter(ABC):
     """The typed appends a session writes, over one primitive: ``_put(record, durable)``.
 
     Shared by :class:`~.jsonl.JsonlLog` and :class:`~.log.StoreLog`, so every backend receives
@@ -200,8 +201,9 @@ class RecordWriter:
     #: While not None, records are collected here instead of written (see :meth:`collecting`).
     _collected: list[tuple[dict[str, Any], bool]] | None = None
 
+    @abstractmethod
     def _put(self, record: dict[str, Any], durable: bool) -> None:
-        raise NotImplementedError
+        """Write one record now (the backend's append of a single line)."""
 
     def _write_record(self, record: dict[str, Any], durable: bool) -> None:
         if self._collected is not None:
