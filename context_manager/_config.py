@@ -15,6 +15,7 @@ from .models import get_model
 __all__ = [
     "CONFIG_KEYS",
     "DEFAULT_MAX_TOKENS",
+    "SAFE_INT",
     "budget_options",
     "check_int",
     "check_tool_nesting",
@@ -25,6 +26,9 @@ __all__ = [
 
 #: Context window used when neither ``max_tokens`` nor ``model`` is given.
 DEFAULT_MAX_TOKENS = 128_000
+#: Largest integer a budget, count or priority may be: float-exact, and read alike by JSON
+#: readers and JavaScript (2**53).
+SAFE_INT = 2**53
 
 CONFIG_KEYS = {
     "max_tokens": "max_tokens",
@@ -92,7 +96,7 @@ def window_for(max_tokens: Any, model: Any) -> int:
     if max_tokens is None:
         return limit or DEFAULT_MAX_TOKENS
     window = check_int("max_tokens", max_tokens, 1)
-    if window > 2**53:  # budgets are float-exact (and JSON/JS-safe) below this
+    if window > SAFE_INT:
         raise ConfigurationError(f"max_tokens must be at most 2**53, got {short_repr(window, 60)}")
     if limit is not None and window > limit:
         raise ConfigurationError(

@@ -28,6 +28,7 @@ from typing import Any, TextIO
 
 from . import __version__
 from ._cli_input import CliError, as_json, load_messages
+from ._config import SAFE_INT
 from .counting import count_tokens
 from .errors import ContextManagerError
 from .manager import MessageContextManager
@@ -38,7 +39,7 @@ from .stats import ContextStats
 SAMPLE = "sample_conversation.json"
 PROVIDER_NAMES = ["openai", "openai-responses", "anthropic", "bedrock", "gemini"]
 #: ``trim()``'s largest budget: what ``trim`` runs with when no ``--budget-tokens`` is given.
-NO_TOKEN_LIMIT = 2**53
+NO_TOKEN_LIMIT = SAFE_INT
 
 
 def usage_bar(stats: ContextStats, width: int = 30) -> str:

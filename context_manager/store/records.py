@@ -30,6 +30,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from .._config import SAFE_INT
 from ..errors import StoreError
 from ._lines import message_problem
 
@@ -45,8 +46,6 @@ ATTRS_KEY = "_cm"
 #: Key of the per-line CRC-32 inside ``_cm`` (written with ``integrity=True``).
 CRC_KEY = "crc"
 META_ROLES = (SYSTEM_PROMPT, USAGE, CHECKPOINT)
-#: Largest |priority| a line may carry (priorities beyond it are certainly not ours).
-MAX_PRIORITY = 2**53
 #: Key of the client-made record id inside ``_cm``.
 ID_KEY = "id"
 #: Key of ``[tokens, counter fingerprint]`` inside a message's ``_cm``: what the writer's counter
@@ -356,7 +355,7 @@ def _check_attrs(attrs: Any) -> None:
     if "pinned" in attrs and not isinstance(attrs["pinned"], bool):
         raise _Invalid(f"'{ATTRS_KEY}.pinned' must be true or false, got {attrs['pinned']!r:.40}")
     priority = attrs.get("priority", 0)
-    if not _is_int(priority) or abs(priority) > MAX_PRIORITY:
+    if not _is_int(priority) or abs(priority) > SAFE_INT:
         raise _Invalid(f"'{ATTRS_KEY}.priority' must be an integer, got {priority!r:.40}")
     if "type" in attrs and not isinstance(attrs["type"], str):
         raise _Invalid(f"'{ATTRS_KEY}.type' must be a string")

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._config import SAFE_INT
 from ..errors import ContextManagerError, InvalidMessageError
 from ..messages.codec import decode
 from ._lines import corrupt_line
@@ -19,7 +20,6 @@ from .records import (
     COMPACTION,
     COUNT_KEY,
     ID_KEY,
-    MAX_PRIORITY,
     SYSTEM_PROMPT,
     USAGE,
     _Invalid,
@@ -175,7 +175,7 @@ def _count(value: Any) -> tuple[int, str] | None:
         isinstance(value, list)
         and len(value) == 2
         and _is_int(value[0])
-        and 0 <= value[0] <= MAX_PRIORITY
+        and 0 <= value[0] <= SAFE_INT
         and isinstance(value[1], str)
     ):
         return value[0], value[1]
