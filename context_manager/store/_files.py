@@ -55,6 +55,13 @@ def check_path(path: str | os.PathLike[str]) -> Path:
         raise ConfigurationError(
             f"the store path {text!r:.200} contains a NUL character (\\x00); no file can have it"
         )
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError as exc:  # a lone surrogate no file system encoding can write
+        raise ConfigurationError(
+            f"the store path {text!r:.200} holds a character the file system cannot encode "
+            f"({exc.reason}, position {exc.start})"
+        ) from None
     return Path(text)
 
 

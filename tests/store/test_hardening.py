@@ -410,28 +410,33 @@ def test_good_busy_timeouts_are_accepted(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "target",
+    ("target", "reason"),
     [
-        "a\x00b.jsonl",  # a JSONL log
-        "dir\x00x/",  # a directory of sessions
-        "sub\x00dir/context.jsonl",  # NUL in a directory level
-        "sqlite:///{tmp}/a\x00b.db",
-        "sqlite:///{tmp}/d\x00ir/chat.db",
+        ("a\x00b.jsonl", "NUL"),  # a JSONL log
+        ("dir\x00x/", "NUL"),  # a directory of sessions
+        ("sub\x00dir/context.jsonl", "NUL"),  # NUL in a directory level
+        ("sqlite:///{tmp}/a\x00b.db", "NUL"),
+        ("sqlite:///{tmp}/d\x00ir/chat.db", "NUL"),
+        # a lone surrogate: no file system encoding can write it (os raised UnicodeEncodeError)
+        ("a\ud800b.jsonl", "cannot encode"),
+        ("d\udfffir/", "cannot encode"),
+        ("sqlite:///{tmp}/a\ud800b.db", "cannot encode"),
     ],
 )
-def test_nul_in_a_store_path_is_a_configuration_error(tmp_path: Path, target: str) -> None:
+def test_an_unwritable_store_path_is_a_configuration_error(
+    tmp_path: Path, target: str, reason: str
+) -> None:
     from context_manager.errors import ConfigurationError
-    from context_manager.store import open_store
+    from context_manager.store import delete_session, open_store
 
     text = target.format(tmp=tmp_path) if "{tmp}" in target else f"{tmp_path}/{target}"
-    with pytest.raises(ConfigurationError, match="NUL"):
-        open_store(text, session="s")
-    with pytest.raises(ConfigurationError, match="NUL"):
-        open_store(text)
-    with pytest.raises(ConfigurationError, match="NUL"):
-        open_manager(text)
-    with pytest.raises(ConfigurationError, match="NUL"):
-        open_manager(text, session="s")
+    for session in ("s", None):
+        with pytest.raises(ConfigurationError, match=reason):
+            open_store(text, session=session)
+        with pytest.raises(ConfigurationError, match=reason):
+            open_manager(text, session=session)
+        with pytest.raises(ConfigurationError, match=reason):
+            delete_session(text, session=session)
     assert os.listdir(tmp_path) == []
 
 
