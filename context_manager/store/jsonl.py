@@ -24,8 +24,10 @@ Why it is built this way:
 - Exactly once: an append whose first record carries an id (``_cm.id``) that the lines written
   since this object's view already hold writes nothing and returns their positions.
   A batch of records is one ``os.write``; a writer killed inside it can leave a torn last line,
-  which is never acknowledged and is cut off by the next writer. Known gap: the kernel may stop
-  a multi-page write at a page boundary, leaving the batch's first lines whole (read as stored).
+  which is never acknowledged and is cut off by the next writer. The kernel may also stop a
+  multi-page write at a page boundary, leaving the batch's first lines whole: each line of a
+  batch carries its place (``_cm.batch``), so readers ignore a batch left unfinished and the
+  next writer cuts it (``_tail``).
 - With ``session=`` the log lives at ``<root>/<session>/context.jsonl`` (Kimi CLI's layout), and
   :meth:`sessions` lists the session directories of ``root``.
 - Files are created 0600 in 0700 directories, temporary names are unpredictable and opened with
@@ -55,7 +57,18 @@ from ..errors import (
     StoreOutcomeUnknownError,
 )
 from . import _files, _remove
-from ._tail import SEARCH_BACK, TAIL_BYTES, find_batch, mark, mark_at
+from ._tail import (
+    SEARCH_BACK,
+    TAIL_BYTES,
+    batched,
+    closed,
+    find_batch,
+    mark,
+    mark_at,
+    opens_batch,
+    repair_tail,
+    stored,
+)
 from .lock import LogLock
 from .protocol import Batch, Head, check_session_id
 from .records import (
@@ -64,7 +77,6 @@ from .records import (
     dump_record,
     encode_meta,
     logger,
-    parse_record,
     record_id,
     split_lines,
 )
@@ -178,7 +190,7 @@ class JsonlLog(RecordWriter):
         data = _files.read_bytes(self.path)
         inode = self._now()[0] if data is not None else None
         data = data or b""
-        self._view = (inode, len(data), data.count(b"\n"), mark(data))
+        self._view = (inode, len(data), stored(data)[0].count(b"\n"), mark(data))
         return data
 
     # ------------------------------------------------------------------ Store protocol
@@ -207,7 +219,8 @@ class JsonlLog(RecordWriter):
             data = self._read_all()
             head = self.head
         assert head is not None
-        batch = Batch(head)
+        data, unfinished = stored(data)
+        batch = Batch(head, torn_tail=unfinished)
         for number, raw, complete in split_lines(data):
             if not complete:
                 batch.torn_tail = True
@@ -227,10 +240,11 @@ class JsonlLog(RecordWriter):
             if mark(data[: head.offset - start]) != head.epoch:
                 return None
             new = data[head.offset - start :]
+            new, unfinished = stored(new)
             self._view = (inode, size, head.position + new.count(b"\n"), mark(data))
             now = self.head
         assert now is not None
-        batch = Batch(now)
+        batch = Batch(now, torn_tail=unfinished)
         for number, raw, complete in split_lines(new):
             if not complete:
                 batch.torn_tail = True
@@ -239,7 +253,8 @@ class JsonlLog(RecordWriter):
         return batch
 
     def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
-        data = b"".join(dump_record(record, integrity=self.integrity) for record in records)
+        batch = batched(records)  # each line knows its place: an unfinished batch is not read
+        data = b"".join(dump_record(record, integrity=self.integrity) for record in batch)
         rid = record_id(records[0]) if records else None
         first = self._append(data, durable=durable, rid=rid)
         return list(range(first, first + len(records)))
@@ -255,8 +270,19 @@ class JsonlLog(RecordWriter):
 
     def _replayer(self, data: bytes, *, defer_messages: bool = False) -> Replayer:
         replayer = Replayer(str(self.path), strict=self.strict, defer_messages=defer_messages)
-        for number, raw, complete in split_lines(data):
+        kept, unfinished = stored(data)
+        for number, raw, complete in split_lines(kept):
             replayer.feed(number, raw, complete)
+        if unfinished:
+            first = kept.count(b"\n") + 1
+            logger.warning(
+                "%s: ignoring lines %d-%d: a batch an interrupted writer left unfinished (it was "
+                "never acknowledged)",
+                self.path,
+                first,
+                first + data.count(b"\n", len(kept)) - (data[-1:] == b"\n"),
+            )
+            replayer.state.torn_tail = True
         return replayer
 
     # ------------------------------------------------------------------ writing
@@ -382,37 +408,10 @@ class JsonlLog(RecordWriter):
         return fd
 
     def _repair_tail(self, fd: int) -> int:
-        """Make sure the file ends with a newline before we append (a killed writer may not).
-
-        Returns the number of complete lines afterwards (the next record's position).
-        """
-        size = os.fstat(fd).st_size
+        """Cut what a killed writer left unfinished before we append (``_tail.repair_tail``);
+        returns the number of stored lines afterwards (the next record's position)."""
         assert self._view is not None
-        lines = self._view[2]
-        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-            return lines
-        window = 4096
-        while True:  # find the start of the unterminated last line
-            start = max(0, size - window)
-            chunk = os.pread(fd, size - start, start)
-            cut = chunk.rfind(b"\n")
-            if cut >= 0 or start == 0:
-                break
-            window *= 4
-        fragment = chunk[cut + 1 :]
-        try:
-            parse_record(fragment)
-        except Exception:
-            logger.warning(
-                "%s: cutting off %d bytes of a torn last line left by an interrupted writer",
-                self.path,
-                len(fragment),
-            )
-            os.ftruncate(fd, start + cut + 1)
-            return lines
-        # a complete record that only lacks its newline: keep it
-        _write_all(fd, b"\n")
-        return lines + 1
+        return repair_tail(fd, self._view[2], self.path)
 
     # ------------------------------------------------------------------ rotation
     def revert_to(self, checkpoint_id: int) -> RestoredLog:
@@ -426,7 +425,7 @@ class JsonlLog(RecordWriter):
             replayer = Replayer(str(self.path), strict=self.strict)
             kept: list[bytes] = []
             found = False
-            for number, raw, complete in split_lines(data):
+            for number, raw, complete in split_lines(stored(data)[0]):
                 record = replayer.feed(number, raw, complete) if raw.strip() else None
                 if record is None:
                     continue
@@ -439,6 +438,8 @@ class JsonlLog(RecordWriter):
                     f"{self.path}: checkpoint {checkpoint_id} does not exist (the log has "
                     f"{self.next_checkpoint_id} checkpoints, ids from 0); pick an existing id"
                 )
+            if kept and opens_batch(kept[-1]):  # the checkpoint was written inside a batch
+                kept[-1] = closed(kept[-1], integrity=self.integrity)
             self._rotate_and_replace(b"".join(kept))
             replayer = self._replayer(b"".join(kept))
             self._next_checkpoint_id = replayer.state.next_checkpoint_id

@@ -51,6 +51,10 @@ ID_KEY = "id"
 #: Key of ``[tokens, counter fingerprint]`` inside a message's ``_cm``: what the writer's counter
 #: counted, reused by a restore whose counter has the same ``fingerprint()`` (else recounted).
 COUNT_KEY = "count"
+#: Key of ``[k, n]`` inside ``_cm`` of each line of a JSONL batch of n > 1 records: its place,
+#: how a reader tells a batch a killed writer left unfinished (``_tail``). A line's format, not
+#: part of the record: :func:`parse_record` takes it out.
+BATCH_KEY = "batch"
 
 
 def new_record_id() -> str:
@@ -305,6 +309,11 @@ def parse_record(raw: bytes, *, check_message: bool = True) -> dict[str, Any]:
         raise _Invalid(f"a line must be a JSON object, got {type(value).__name__}")
     if verify_crc(value) is False:
         raise _Invalid(f"'{ATTRS_KEY}.{CRC_KEY}' does not match the line: it was altered")
+    attrs = value.get(ATTRS_KEY)
+    if isinstance(attrs, dict) and BATCH_KEY in attrs:
+        del attrs[BATCH_KEY]
+        if not attrs:
+            del value[ATTRS_KEY]
     role = value.get("role")
     if not isinstance(role, str):
         raise _Invalid("missing or non-string 'role'")

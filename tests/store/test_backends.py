@@ -32,7 +32,17 @@ from .backends import FORK, Backend, user
 
 
 def parsed(store: Store, start: int = 0) -> list[tuple[int, dict[str, Any]]]:
-    return [(pos, json.loads(line)) for pos, line in store.load(start).lines]
+    """The records from ``start`` on. A JSONL line of a batch also holds its place in the batch
+    (``_cm.batch``: how a reader tells a batch a killed writer left unfinished); that place is
+    the file format's, not the record's, so it is dropped here."""
+    out = []
+    for pos, line in store.load(start).lines:
+        record = json.loads(line)
+        attrs = record.get("_cm")
+        if isinstance(attrs, dict) and attrs.pop("batch", None) is not None and not attrs:
+            del record["_cm"]
+        out.append((pos, record))
+    return out
 
 
 # ---------------------------------------------------------------------- record level
