@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._files import write_all
 from .records import ATTRS_KEY, BATCH_KEY, CRC_KEY, dump_record, logger, parse_record, record_id
@@ -54,25 +55,35 @@ def find_batch(region: bytes, rid: str, count: int) -> tuple[int, int] | None:
             return None
     except Exception:  # an unreadable line is not ours
         return None
-    end = start
+    end = last = start
     for _ in range(count):
         newline = region.find(b"\n", end)
         if newline < 0:
             return None
-        end = newline + 1
-    return start, end
+        last, end = end, newline + 1
+    # the first lines of a batch a killed writer left unfinished are not stored
+    return None if opens_batch(region[last:end]) else (start, end)
 
 
 # --------------------------------------------------------------------------- unfinished batches
 # A batch is one ``os.write``, but the kernel may stop a write of several pages at a page
 # boundary when its process is killed, leaving the batch's first lines whole. Each line of a
-# batch of n > 1 records therefore carries its place ``[k, n]`` (``_cm.batch``): a file whose
-# last record says k < n - 1 ends in a batch that was never finished, so never acknowledged.
-# Only the file's end is judged, so a reader pays one line's parse, not one per line.
+# batch of n > 1 records therefore carries its place ``[k, n]`` (``_cm.batch``, written last in
+# the line): a file whose last record says k < n - 1, or whose last line holds a place but no
+# newline, ends in a batch that was never finished, so never acknowledged. Only the file's end
+# is judged, so a reader pays one line's parse, and an append one small read, not one per line.
+
+#: A place as our writer ends a line with it: ``_placed`` puts ``_cm`` last and the place last
+#: in it (only a CRC follows; Kimi's spacing on metadata lines). Read from the line's last bytes
+#: alone, so neither a long line nor a finished batch (k = n - 1) is parsed; an open place is
+#: confirmed by parsing the line (a key of that name elsewhere is not a place).
+_PLACE = re.compile(rb'"batch": ?\[(\d{1,15}), ?(\d{1,15})\](?:, ?"crc": ?\d{1,12})?\}\}\n?\Z')
+_PLACE_REACH = 96
 
 
 def batched(records: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
-    """``records`` as the lines of one batch: each with its place (none for a batch of one)."""
+    """``records`` as the lines of one batch: each with its place (none for a batch of one,
+    and a place a caller's record already held is taken out)."""
     n = len(records)
     if n < 2:
         return [_placed(record, None) for record in records]
@@ -81,9 +92,11 @@ def batched(records: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]
 
 def _placed(record: Mapping[str, Any], place: list[int] | None) -> Mapping[str, Any]:
     attrs = record.get(ATTRS_KEY)
-    if place is None and not (isinstance(attrs, Mapping) and BATCH_KEY in attrs):
+    if attrs is not None and not isinstance(attrs, Mapping):
+        return record  # stored as given: every reader refuses a "_cm" that is not an object
+    if place is None and not (attrs is not None and BATCH_KEY in attrs):
         return record  # the common case: nothing to add or take away
-    new = {k: v for k, v in (attrs.items() if isinstance(attrs, Mapping) else ()) if k != BATCH_KEY}
+    new = {k: v for k, v in (attrs or {}).items() if k != BATCH_KEY}
     if place is not None:
         new[BATCH_KEY] = place
     out = {k: v for k, v in record.items() if k != ATTRS_KEY}
@@ -111,22 +124,26 @@ def _whole(fragment: bytes) -> bool:
 
 
 def _place(line: bytes) -> tuple[int, int] | None:
-    """``(k, n)`` when ``line`` is record k of a batch of n, else None."""
-    if b'"batch"' not in line:  # no parse for the lines that cannot hold a place
+    """``(k, n)`` when ``line`` ends as record k of a batch of n (0 <= k < n, n >= 2) ends."""
+    found = _PLACE.search(line, max(0, len(line) - _PLACE_REACH))
+    if found is None:
         return None
+    k, n = int(found[1]), int(found[2])
+    return (k, n) if k < n and n >= 2 else None
+
+
+def _confirmed(line: bytes, place: tuple[int, int]) -> bool:
+    """Whether ``line`` parses and its ``_cm`` holds ``place`` (not a look-alike key)."""
     value = _record(line)
     attrs = value.get(ATTRS_KEY) if value is not None else None
-    place = attrs.get(BATCH_KEY) if isinstance(attrs, dict) else None
-    if isinstance(place, list) and len(place) == 2 and all(type(v) is int for v in place):
-        return place[0], place[1]
-    return None
+    return isinstance(attrs, dict) and attrs.get(BATCH_KEY) == list(place)
 
 
 def opens_batch(line: bytes) -> bool:
-    """Whether ``line`` is a record of a batch other than its last: a file ending with it ends
-    in a batch that was never finished."""
+    """Whether ``line`` (a whole line) is a record of a batch other than its last: a file
+    ending with it ends in a batch that was never finished."""
     place = _place(line)
-    return place is not None and 0 <= place[0] < place[1] - 1
+    return place is not None and place[0] < place[1] - 1 and _confirmed(line, place)
 
 
 def closed(line: bytes, *, integrity: bool) -> bytes:
@@ -145,36 +162,74 @@ def closed(line: bytes, *, integrity: bool) -> bytes:
     return dump_record(record, integrity=sealed)
 
 
-def torn_from(data: bytes) -> int | None:
-    """The offset in ``data`` where a batch left unfinished at its end starts, or None.
-
-    The judged line is the last record: a last line without its newline counts when it is a
-    whole record, else the whole line before it. A place that does not match the batch's first
-    line (``[0, n]``, k lines back) is not ours and leaves every line stored.
-    """
+def _judged(data: bytes) -> tuple[int, int, bool]:
+    """``(start, end, without_newline)`` of the line that decides whether ``data`` ends in an
+    unfinished batch: a last line without its newline when it holds a place or is a whole
+    record, else the last whole line; ``(0, 0, False)`` when there is none."""
     end = len(data)
     if end and data[-1] != 0x0A:
         start = data.rfind(b"\n") + 1
-        if not _whole(data[start:]):
-            end = start  # a torn line: the batch is judged by the whole line before it
+        fragment = data[start:]
+        if _place(fragment) is not None or _whole(fragment):
+            return start, end, True
+        end = start  # a torn line: the whole line before it decides
     if end == 0:
+        return 0, 0, False
+    return data.rfind(b"\n", 0, end - 1) + 1, end, False
+
+
+def torn_from(data: bytes) -> int | None:
+    """The offset in ``data`` where a batch left unfinished at its end starts, or None.
+
+    Unfinished: the deciding line (:func:`_judged`) is record k < n - 1 of its batch, or any
+    record of it without its newline (the batch's write never ended). A place that does not
+    match the batch's first line (``[0, n]``, k lines back) is not ours: every line is stored.
+    """
+    start, end, without_newline = _judged(data)
+    line = data[start:end]
+    place = _place(line) if end else None
+    if place is None or (place[0] == place[1] - 1 and not without_newline):
+        return None  # the common case, decided by the line's last bytes
+    if not _confirmed(line, place):
         return None
-    start = data.rfind(b"\n", 0, end - 1) + 1
-    if not opens_batch(data[start:end]):
-        return None
-    k, n = _place(data[start:end]) or (0, 0)
+    k, n = place
     for _ in range(k):
         if start == 0:
             return None  # fewer lines than the place says
         start = data.rfind(b"\n", 0, start - 1) + 1
-    first = data[start : data.find(b"\n", start) + 1] if k else data[start:end]
-    return start if _place(first) == (0, n) else None
+    first = data[start : data.find(b"\n", start) + 1] if k else line
+    return start if _place(first) == (0, n) and _confirmed(first, (0, n)) else None
 
 
 def stored(data: bytes) -> tuple[bytes, bool]:
     """``data`` without a batch left unfinished at its end, and whether there was one."""
     cut = torn_from(data)
     return (data, False) if cut is None else (data[:cut], True)
+
+
+class View(NamedTuple):
+    """What a JSONL writer last saw of its file. ``size`` and ``mark`` (the CRC of its end)
+    tell whether another writer changed the file since; ``lines`` stored lines end at byte
+    ``end`` (before a torn line or an unfinished batch), where a head points (``end_mark``)."""
+
+    inode: int | None
+    size: int
+    mark: str
+    lines: int
+    end: int
+    end_mark: str
+
+
+def view_of(inode: int | None, data: bytes, *, base: int = 0, at: int = 0, lines: int = 0) -> View:
+    """The view of a file that ends with ``data``, where ``data[base:]`` starts at byte ``at``
+    after ``lines`` stored lines (``data[:base]``: the bytes before, for the CRCs: the
+    :data:`TAIL_BYTES` before ``at``, or the file from its start)."""
+    kept = stored(data[base:])[0]
+    stop = kept.rfind(b"\n") + 1
+    whole = mark(data)
+    end_mark = whole if base + stop == len(data) else mark(data[: base + stop])
+    size = at + len(data) - base
+    return View(inode, size, whole, lines + kept.count(b"\n"), at + stop, end_mark)
 
 
 def _last_lines(fd: int, size: int, count: int) -> tuple[int, bytes]:
@@ -192,46 +247,43 @@ def _last_lines(fd: int, size: int, count: int) -> tuple[int, bytes]:
 
 
 def repair_tail(fd: int, lines: int, path: object) -> int:
-    """Make the file end with its last stored line before an append: cut a torn last line
-    (a whole record only lacking its newline is kept), then a batch left unfinished.
+    """Make the file end with its last stored line before an append: cut a batch left
+    unfinished or a torn last line (a whole record only lacking its newline is kept).
     ``lines`` counts the stored lines (:func:`stored`); returns the next record's position."""
     size = os.fstat(fd).st_size
     if size == 0:
         return lines
-    stored_lines = lines  # before the repair: they exclude an unfinished batch, torn line or not
+    reach = min(size, _PLACE_REACH)
+    tail = os.pread(fd, reach, size - reach)
+    if tail.endswith(b"\n"):
+        place = _place(tail)
+        if place is None or place[0] == place[1] - 1:
+            return lines  # a finished last line: the common case, one small read
     start, body = _last_lines(fd, size, 1)
-    if not body.endswith(b"\n"):
-        cut = body.rfind(b"\n") + 1
-        if not _whole(body[cut:]):
-            logger.warning(
-                "%s: cutting off %d bytes of a torn last line left by an interrupted writer",
-                path,
-                len(body) - cut,
-            )
-            size = start + cut
-            os.ftruncate(fd, size)
-        else:
-            write_all(fd, b"\n")  # a whole record that only lacks its newline: keep it
-            size += 1
-            lines += 1
-        if size == 0:
-            return lines
-        start, body = _last_lines(fd, size, 1)
-    last = body[body.rfind(b"\n", 0, len(body) - 1) + 1 :]
-    place = _place(last)
-    if place is None or not opens_batch(last):
-        return lines
-    start, body = _last_lines(fd, size, place[0] + 1)
+    decided, end, _ = _judged(body)
+    place = _place(body[decided:end]) if end else None
+    if place is not None:
+        start, body = _last_lines(fd, size, place[0] + 1)
     first = torn_from(body)
-    if first is None:
+    if first is not None:
+        logger.warning(
+            "%s: cutting off %d bytes of a batch an interrupted writer left unfinished (never "
+            "acknowledged)",
+            path,
+            len(body) - first,
+        )
+        os.ftruncate(fd, start + first)
         return lines
+    if body.endswith(b"\n"):
+        return lines
+    cut = body.rfind(b"\n") + 1
+    if _whole(body[cut:]):
+        write_all(fd, b"\n")  # a whole record that only lacks its newline: keep it
+        return lines + 1
     logger.warning(
-        "%s: cutting off %d records (%d bytes) of a batch of %d an interrupted writer left "
-        "unfinished (never acknowledged)",
+        "%s: cutting off %d bytes of a torn last line left by an interrupted writer",
         path,
-        place[0] + 1,
-        len(body) - first,
-        place[1],
+        len(body) - cut,
     )
-    os.ftruncate(fd, start + first)
-    return stored_lines
+    os.ftruncate(fd, start + cut)
+    return lines

@@ -174,6 +174,10 @@ class SessionIndex:
         open a file elsewhere, so the result is resolved (links followed) and must lie inside
         this index's directory; otherwise :class:`StoreCorruptionError` names the entry.
         """
+        if not isinstance(entry, SessionEntry):
+            raise ConfigurationError(
+                f"session_path takes a SessionEntry, got {type(entry).__name__}"
+            )
         where = str(self.path)
         home = self.path.parent.resolve()
         if entry.session_file:

@@ -60,6 +60,7 @@ from . import _files, _remove
 from ._tail import (
     SEARCH_BACK,
     TAIL_BYTES,
+    View,
     batched,
     closed,
     find_batch,
@@ -68,6 +69,7 @@ from ._tail import (
     opens_batch,
     repair_tail,
     stored,
+    view_of,
 )
 from .lock import LogLock
 from .protocol import Batch, Head, check_session_id
@@ -141,7 +143,7 @@ class JsonlLog(RecordWriter):
         self._session = session if session is not None else self.path.stem
         self.detect_conflicts = detect_conflicts
         # (inode or None when absent, byte length, lines, tail CRC) as last read or written.
-        self._view: tuple[int | None, int, int, str] | None = None
+        self._view: View | None = None
         self.fsync: FsyncMode = fsync
         self.strict = strict
         self.integrity = integrity
@@ -190,7 +192,7 @@ class JsonlLog(RecordWriter):
         data = _files.read_bytes(self.path)
         inode = self._now()[0] if data is not None else None
         data = data or b""
-        self._view = (inode, len(data), stored(data)[0].count(b"\n"), mark(data))
+        self._view = view_of(inode, data)
         return data
 
     # ------------------------------------------------------------------ Store protocol
@@ -211,8 +213,8 @@ class JsonlLog(RecordWriter):
     def head(self) -> Head | None:
         if self._view is None:
             return None
-        inode, size, lines, mark = self._view
-        return Head(inode or 0, lines, size, mark)
+        view = self._view
+        return Head(view.inode or 0, view.lines, view.end, view.end_mark)
 
     def load(self, start: int = 0) -> Batch:
         with self._lock.held():
@@ -236,12 +238,12 @@ class JsonlLog(RecordWriter):
             found = _files.read_from(self.path, start)
             if found is None or found[0] != head.generation or found[1] < head.offset:
                 return None
-            inode, size, data = found
+            inode, _, data = found
             if mark(data[: head.offset - start]) != head.epoch:
                 return None
-            new = data[head.offset - start :]
-            new, unfinished = stored(new)
-            self._view = (inode, size, head.position + new.count(b"\n"), mark(data))
+            base = head.offset - start
+            new, unfinished = stored(data[base:])
+            self._view = view_of(inode, data, base=base, at=head.offset, lines=head.position)
             now = self.head
         assert now is not None
         batch = Batch(now, torn_tail=unfinished)
@@ -273,23 +275,18 @@ class JsonlLog(RecordWriter):
         kept, unfinished = stored(data)
         for number, raw, complete in split_lines(kept):
             replayer.feed(number, raw, complete)
-        if unfinished:
-            first = kept.count(b"\n") + 1
+        if unfinished:  # never acknowledged: as if never written
             logger.warning(
-                "%s: ignoring lines %d-%d: a batch an interrupted writer left unfinished (it was "
-                "never acknowledged)",
+                "%s: ignoring lines from %d on: a batch an interrupted writer left unfinished",
                 self.path,
-                first,
-                first + data.count(b"\n", len(kept)) - (data[-1:] == b"\n"),
+                kept.count(b"\n") + 1,
             )
             replayer.state.torn_tail = True
         return replayer
 
     # ------------------------------------------------------------------ writing
     def _put(self, record: dict[str, Any], durable: bool) -> None:
-        self._append(
-            dump_record(record, integrity=self.integrity), durable=durable, rid=record_id(record)
-        )
+        self.append([record], durable=durable)
 
     def checkpoint(self) -> int:
         """Append the next checkpoint marker and return its id (0, 1, 2, ...)."""
@@ -338,7 +335,8 @@ class JsonlLog(RecordWriter):
                 raise
             st = os.fstat(fd)
             after = lines + line.count(b"\n")
-            self._view = (st.st_ino, st.st_size, after, mark_at(fd, st.st_size))
+            end_mark = mark_at(fd, st.st_size)
+            self._view = View(st.st_ino, st.st_size, end_mark, after, st.st_size, end_mark)
             self._last_batch = (rid, lines) if rid is not None else None
             return lines
 
@@ -348,23 +346,25 @@ class JsonlLog(RecordWriter):
         retry of a write that did land), or None. When the batch ends past the view, the view
         moves to the end of the batch, not of the file: lines written after it are unseen."""
         assert self._view is not None
-        inode, size, lines, _ = self._view
+        inode, size, _, lines, stored_end, _ = self._view
         now_inode, now_size = self._now()
-        if now_inode != inode or now_size < size:
+        if now_inode != inode or now_size < stored_end:
             return None
         if now_size == size:  # nothing written since the view: only our last write can match
             last = self._last_batch
             return last[1] if last is not None and last[0] == rid else None
-        start = max(0, size - SEARCH_BACK)
+        start = max(0, stored_end - SEARCH_BACK)
         fd = self._descriptor()
         region = os.pread(fd, now_size - start, start)
         found = find_batch(region, rid, count)
         if found is None:
             return None
         first, end = found
-        position = lines - region[: size - start].count(b"\n") + region[:first].count(b"\n")
-        if start + end > size:
-            self._view = (inode, start + end, position + count, mark_at(fd, start + end))
+        position = lines - region[: stored_end - start].count(b"\n")
+        position += region[:first].count(b"\n")
+        if start + end > stored_end:
+            end_mark = mark_at(fd, start + end)
+            self._view = View(inode, start + end, end_mark, position + count, start + end, end_mark)
         return position
 
     def _now(self) -> tuple[int | None, int]:
@@ -376,11 +376,11 @@ class JsonlLog(RecordWriter):
 
     def _moved(self) -> bool:
         assert self._view is not None
-        return self._now() != self._view[:2]
+        return self._now() != self._view[:2]  # (inode, size)
 
     def _check_view(self) -> None:
         assert self._view is not None
-        inode, size, _, epoch = self._view
+        inode, size, epoch = self._view[:3]
         now = self._now()
         changed = now != (inode, size) and not (inode is None and now[1] == 0)
         if not changed and size:  # same length: is it the same content at the end?
@@ -411,7 +411,7 @@ class JsonlLog(RecordWriter):
         """Cut what a killed writer left unfinished before we append (``_tail.repair_tail``);
         returns the number of stored lines afterwards (the next record's position)."""
         assert self._view is not None
-        return repair_tail(fd, self._view[2], self.path)
+        return repair_tail(fd, self._view.lines, self.path)
 
     # ------------------------------------------------------------------ rotation
     def revert_to(self, checkpoint_id: int) -> RestoredLog:
@@ -457,7 +457,7 @@ class JsonlLog(RecordWriter):
         rotated = self._rotate() if self.path.exists() else None
         _files.atomic_write(self.path, content, durable=self.fsync != "never")
         self._close_fd()
-        self._view = (os.stat(self.path).st_ino, len(content), content.count(b"\n"), mark(content))
+        self._view = view_of(os.stat(self.path).st_ino, content)
         return rotated
 
     def _rotate(self) -> Path:
@@ -487,7 +487,7 @@ class JsonlLog(RecordWriter):
         with self._lock.held():
             found = _remove.remove_session(self.path, self.root is not None, self._lock.path.name)
             self._close_fd()
-            self._view, self._last_batch = (None, 0, 0, mark(b"")), None
+            self._view, self._last_batch = view_of(None, b""), None
             self._next_checkpoint_id = 0
         self._lock.close()  # it locked the removed file; the next operation locks the new one
         return found

@@ -172,6 +172,17 @@ def test_tampered_session_paths_are_refused(tmp_path: Path, entry: dict[str, str
         index.session_path(found)
 
 
+@pytest.mark.parametrize("entry", ["s1", {"sessionId": "s1"}, None, 7])
+def test_session_path_of_something_not_an_entry_is_a_configuration_error(
+    tmp_path: Path, entry: object
+) -> None:
+    from context_manager.errors import ConfigurationError
+
+    index = SessionIndex(tmp_path / "sessions.json")
+    with pytest.raises(ConfigurationError, match="SessionEntry"):
+        index.session_path(entry)  # type: ignore[arg-type]
+
+
 def test_session_file_link_out_of_the_directory_is_refused(tmp_path: Path) -> None:
     home = tmp_path / "index"
     home.mkdir()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,28 +28,49 @@ def contents(path: Path) -> list[str]:
     return [m.message["content"] for m in JsonlLog(path, strict=True).restore().messages]
 
 
-def write_batch(path: Path, texts: list[str], *, integrity: bool = False) -> tuple[int, int]:
-    """Append ``before`` alone, then ``texts`` as one batch; the file's size after each."""
+def write_batch(
+    path: Path, batch: list[dict[str, Any]], *, integrity: bool = False
+) -> tuple[int, int]:
+    """Append ``before`` alone, then ``batch`` as one batch; the file's size after each."""
     with JsonlLog(path, integrity=integrity) as log:
         log.append([user("before")])
         size = path.stat().st_size
-        log.append([user(text) for text in texts])
+        log.append(batch)
     return size, path.stat().st_size
 
 
+BATCHES = {
+    "messages": [user("one"), user("two"), user("three"), user("four")],
+    # metadata lines are written with Kimi's spacing ({"batch": [1, 4]})
+    "with metadata": [
+        user("one"),
+        {"role": "_usage", "token_count": 5},
+        {"role": "_checkpoint", "id": 0},
+        user("four"),
+    ],
+}
+
+
 @pytest.mark.parametrize("integrity", [False, True])
-def test_a_batch_cut_at_any_byte_is_all_or_nothing(tmp_path: Path, integrity: bool) -> None:
-    texts = ["one", "two", "three", "four"]
+@pytest.mark.parametrize("kind", sorted(BATCHES))
+def test_a_batch_cut_at_any_byte_is_all_or_nothing(
+    tmp_path: Path, integrity: bool, kind: str
+) -> None:
+    batch = BATCHES[kind]
+    texts = [r["content"] for r in batch if r["role"] == "user"]
     path = tmp_path / "context.jsonl"
-    before, after = write_batch(path, texts, integrity=integrity)
+    before, after = write_batch(path, batch, integrity=integrity)
     full = path.read_bytes()
     for cut in range(before, after + 1):
         path.write_bytes(full[:cut])
-        # the whole batch once its last record is there (a missing final newline is no loss)
-        expected = ["before", *texts] if cut >= after - 1 else ["before"]
+        # the whole batch once its write ended: its final newline is part of it
+        whole = cut == after
+        expected = ["before", *texts] if whole else ["before"]
         assert contents(path) == expected, cut
-        with JsonlLog(path, integrity=integrity) as log:
-            assert log.append([user("next")]) == [len(expected)]
+        log = JsonlLog(path, integrity=integrity)
+        assert len(log.load().lines) == (1 + len(batch) if whole else 1), cut
+        with log:
+            assert log.append([user("next")]) == [1 + len(batch) if whole else 1]
         assert contents(path) == [*expected, "next"], cut
         assert all(line.endswith("\n") for line in path.read_text().splitlines(keepends=True))
 
@@ -58,7 +80,7 @@ def test_a_batch_of_pages_cut_at_a_page_boundary_is_removed_whole(
 ) -> None:
     path = tmp_path / "context.jsonl"
     texts = [f"{n}:" + "x" * 9_000 for n in range(5)]  # records longer than the read window
-    before, after = write_batch(path, texts)
+    before, after = write_batch(path, [user(text) for text in texts])
     full = path.read_bytes()
     first_line_end = full.index(b"\n", before) + 1
     for cut in range(before + 4096, after - 1, 4096):  # where the kernel stops a killed write
@@ -113,7 +135,7 @@ def test_a_revert_to_a_checkpoint_inside_a_batch_keeps_the_records_before_it(
 
 def test_the_batch_place_stays_in_the_jsonl_file(tmp_path: Path) -> None:
     source = tmp_path / "context.jsonl"
-    write_batch(source, ["one", "two"])
+    write_batch(source, [user("one"), user("two")])
     copy_session(str(source), f"sqlite:///{tmp_path}/copy.db", to_session="s")
     copied = open_store(f"sqlite:///{tmp_path}/copy.db", session="s")
     assert [json.loads(line) for _, line in copied.load().lines] == [
@@ -139,3 +161,54 @@ def test_a_place_that_does_not_match_its_batch_start_is_read_as_written(tmp_path
     assert contents(path) == ["a", "b"]  # line 1 is not [0, 5]: not a batch a writer left
     path.write_text(json.dumps({**user("b"), "_cm": {"batch": [7, 9]}}) + "\n")
     assert contents(path) == ["b"]  # the place counts more lines than the file has
+
+
+def test_a_reader_that_saw_an_unfinished_batch_reads_it_whole_once_it_is_sent_again(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "context.jsonl"
+    batch = [user("a"), user("b"), user("c")]
+    write_batch(path, batch)
+    full = path.read_bytes()
+    path.write_bytes(full[: full.index(b"\n", full.index(b'"b"')) + 1])  # a, b whole; c lost
+    reader = JsonlLog(path)
+    assert [json.loads(line)["content"] for _, line in reader.load().lines] == ["before"]
+    head = reader.head
+    assert head is not None
+    with JsonlLog(path) as writer:
+        assert writer.append(batch) == [1, 2, 3]  # the retry: same records, same bytes
+    after = reader.load_after(head)
+    assert after is not None
+    assert [(p, json.loads(line)["content"]) for p, line in after.lines] == [
+        (1, "a"),
+        (2, "b"),
+        (3, "c"),
+    ]
+
+
+def test_a_retry_is_not_taken_as_stored_from_the_first_lines_of_an_unfinished_batch(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "context.jsonl"
+    with_ids = [{**user(f"b{i}"), "_cm": {"id": f"id-{i}"}} for i in range(4)]
+    worker = JsonlLog(path)
+    worker.append([user("before")])
+    with JsonlLog(path) as other:
+        other.append(with_ids)
+    full = path.read_bytes()
+    path.write_bytes(full[: full.index(b"\n", full.index(b'"b1"')) + 1])  # b0, b1 whole
+    assert worker.append(with_ids[:2]) == [1, 2]  # written now, not found in the torn batch
+    assert worker.append([user("next")]) == [3]
+    worker.close()
+    assert contents(path) == ["before", "b0", "b1", "next"]
+
+
+def test_a_place_given_with_a_single_record_is_not_taken_as_a_batch(tmp_path: Path) -> None:
+    path = tmp_path / "context.jsonl"
+    with JsonlLog(path) as log:
+        log.append_message(user("hi"))
+        log.append_message(user("tagged"), extra={"batch": [0, 2]})
+    assert contents(path) == ["hi", "tagged"]
+    with JsonlLog(path) as log:
+        assert log.append([user("next")]) == [2]
+    assert contents(path) == ["hi", "tagged", "next"]
