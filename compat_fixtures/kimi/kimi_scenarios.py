@@ -140,6 +140,16 @@ OURS_ONLY: dict[str, list[Op]] = {
         ["msg", _user("after compaction")],
         ["usage", 130],
     ],
+    # One append of several records: each line carries its place in the batch (_cm.batch),
+    # which Kimi must read past (metadata lines too).
+    "batches_of_records": [
+        ["system", "sys"],
+        ["checkpoint"],
+        ["batch", [_user("one"), _assistant("1"), {"role": "_usage", "token_count": 40}]],
+        ["checkpoint"],
+        ["batch", [_user("two"), _PARALLEL, _result("c2", "A"), _result("c3", "B")]],
+        ["usage", 90],
+    ],
 }
 
 
@@ -166,6 +176,8 @@ def run_ours(ops: list[Op], directory: Path) -> Path:
                 log.clear()
             elif kind == "compaction":
                 log.append_compaction(op[1])
+            elif kind == "batch":
+                log.append(op[1])
             else:  # pragma: no cover
                 raise ValueError(f"unknown op {kind!r}")
     lock = directory / "context.jsonl.lock"

@@ -85,7 +85,7 @@ def test_revert_cases_cover_every_checkpoint() -> None:
     for name in ALL:
         n = load(KIMI_DIR / "ours_written" / name / "kimi_restore.json")["n_checkpoints"]
         assert sorted(c for s, c in REVERT_CASES if s == name) == list(range(n))
-    assert len(REVERT_CASES) == 7
+    assert len(REVERT_CASES) == 9
 
 
 @pytest.mark.parametrize(("name", "checkpoint_id"), REVERT_CASES)
