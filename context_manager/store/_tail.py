@@ -96,12 +96,14 @@ def _placed(record: Mapping[str, Any], place: list[int] | None) -> Mapping[str, 
         return record  # stored as given: every reader refuses a "_cm" that is not an object
     if place is None and not (attrs is not None and BATCH_KEY in attrs):
         return record  # the common case: nothing to add or take away
-    new = {k: v for k, v in (attrs or {}).items() if k != BATCH_KEY}
+    new = dict(attrs) if attrs else {}
+    new.pop(BATCH_KEY, None)
     if place is not None:
-        new[BATCH_KEY] = place
-    out = {k: v for k, v in record.items() if k != ATTRS_KEY}
+        new[BATCH_KEY] = place  # last: a reader finds it in the line's last bytes
+    out = dict(record)
+    out.pop(ATTRS_KEY, None)
     if new:
-        out[ATTRS_KEY] = new
+        out[ATTRS_KEY] = new  # last in the line, for the same reason
     return out
 
 
