@@ -26,6 +26,12 @@ def _baseline(text: str) -> float:
     return time.perf_counter() - start
 
 
+def _timed(run: Callable[[str], object], text: str) -> float:
+    start = time.perf_counter()
+    run(text)
+    return time.perf_counter() - start
+
+
 def assert_linear(
     run: Callable[[str], object], text: str, *, what: str, ratio: float = RATIO
 ) -> None:
@@ -34,10 +40,11 @@ def assert_linear(
     Use a larger ``ratio`` for whole pipelines that pass over the text several times.
     """
     baseline = min(_baseline(text) for _ in range(2))
-    start = time.perf_counter()
-    run(text)
-    elapsed = time.perf_counter() - start
-    assert elapsed <= ratio * baseline + CONSTANT_S, (
+    bound = ratio * baseline + CONSTANT_S
+    elapsed = _timed(run, text)
+    if elapsed > bound:  # once more: a garbage collection or a busy neighbour does not repeat,
+        elapsed = min(elapsed, _timed(run, text))  # a super-linear pattern does
+    assert elapsed <= bound, (
         f"{what}: {elapsed:.3f}s on {len(text):,} chars, baseline {baseline:.4f}s "
         f"(ratio {elapsed / max(baseline, 1e-9):.1f}, bound {ratio:g} x + {CONSTANT_S}s)"
     )
