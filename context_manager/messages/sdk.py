@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidMessageError
-from .record import Message, ToolCall, ToolResult, to_json_text
+from .media import image_of, media_of
+from .record import Image, Media, Message, ToolCall, ToolResult, to_json_text
 
 __all__ = [
     "as_part",
@@ -80,18 +81,62 @@ def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list | tuple):
-        return "\n".join(c if isinstance(c, str) else to_json_text(_jsonable(c)) for c in content)
-    return to_json_text(_jsonable(content))
+        return "\n".join(c if isinstance(c, str) else _text(c) for c in content)
+    return _text(content)
+
+
+def _text(value: Any) -> str:
+    """A non-text value as text: its JSON, or the string its JSON is (a date reads as it will
+    once stored and read back, where it is that string)."""
+    jsonable = _jsonable(value)
+    return jsonable if isinstance(jsonable, str) else to_json_text(jsonable)
 
 
 def _jsonable(value: Any) -> Any:
+    """``value`` as pydantic-ai's own JSON has it (a date as ISO text, a model or dataclass as
+    an object, bytes as base64), so an object and its stored JSON read, and cost, the same."""
     if isinstance(value, str | int | float | bool) or value is None:
         return value
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
-    return repr(value)
+    try:  # pydantic-ai objects imply pydantic; its serializer is pydantic-ai's own
+        from pydantic_core import to_jsonable_python
+    except ImportError:  # pragma: no cover - a non-JSON value comes from an SDK object
+        return repr(value)
+    try:
+        return to_jsonable_python(value, bytes_mode="base64", fallback=repr)
+    except (ValueError, TypeError, RecursionError):  # a cycle, an unencodable value
+        return repr(value)
+
+
+#: pydantic-ai's multimodal prompt items by ``kind``: images are priced as images, the rest as
+#: media (pages, seconds) by what the counter knows, never as the text of their bytes.
+_PYDANTIC_AI_MEDIA = {
+    "binary": "document",
+    "image-url": "image",
+    "document-url": "document",
+    "audio-url": "audio",
+    "video-url": "video",
+}
+
+
+def _prompt_item(item: Any, texts: list[str], images: list[Image], media: list[Media]) -> None:
+    """One item of a pydantic-ai user prompt: text, or an image / medium (object or JSON)."""
+    kind = None if isinstance(item, str) else field(item, "kind")
+    if kind not in _PYDANTIC_AI_MEDIA:
+        texts.append(text_of(item))
+        return
+    mime = field(item, "media_type")
+    blob: dict[str, Any] = {"mime_type": mime} if isinstance(mime, str) else {}
+    data = field(item, "data")
+    if kind == "binary" and isinstance(data, bytes | str):
+        blob["data"] = data  # bytes of an object, base64 of its JSON
+    if _PYDANTIC_AI_MEDIA[kind] == "image" or (isinstance(mime, str) and mime.startswith("image/")):
+        images.append(image_of(blob))
+    else:
+        media.append(media_of(blob, _PYDANTIC_AI_MEDIA[kind], 0))
 
 
 def field(obj: Any, key: str, default: Any = None) -> Any:
@@ -123,14 +168,22 @@ def pydantic_ai_record(message: Any, index: int | None) -> Message:
     thinking: list[str] = []
     calls: list[ToolCall] = []
     results: list[ToolResult] = []
+    images: list[Image] = []
+    media: list[Media] = []
     system_only = kind == "request" and bool(parts)
     signed = False
     for part in parts:
         part_kind = field(part, "part_kind")
         if part_kind != "system-prompt":
             system_only = False
-        if part_kind in ("system-prompt", "user-prompt", "text"):
-            texts.append(text_of(field(part, "content", "")))
+        content = field(part, "content", "")
+        if part_kind == "user-prompt" and isinstance(content, list | tuple):
+            prompt: list[str] = []
+            for item in content:
+                _prompt_item(item, prompt, images, media)
+            texts.append("\n".join(prompt))
+        elif part_kind in ("system-prompt", "user-prompt", "text"):
+            texts.append(text_of(content))
         elif part_kind == "thinking":
             thinking.append(str(field(part, "content", "")))
             signed = signed or bool(field(part, "signature"))
@@ -151,6 +204,8 @@ def pydantic_ai_record(message: Any, index: int | None) -> Message:
         text="\n".join(texts),
         tool_calls=tuple(calls),
         tool_results=tuple(results),
+        images=tuple(images),
         thinking="\n".join(thinking),
+        media=tuple(media),
         signed=signed,
     )
