@@ -88,10 +88,12 @@ def _joined_media(media: list[Media], others: int) -> list[Media]:
     """Media taken out of a newline-joined text group of ``others`` other items.
 
     Each part's ``chars`` is its JSON plus the newline joining it; when nothing else is in the
-    group, one newline fewer (so chars/4 charges exactly what the joined text used to hold).
+    group, one newline fewer (so chars/4 charges exactly what the joined text used to hold). A
+    part with no JSON form (a Bedrock blob of bytes: ``chars`` 0) joined no text.
     """
-    if media and not others:
-        media[0] = media[0]._replace(chars=media[0].chars - 1)
+    first = next((i for i, item in enumerate(media) if item.chars), None)  # JSON-priced parts
+    if first is not None and not others:
+        media[first] = media[first]._replace(chars=media[first].chars - 1)
     return media
 
 
@@ -209,6 +211,8 @@ def _bedrock_part(part: Mapping[str, Any], index: int | None, out: _Parts) -> bo
         for block in blocks:
             if isinstance(block, Mapping) and isinstance(block.get("text"), str):
                 texts.append(block["text"])
+            elif isinstance(block, Mapping) and len(block) == 1 and _bedrock_media(block, out):
+                continue  # an image or document a tool returned: priced as one, not as text
             elif isinstance(block, Mapping) and "json" in block:
                 texts.append(to_json_text(block["json"]))
             else:
@@ -226,7 +230,31 @@ def _bedrock_part(part: Mapping[str, Any], index: int | None, out: _Parts) -> bo
             out.other.append(to_json_text(part))
             out.signed = True
     else:
+        return _bedrock_media(part, out)
+    return True
+
+
+#: Bedrock Converse media blocks by key: ``{"image": {"format": "png", "source": {"bytes":
+#: ...}}}`` (raw bytes through boto3, base64 in the HTTP API; or an ``s3Location``).
+_BEDROCK_MEDIA = {"image": "image", "document": "application", "video": "video"}
+
+
+def _bedrock_media(part: Mapping[str, Any], out: _Parts) -> bool:
+    """An image / document / video block priced as one (size, pages read from inline bytes)."""
+    ((key, body),) = part.items()
+    if key not in _BEDROCK_MEDIA or not isinstance(body, Mapping):
         return False
+    fmt, source = body.get("format"), body.get("source")
+    blob: dict[str, Any] = {}
+    if isinstance(fmt, str):
+        blob["mime_type"] = f"{_BEDROCK_MEDIA[key]}/{fmt}"
+    data = source.get("bytes") if isinstance(source, Mapping) else None
+    if isinstance(data, bytes | str):
+        blob["data"] = data
+    if key == "image":
+        out.images.append(image_of(blob))
+    else:
+        out.media.append(media_of(blob, "video" if key == "video" else "document", 0))
     return True
 
 

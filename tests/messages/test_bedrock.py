@@ -106,3 +106,69 @@ def test_a_tool_use_without_its_id_is_a_typed_error() -> None:
 
     with pytest.raises(InvalidMessageError, match="toolUseId"):
         trim([{"role": "assistant", "content": [{"toolUse": {"name": "read"}}]}], 1000)
+
+
+def png(width: int, height: int) -> bytes:
+    header = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR"
+    return header + width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes(60_000)
+
+
+IMAGE = png(1024, 768)
+
+
+def tokens(messages: list[Any], counter: str | None, model: str | None = None) -> int:
+    from context_manager import MessageContextManager
+
+    manager = MessageContextManager(100_000, counter=counter, model=model, reserve_tokens=0)
+    for message in messages:
+        manager.add(message)
+    return manager.token_count
+
+
+@pytest.mark.parametrize(("counter", "model"), [("chars", None), (None, None), (None, "gpt-4o")])
+def test_an_image_block_of_bytes_costs_what_the_same_image_costs_elsewhere(
+    counter: str | None, model: str | None
+) -> None:
+    import base64
+
+    url = "data:image/png;base64," + base64.b64encode(IMAGE).decode()
+    openai = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}
+    converse = {
+        "role": "user",
+        "content": [{"image": {"format": "png", "source": {"bytes": IMAGE}}}],
+    }
+    botocore_validate.validate_parameters(
+        {"modelId": "m", "messages": [converse]}, converse_shape()
+    )  # the request boto3 sends, bytes and all
+    expected = tokens([openai], counter, model)
+    assert expected < 2_000  # an image, not 60 KB of text
+    assert tokens([converse], counter, model) == expected
+
+
+def test_images_and_documents_a_tool_returns_are_priced_as_media() -> None:
+    pdf = b"%PDF-1.4\n" + bytes(40_000)
+    call = {
+        "role": "assistant",
+        "content": [{"toolUse": {"toolUseId": "t1", "name": "shot", "input": {}}}],
+    }
+    result = {
+        "role": "user",
+        "content": [
+            {
+                "toolResult": {
+                    "toolUseId": "t1",
+                    "content": [
+                        {"text": "here"},
+                        {"image": {"format": "png", "source": {"bytes": IMAGE}}},
+                        {"document": {"format": "pdf", "name": "r", "source": {"bytes": pdf}}},
+                    ],
+                }
+            }
+        ],
+    }
+    botocore_validate.validate_parameters(
+        {"modelId": "m", "messages": [{"role": "user", "content": [{"text": "go"}]}, call, result]},
+        converse_shape(),
+    )
+    assert tokens([call, result], None) < 10_000  # 100 KB of bytes are not counted as text
+    assert validate([{"role": "user", "content": [{"text": "go"}]}, call, result]) == []
