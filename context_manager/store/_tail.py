@@ -141,11 +141,16 @@ def _confirmed(line: bytes, place: tuple[int, int]) -> bool:
     return isinstance(attrs, dict) and attrs.get(BATCH_KEY) == list(place)
 
 
+def _open(place: tuple[int, int] | None) -> bool:
+    """Whether a whole line at ``place`` leaves its batch unfinished (not its last record)."""
+    return place is not None and place[0] < place[1] - 1
+
+
 def opens_batch(line: bytes) -> bool:
     """Whether ``line`` (a whole line) is a record of a batch other than its last: a file
     ending with it ends in a batch that was never finished."""
     place = _place(line)
-    return place is not None and place[0] < place[1] - 1 and _confirmed(line, place)
+    return place is not None and _open(place) and _confirmed(line, place)
 
 
 def closed(line: bytes, *, integrity: bool) -> bytes:
@@ -190,7 +195,7 @@ def torn_from(data: bytes) -> int | None:
     start, end, without_newline = _judged(data)
     line = data[start:end]
     place = _place(line) if end else None
-    if place is None or (place[0] == place[1] - 1 and not without_newline):
+    if place is None or not (without_newline or _open(place)):
         return None  # the common case, decided by the line's last bytes
     if not _confirmed(line, place):
         return None
@@ -222,11 +227,13 @@ class View(NamedTuple):
     end_mark: str
 
 
-def view_of(inode: int | None, data: bytes, *, base: int = 0, at: int = 0, lines: int = 0) -> View:
+def view_of(
+    inode: int | None, data: bytes, kept: bytes, *, base: int = 0, at: int = 0, lines: int = 0
+) -> View:
     """The view of a file that ends with ``data``, where ``data[base:]`` starts at byte ``at``
-    after ``lines`` stored lines (``data[:base]``: the bytes before, for the CRCs: the
-    :data:`TAIL_BYTES` before ``at``, or the file from its start)."""
-    kept = stored(data[base:])[0]
+    after ``lines`` stored lines and ``kept`` is its :func:`stored` part (``data[:base]``: the
+    bytes before, for the CRCs: the :data:`TAIL_BYTES` before ``at``, or the file from its
+    start)."""
     stop = kept.rfind(b"\n") + 1
     whole = mark(data)
     end_mark = whole if base + stop == len(data) else mark(data[: base + stop])
@@ -257,10 +264,8 @@ def repair_tail(fd: int, lines: int, path: object) -> int:
         return lines
     reach = min(size, _PLACE_REACH)
     tail = os.pread(fd, reach, size - reach)
-    if tail.endswith(b"\n"):
-        place = _place(tail)
-        if place is None or place[0] == place[1] - 1:
-            return lines  # a finished last line: the common case, one small read
+    if tail.endswith(b"\n") and not _open(_place(tail)):
+        return lines  # a finished last line: the common case, one small read
     start, body = _last_lines(fd, size, 1)
     decided, end, _ = _judged(body)
     place = _place(body[decided:end]) if end else None

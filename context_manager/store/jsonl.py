@@ -182,18 +182,20 @@ class JsonlLog(RecordWriter):
                 for stale in _files.remove_stale_temps(self.path):
                     logger.warning("%s: removed stale temporary file %s", self.path, stale.name)
                 self._swept = True
-            data = self._read_all()
-            replayer = self._replayer(data, defer_messages=defer_messages)
+            kept, unfinished = self._read_all()
+            replayer = self._replayer(kept, unfinished, defer_messages=defer_messages)
             self._next_checkpoint_id = replayer.state.next_checkpoint_id
         return replayer.state, replayer.sequence
 
-    def _read_all(self) -> bytes:
-        """The file's bytes; also records them as this object's view (call under the lock)."""
+    def _read_all(self) -> tuple[bytes, bool]:
+        """The file's stored bytes (:func:`~._tail.stored`) and whether a batch left unfinished
+        was cut from them; also records the file as this object's view (call under the lock)."""
         data = _files.read_bytes(self.path)
         inode = self._now()[0] if data is not None else None
         data = data or b""
-        self._view = view_of(inode, data)
-        return data
+        kept, unfinished = stored(data)
+        self._view = view_of(inode, data, kept)
+        return kept, unfinished
 
     # ------------------------------------------------------------------ Store protocol
     @property
@@ -218,10 +220,9 @@ class JsonlLog(RecordWriter):
 
     def load(self, start: int = 0) -> Batch:
         with self._lock.held():
-            data = self._read_all()
+            data, unfinished = self._read_all()
             head = self.head
         assert head is not None
-        data, unfinished = stored(data)
         batch = Batch(head, torn_tail=unfinished)
         for number, raw, complete in split_lines(data):
             if not complete:
@@ -243,7 +244,7 @@ class JsonlLog(RecordWriter):
                 return None
             base = head.offset - start
             new, unfinished = stored(data[base:])
-            self._view = view_of(inode, data, base=base, at=head.offset, lines=head.position)
+            self._view = view_of(inode, data, new, base=base, at=head.offset, lines=head.position)
             now = self.head
         assert now is not None
         batch = Batch(now, torn_tail=unfinished)
@@ -270,9 +271,11 @@ class JsonlLog(RecordWriter):
             return []
         return sorted(n for n in names if not n.startswith("."))  # not a delete's leftover
 
-    def _replayer(self, data: bytes, *, defer_messages: bool = False) -> Replayer:
+    def _replayer(
+        self, kept: bytes, unfinished: bool = False, *, defer_messages: bool = False
+    ) -> Replayer:
+        """Replay the stored bytes ``kept``; ``unfinished``: a batch was cut after them."""
         replayer = Replayer(str(self.path), strict=self.strict, defer_messages=defer_messages)
-        kept, unfinished = stored(data)
         for number, raw, complete in split_lines(kept):
             replayer.feed(number, raw, complete)
         if unfinished:  # never acknowledged: as if never written
@@ -311,7 +314,8 @@ class JsonlLog(RecordWriter):
             elif self._view is None or self._moved():
                 self._read_all()  # blind writer: learn the line count (positions), no check
             fd = self._descriptor()
-            lines = self._repair_tail(fd)
+            assert self._view is not None
+            lines = repair_tail(fd, self._view.lines, self.path)  # cut what a killed writer left
             start = os.fstat(fd).st_size
             try:
                 _write_all(fd, line)
@@ -376,11 +380,11 @@ class JsonlLog(RecordWriter):
 
     def _moved(self) -> bool:
         assert self._view is not None
-        return self._now() != self._view[:2]  # (inode, size)
+        return self._now() != (self._view.inode, self._view.size)
 
     def _check_view(self) -> None:
         assert self._view is not None
-        inode, size, epoch = self._view[:3]
+        inode, size, epoch = self._view.inode, self._view.size, self._view.mark
         now = self._now()
         changed = now != (inode, size) and not (inode is None and now[1] == 0)
         if not changed and size:  # same length: is it the same content at the end?
@@ -407,12 +411,6 @@ class JsonlLog(RecordWriter):
         self._fd, self._inode = fd, (st.st_dev, st.st_ino)
         return fd
 
-    def _repair_tail(self, fd: int) -> int:
-        """Cut what a killed writer left unfinished before we append (``_tail.repair_tail``);
-        returns the number of stored lines afterwards (the next record's position)."""
-        assert self._view is not None
-        return repair_tail(fd, self._view.lines, self.path)
-
     # ------------------------------------------------------------------ rotation
     def revert_to(self, checkpoint_id: int) -> RestoredLog:
         """Rotate the file, then rewrite it with every line before checkpoint ``checkpoint_id``.
@@ -421,11 +419,11 @@ class JsonlLog(RecordWriter):
         Returns the state of the rewritten log; checkpoint ids from ``checkpoint_id`` on are reused.
         """
         with self._lock.held(), _io(self.path, "revert"):
-            data = self._read_all()
+            data, _ = self._read_all()
             replayer = Replayer(str(self.path), strict=self.strict)
             kept: list[bytes] = []
             found = False
-            for number, raw, complete in split_lines(stored(data)[0]):
+            for number, raw, complete in split_lines(data):
                 record = replayer.feed(number, raw, complete) if raw.strip() else None
                 if record is None:
                     continue
@@ -457,7 +455,7 @@ class JsonlLog(RecordWriter):
         rotated = self._rotate() if self.path.exists() else None
         _files.atomic_write(self.path, content, durable=self.fsync != "never")
         self._close_fd()
-        self._view = view_of(os.stat(self.path).st_ino, content)
+        self._view = view_of(os.stat(self.path).st_ino, content, content)  # whole lines only
         return rotated
 
     def _rotate(self) -> Path:
@@ -487,7 +485,7 @@ class JsonlLog(RecordWriter):
         with self._lock.held():
             found = _remove.remove_session(self.path, self.root is not None, self._lock.path.name)
             self._close_fd()
-            self._view, self._last_batch = view_of(None, b""), None
+            self._view, self._last_batch = view_of(None, b"", b""), None
             self._next_checkpoint_id = 0
         self._lock.close()  # it locked the removed file; the next operation locks the new one
         return found
