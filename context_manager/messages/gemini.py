@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidMessageError
-from .media import image_of, media_of
+from .media import add_blob
 from .record import Image, Media, Message, ToolCall, ToolResult, to_json_text
 from .sdk import as_part
 
@@ -96,12 +96,8 @@ def from_content(message: Mapping[str, Any], index: int | None) -> Message:
 
 def _media(blob: Any, images: list[Image], media: list[Media]) -> None:
     """An ``inline_data`` / ``file_data`` blob: an image by its mime type, else a document
-    (PDF), audio or video; sizes, pages and durations are read from inline bytes."""
+    (PDF), audio or video (``media.add_blob``)."""
     if not isinstance(blob, Mapping):
         images.append(Image())
         return
-    mime = blob.get("mime_type", blob.get("mimeType"))
-    if isinstance(mime, str) and mime.startswith("image/"):
-        images.append(image_of(blob))
-    else:
-        media.append(media_of(blob, "document", 0))
+    add_blob(images, media, blob.get("mime_type", blob.get("mimeType")), blob.get("data"))

@@ -20,7 +20,7 @@ from typing import Any
 
 from .record import Image, Media
 
-__all__ = ["image_of", "image_size", "media_of", "pdf_pages", "wav_seconds"]
+__all__ = ["add_blob", "image_of", "image_size", "media_of", "pdf_pages", "wav_seconds"]
 
 #: Base64 characters decoded to find an image header (JPEG headers may follow EXIF blocks).
 _HEADER_B64 = 96 * 1024
@@ -220,3 +220,21 @@ def media_of(part: Mapping[str, Any], kind: str, chars: int) -> Media:
         pages = -(-len(raw) // PDF_BYTES_PER_PAGE)
     seconds = wav_seconds(raw) if kind == "audio" else None
     return Media(kind, mime, pages, seconds, len(raw), chars, transcript)
+
+
+def add_blob(
+    images: list[Image], media: list[Media], mime: Any, data: Any, kind: str = "document"
+) -> None:
+    """A part given as a mime type and its data (bytes, base64, or None for a URL or a stored
+    file), as Gemini, Bedrock and pydantic-ai give them: an image when ``kind`` says so or its
+    mime type is ``image/*``, else a ``kind`` medium. Priced as such (size, pages, seconds read
+    from inline bytes), never as the text of its bytes; no JSON form, so ``chars`` is 0."""
+    blob: dict[str, Any] = {}
+    if isinstance(mime, str):
+        blob["mime_type"] = mime
+    if isinstance(data, bytes | str):
+        blob["data"] = data
+    if kind == "image" or (isinstance(mime, str) and mime.startswith("image/")):
+        images.append(image_of(blob))
+    else:
+        media.append(media_of(blob, kind, 0))

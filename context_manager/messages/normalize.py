@@ -22,7 +22,7 @@ from typing import Any
 from .._js import utf16_len
 from ..errors import InvalidMessageError
 from .gemini import from_content, is_gemini_content
-from .media import image_of, media_of
+from .media import add_blob, image_of, media_of
 from .nesting import describe_nesting
 from .record import _ROLE_SET, ROLES, Image, Media, Message, ToolCall, ToolResult, to_json_text
 from .responses import ITEM_TYPES, from_item
@@ -234,27 +234,26 @@ def _bedrock_part(part: Mapping[str, Any], index: int | None, out: _Parts) -> bo
     return True
 
 
-#: Bedrock Converse media blocks by key: ``{"image": {"format": "png", "source": {"bytes":
-#: ...}}}`` (raw bytes through boto3, base64 in the HTTP API; or an ``s3Location``).
-_BEDROCK_MEDIA = {"image": "image", "document": "application", "video": "video"}
+#: Bedrock Converse media blocks by key, and the family of their mime type: ``{"image":
+#: {"format": "png", "source": {"bytes": ...}}}`` (raw bytes through boto3, base64 in the HTTP
+#: API; or an ``s3Location``).
+_BEDROCK_MEDIA = {
+    "image": ("image", "image"),
+    "document": ("document", "application"),
+    "video": ("video", "video"),
+}
 
 
 def _bedrock_media(part: Mapping[str, Any], out: _Parts) -> bool:
-    """An image / document / video block priced as one (size, pages read from inline bytes)."""
+    """An image / document / video block priced as one (``media.add_blob``)."""
     ((key, body),) = part.items()
     if key not in _BEDROCK_MEDIA or not isinstance(body, Mapping):
         return False
+    kind, family = _BEDROCK_MEDIA[key]
     fmt, source = body.get("format"), body.get("source")
-    blob: dict[str, Any] = {}
-    if isinstance(fmt, str):
-        blob["mime_type"] = f"{_BEDROCK_MEDIA[key]}/{fmt}"
+    mime = f"{family}/{fmt}" if isinstance(fmt, str) else None
     data = source.get("bytes") if isinstance(source, Mapping) else None
-    if isinstance(data, bytes | str):
-        blob["data"] = data
-    if key == "image":
-        out.images.append(image_of(blob))
-    else:
-        out.media.append(media_of(blob, "video" if key == "video" else "document", 0))
+    add_blob(out.images, out.media, mime, data, kind)
     return True
 
 

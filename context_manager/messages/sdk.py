@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidMessageError
-from .media import image_of, media_of
+from .media import add_blob
 from .record import Image, Media, Message, ToolCall, ToolResult, to_json_text
 
 __all__ = [
@@ -128,15 +128,8 @@ def _prompt_item(item: Any, texts: list[str], images: list[Image], media: list[M
     if kind not in _PYDANTIC_AI_MEDIA:
         texts.append(text_of(item))
         return
-    mime = field(item, "media_type")
-    blob: dict[str, Any] = {"mime_type": mime} if isinstance(mime, str) else {}
-    data = field(item, "data")
-    if kind == "binary" and isinstance(data, bytes | str):
-        blob["data"] = data  # bytes of an object, base64 of its JSON
-    if _PYDANTIC_AI_MEDIA[kind] == "image" or (isinstance(mime, str) and mime.startswith("image/")):
-        images.append(image_of(blob))
-    else:
-        media.append(media_of(blob, _PYDANTIC_AI_MEDIA[kind], 0))
+    data = field(item, "data") if kind == "binary" else None  # bytes, or base64 in its JSON
+    add_blob(images, media, field(item, "media_type"), data, _PYDANTIC_AI_MEDIA[kind])
 
 
 def field(obj: Any, key: str, default: Any = None) -> Any:
