@@ -4,7 +4,9 @@ fixture in ``conftest.py``): JSONL, SQLite, a real Redis, a real PostgreSQL."""
 from __future__ import annotations
 
 import multiprocessing
+import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,3 +59,23 @@ def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
 
 def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text}
+
+
+def in_threads(
+    work: Callable[[int], object], count: int, timeout: float = 120
+) -> list[BaseException]:
+    """Run ``work(0)`` ... ``work(count - 1)`` on as many threads at once; what they raised."""
+    errors: list[BaseException] = []
+
+    def run(worker: int) -> None:
+        try:
+            work(worker)
+        except BaseException as exc:  # reported by the caller's assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    return errors

@@ -7,7 +7,6 @@ them; threads serving per-request sessions lose nothing.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -16,7 +15,7 @@ from context_manager import MessageContextManager
 from context_manager.errors import ConfigurationError, StoreError
 from context_manager.store import StoreHandle, connect
 
-from .backends import Backend, user
+from .backends import Backend, in_threads, user
 
 
 def handle_for(backend: Backend) -> StoreHandle:
@@ -77,25 +76,14 @@ def test_per_request_sessions_reuse_the_handle_s_connections(backend: Backend) -
 
 def test_threads_serving_sessions_through_one_handle_lose_nothing(backend: Backend) -> None:
     stores = handle_for(backend)
-    errors: list[BaseException] = []
 
     def serve(worker: int) -> None:
-        try:
-            for request in range(15):
-                manager = MessageContextManager.open(
-                    stores, session=f"w{worker}", max_tokens=10_000
-                )
-                manager.add(user(f"w{worker} r{request}"))
-                manager.store.close()
-        except BaseException as exc:  # reported below, with the worker's id
-            errors.append(exc)
+        for request in range(15):
+            manager = MessageContextManager.open(stores, session=f"w{worker}", max_tokens=10_000)
+            manager.add(user(f"w{worker} r{request}"))
+            manager.store.close()
 
-    threads = [threading.Thread(target=serve, args=(w,)) for w in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert errors == []
+    assert in_threads(serve, 6) == []
     for worker in range(6):
         store = stores.session(f"w{worker}")
         contents = [line for _, line in store.load().lines]

@@ -233,24 +233,19 @@ def test_threads_opening_a_new_database_at_once_all_get_in(tmp_path: Path) -> No
     from context_manager import MessageContextManager
     from context_manager.store import connect
 
+    from .backends import in_threads
+
     errors: list[BaseException] = []
     for trial in range(40):
         stores = connect(f"sqlite:///{tmp_path}/new{trial}.db")
         barrier = threading.Barrier(6)
 
         def serve(worker: int, stores: object = stores, barrier: object = barrier) -> None:
-            try:
-                barrier.wait()  # type: ignore[attr-defined]
-                manager = MessageContextManager.open(stores, session=f"w{worker}", max_tokens=1000)
-                manager.add({"role": "user", "content": f"hello from {worker}"})
-                manager.store.close()
-            except BaseException as exc:
-                errors.append(exc)
+            barrier.wait()  # type: ignore[attr-defined]
+            manager = MessageContextManager.open(stores, session=f"w{worker}", max_tokens=1000)
+            manager.add({"role": "user", "content": f"hello from {worker}"})
+            manager.store.close()
 
-        threads = [threading.Thread(target=serve, args=(w,)) for w in range(6)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
+        errors += in_threads(serve, 6, timeout=60)
         stores.close()
     assert errors == []
