@@ -121,10 +121,9 @@ class MessageContextManager(ExtensionHub):
         self._ledger = Ledger()
         self._calls = ToolCalls(repair)  # protocol state, closures, repair
         self._system: tuple[Any, Message, int] | None = None
-        self._warned = False
+        self._warned, self._added = False, 0
         self._usage_anchor: tuple[int, int] | None = None
         self._calibration = Calibration(not self._counter.exact if calibrate is None else calibrate)
-        self._added = 0
         #: Used by ``compact()`` when no summarizer is passed (None: the extractive one).
         self.summarizer = summarizer
         self._compaction: Any = None
@@ -324,9 +323,10 @@ class MessageContextManager(ExtensionHub):
         with self._lock:
             change = UsageRecorded(reported)
             self._write(change)
-            self._calibration.observe(reported, self.context_tokens)
+            held, fixed = self.token_count, self._fixed
+            at = self._calibration.record(reported, self.context_tokens, held, fixed)
             self._recap()
-            self._usage_anchor = (reported, self.token_count)
+            self._usage_anchor = (reported, at)
             if self._listeners:
                 self._emit(change)
             self._after_change()
@@ -356,7 +356,7 @@ class MessageContextManager(ExtensionHub):
 
     @property
     def used_tokens(self) -> int:
-        """What sending the whole history costs now, anchored on provider usage if recorded."""
+        """What sending the whole history costs now, anchored on usage (``Calibration.record``)."""
         if self._usage_anchor is not None:
             reported, at = self._usage_anchor
             return reported + self._calibration.scale(self.token_count - at)
@@ -498,8 +498,8 @@ class MessageContextManager(ExtensionHub):
         """Send ``summary`` instead of every message before ``first_kept_index``.
 
         Pinned messages and the latest user turn stay (invariants 1 and 3); a cut inside a tool
-        group moves back to the group's start. History before the cut leaves memory; a store
-        keeps it on disk (append-only). Written ahead like every other change.
+        group moves back to the group's start. History before the cut leaves memory (a store keeps
+        it, append-only), and so does a usage anchor: it measured what was cut. Written ahead.
         """
         if type(first_kept_index) is not int or first_kept_index < 0:  # bool is no index
             raise ConfigurationError(
@@ -514,7 +514,7 @@ class MessageContextManager(ExtensionHub):
             self._summary = (summary, rec, tokens)
             self._recap()
             ledger.evict_before(min(ledger.group_of_seq(first_kept_index), ledger.complete))
-            self._compaction = entry
+            self._compaction, self._usage_anchor = entry, None
             if self._listeners:
                 self._emit(change)
             self._after_change()

@@ -65,6 +65,26 @@ class Calibration:
         self.samples += 1
         return True
 
+    def record(
+        self, reported: int, context_tokens: Callable[[], int], held: int, fixed: int
+    ) -> int:
+        """Fold in a usage report and say where it anchors the count of the whole history.
+
+        The provider measured the context it was sent, which a sliding window keeps smaller than
+        the ``held`` history. The report is anchored at our count of that context (less the
+        ``fixed`` part: tool definitions, reply priming), so the held messages the window left
+        out stay counted on top of it and ``used_tokens`` (what compaction triggers and the
+        near-limit warning read) means the same before and after a report. When nothing fits,
+        nothing of ours was sent: the report stands for everything (``held``), and teaches
+        nothing.
+        """
+        try:
+            sent = context_tokens()
+        except ContextOverflowError:
+            return held
+        self.observe(reported, lambda: sent)
+        return min(held, sent - fixed)
+
     def reset(self) -> None:
         self.factor = 1.0
         self.samples = 0

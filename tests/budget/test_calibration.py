@@ -177,3 +177,30 @@ def assert_learns_nothing(manager: MessageContextManager) -> None:
     grown = manager.count_message({"role": "assistant", "content": "x" * 400})
     assert manager.stats().calibration == 1.0
     assert manager.used_tokens == 2 * counted + grown  # reported + counted growth, unscaled
+
+
+def test_usage_of_a_windowed_context_still_counts_the_turns_left_out() -> None:
+    """The provider bills what was sent; a sliding window sent only the newest turns, so the
+    whole history still costs what the real tokenizer says it does (not the bill)."""
+    manager = MessageContextManager(3_000, model="gpt-4o", reserve_tokens=0)
+    manager.set_system_prompt("You are terse.")
+    rng = random.Random(5)
+    history = [{"role": ("user", "assistant")[i % 2], "content": text(rng, 60)} for i in range(80)]
+    manager.extend(history)
+    sent = manager.get_context()
+    assert len(sent) < len(history)  # the window left turns out
+    manager.record_usage(billed(sent))
+    whole = billed([{"role": "system", "content": "You are terse."}, *history])
+    assert manager.used_tokens == whole
+    assert manager.stats().used_tokens == whole
+
+
+def test_a_usage_report_does_not_outlive_the_compaction_that_cut_what_it_measured() -> None:
+    manager = MessageContextManager(3_000, model="gpt-4o", reserve_tokens=0)
+    rng = random.Random(6)
+    history = [{"role": ("user", "assistant")[i % 2], "content": text(rng, 60)} for i in range(40)]
+    manager.extend(history)
+    manager.record_usage(200)  # a figure for another context (less than what is cut below)
+    summary = {"role": "user", "content": "Summary: we talked."}
+    manager.apply_compaction(summary, 30)
+    assert manager.used_tokens == billed([summary, *history[30:]])
