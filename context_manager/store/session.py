@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any, TypeVar
 
-from ..events import Change
+from ..errors import ContextManagerError
+from ..events import Change, Cleared
 from ..host import ManagerHost
 from ._drive import Flow, drive
 from ._journal import JournalCore, Op
@@ -46,9 +47,19 @@ class SessionStore(JournalCore):
     def write(self, change: Change) -> None:
         """Write ``change`` before the manager applies it (runs under the manager's lock).
 
-        Encoding and I/O failures become typed errors, and the manager stays unchanged.
+        Encoding and I/O failures become typed errors, and the manager stays unchanged. A clear
+        that keeps the system prompt is two writes (the rotation, then the prompt again): they
+        run as a batch, so if the second fails memory is rebuilt as the store has it.
         """
         self._refuse_if_stale()
+        if isinstance(change, Cleared) and not self._batching:
+            try:
+                with self.batch():
+                    self._write_ahead(change, self._clear_now)
+            except ContextManagerError as exc:
+                exc.add_note("memory was rebuilt as the store holds it (history, system prompt)")
+                raise
+            return
         self._write_ahead(change, self._clear_now)
 
     def _clear_now(self) -> None:
