@@ -28,7 +28,9 @@ MISSING_RESULT_TEXT = "Error: no result was recorded for this tool call."
 
 
 def is_glue(rec: Message) -> bool:
-    """A reasoning-only Responses item: the calls that follow it join its group."""
+    """A reasoning-only Responses item: the assistant output that follows it (a call, a
+    message, a hosted tool's item) joins its group. OpenAI refuses either without the other
+    ("... was provided without its required 'reasoning' item")."""
     return (
         rec.item
         and rec.role == "assistant"
@@ -43,24 +45,24 @@ def joins_previous(prev: Message | None, rec: Message) -> bool | None:
     """Whether ``rec`` joins the group of the message before it, ``prev``, in a stream that
     :class:`ToolProtocol` accepts: what :meth:`ToolProtocol.check` returns there, read from the
     two messages alone. ``prev=None``: not read yet; the answer is then None when it depends
-    on ``prev`` (only a call's does), so a reader fetches ``prev`` only then.
+    on ``prev`` (only an assistant message's does), so a reader fetches ``prev`` only then.
 
     A reader that goes backwards (``trim()``'s scan) has no protocol state yet: this is the
-    same rule seen locally. A result joins (it must answer a pending call); a call joins after a
-    reasoning-only item (glue), or when it is a parallel call item and ``prev`` issued calls and
-    answered none (the protocol's "issuing" state); anything else starts a group. On a stream
-    the protocol rejects, the answer means nothing: a reader using it replays the protocol over
-    what it keeps (:meth:`ToolProtocol.replay`), which rejects that stream. On one it accepts
-    from a group's start, the two agree message for message (property-tested), so the rule
-    lives here, next to the protocol, and nowhere else.
+    same rule seen locally. A result joins (it must answer a pending call); an assistant output
+    joins a reasoning-only item (glue); a call also joins when it is a parallel call item and
+    ``prev`` issued calls and answered none (the protocol's "issuing" state); anything else
+    starts a group. On a stream the protocol rejects, the answer means nothing: a reader using
+    it replays the protocol over what it keeps (:meth:`ToolProtocol.replay`), which rejects that
+    stream. On one it accepts from a group's start, the two agree message for message
+    (property-tested), so the rule lives here, next to the protocol, and nowhere else.
     """
     if rec.tool_call_id is not None or rec.tool_results:
         return True
-    if not rec.tool_calls:
+    if rec.role != "assistant":
         return False
     if prev is None:
         return None
-    if rec.item and prev.tool_calls and not prev.result_ids:
+    if rec.item and rec.tool_calls and prev.tool_calls and not prev.result_ids:
         return True
     return is_glue(prev)
 
@@ -137,7 +139,7 @@ class ToolProtocol:
                     return f"tool call id {call.id!r} was already used"
         if pending:
             return bool(result_ids) or self._more_calls(rec, result_ids)
-        return self.glue and bool(calls)
+        return self.glue and rec.role == "assistant"
 
     def check(self, rec: Message, index: int | None = None) -> bool:
         """True when ``rec`` would join the open group; raises on protocol errors. Changes
