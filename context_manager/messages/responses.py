@@ -45,15 +45,25 @@ ITEM_TYPES = frozenset(
         "shell_call_output",
         "apply_patch_call",
         "apply_patch_call_output",
+        "program",
+        "program_output",
+        "tool_search_call",
+        "tool_search_output",
+        "additional_tools",
+        "compaction_trigger",
+        "configuration_update",
     }
 )
 # Hosted / local tool calls paired by call_id like function calls (their JSON is what is sent).
-_CALLS = {"computer_call", "local_shell_call", "shell_call", "apply_patch_call"}
+_CALLS = {"computer_call", "local_shell_call", "shell_call", "apply_patch_call", "program"}
+_CALLS |= {"tool_search_call"}
 _OUTPUTS = {
     "computer_call_output",
     "local_shell_call_output",
     "shell_call_output",
     "apply_patch_call_output",
+    "program_output",
+    "tool_search_output",
 }
 
 
@@ -97,8 +107,11 @@ def from_item(item: Mapping[str, Any], index: int | None) -> Message:
             item=True,
             tool_calls=(ToolCall(item["call_id"], kind, to_json_text(item)),),
         )
-    if kind in _OUTPUTS and paired:
-        return Message("tool", item=True, other=to_json_text(item), tool_call_id=item["call_id"])
+    if kind in _OUTPUTS and (paired or kind == "local_shell_call_output"):
+        # The SDK's LocalShellCallOutput names its call by ``id`` (the call's ``call_id``).
+        answered = item["call_id"] if paired else item.get("id")
+        if isinstance(answered, str) and answered:
+            return Message("tool", item=True, other=to_json_text(item), tool_call_id=answered)
     if kind in ("function_call_output", "custom_tool_call_output"):
         return Message(
             "tool",
