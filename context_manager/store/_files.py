@@ -7,8 +7,10 @@ Why one module: the guarantees below only hold if every open uses them, so no ot
   only narrow this). Existing files keep their mode.
 - Symlink policy: **refused**. The last path component of a log, lock, index or temporary file
   is opened with ``O_NOFOLLOW``; a symlink there raises :class:`~context_manager.errors.
-  StoreError` naming the path. (A symlink in a *parent* directory is followed: that is the
-  caller's choice of where the data lives, not something a planted link can redirect.)
+  StoreError` naming the path. A symlink in a *parent* directory is followed: that is the
+  caller's choice of where the data lives. Except below a store root: a session directory
+  (``<root>/<session>``) that is a link is refused too (:func:`check_below`), else a planted
+  link would send a session's data outside the root.
 - Atomic replace: content goes to ``.<name>.<random>.tmp`` in the same directory (128 random
   bits from :mod:`secrets`, created ``O_EXCL | O_NOFOLLOW``, so a planted file or link is never
   written through), is fsynced, renamed over the target and the directory is fsynced. At every
@@ -85,9 +87,45 @@ def is_link(path: Path) -> bool:
         return False
 
 
-def ensure_directory(directory: Path) -> None:
-    """Create ``directory`` (and parents) as ``0700`` when missing."""
+def identity(path: Path) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the file at ``path`` (None when missing); a link is refused.
+
+    What a store compares to learn whether the file it holds open is still the one at the path
+    (removed, or replaced by a restore or another process, it is not).
+    """
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise _typed(exc, path, "inspect") from exc
+    if stat.S_ISLNK(st.st_mode):
+        raise symlink_error(path)
+    return st.st_dev, st.st_ino
+
+
+def check_below(root: Path | None, directory: Path) -> None:
+    """Refuse a link in ``directory`` or its parents below ``root`` (``<root>/<session>``).
+
+    The root is the caller's choice (it may be a link); a session directory is not: a link
+    planted there would send the session's data outside the root. Both paths as the store
+    builds them (``path`` = ``root / ...``), so comparing their parts needs no resolving.
+    """
+    if root is None:
+        return
+    below = directory.parts[len(root.parts) :]
+    current = root
+    for name in below:
+        current = current / name
+        if is_link(current):
+            raise symlink_error(current)
+
+
+def ensure_directory(directory: Path, root: Path | None = None) -> None:
+    """Create ``directory`` (and parents) as ``0700`` when missing; with ``root``, a link in
+    any directory below it is refused (:func:`check_below`)."""
     check_path(directory)
+    check_below(root, directory)
     missing = []
     current = Path(directory)
     while not current.exists() and current != current.parent:
@@ -99,27 +137,32 @@ def ensure_directory(directory: Path) -> None:
                 os.mkdir(level, DIR_MODE)
     except OSError as exc:
         raise _typed(exc, directory, "create the directory") from exc
+    check_below(root, directory)  # made by someone else meanwhile: made as a link?
 
 
-def open_file(path: Path, flags: int) -> int:
-    """``os.open`` with ``O_NOFOLLOW | O_CLOEXEC`` and mode ``0600``; typed errors."""
+def open_file(path: Path, flags: int, root: Path | None = None) -> int:
+    """``os.open`` with ``O_NOFOLLOW | O_CLOEXEC`` and mode ``0600``; typed errors; with
+    ``root``, a link in a directory below it is refused (:func:`check_below`)."""
     check_path(path)
+    check_below(root, path.parent)
     try:
         return os.open(path, flags | _NOFOLLOW | _CLOEXEC, FILE_MODE)
     except OSError as exc:
         raise _typed(exc, path, "open") from exc
 
 
-def read_bytes(path: Path) -> bytes | None:
+def read_bytes(path: Path, root: Path | None = None) -> bytes | None:
     """The whole file, or None when it does not exist; symlinks refused."""
-    found = read_from(path, 0)
+    found = read_from(path, 0, root)
     return None if found is None else found[2]
 
 
-def read_from(path: Path, offset: int) -> tuple[int, int, bytes] | None:
+def read_from(path: Path, offset: int, root: Path | None = None) -> tuple[int, int, bytes] | None:
     """``(inode, size, bytes from offset to the end)`` of the file, or None when it does not
-    exist; symlinks refused. A reader that knows what it read before reads only what follows."""
+    exist; symlinks refused (below ``root`` too). A reader that knows what it read before reads
+    only what follows."""
     check_path(path)
+    check_below(root, path.parent)
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
     except FileNotFoundError:

@@ -149,13 +149,13 @@ class JsonlLog(RecordWriter):
         self.integrity = integrity
         self._swept = False
         self._next_checkpoint_id: int | None = None  # read from the file when first needed
-        self._lock = LogLock(self.path)
+        self._lock = LogLock(self.path, self.root)
         self._fd: int | None = None
         self._inode: tuple[int, int] | None = None
         # (first record id, position) of this object's last write: a resend of it is found
         # without reading the file when nothing was written since.
         self._last_batch: tuple[str, int] | None = None
-        _files.ensure_directory(self.path.parent)
+        _files.ensure_directory(self.path.parent, self.root)
 
     @property
     def next_checkpoint_id(self) -> int:
@@ -190,7 +190,7 @@ class JsonlLog(RecordWriter):
     def _read_all(self) -> tuple[bytes, bool]:
         """The file's stored bytes (:func:`~._tail.stored`) and whether a batch left unfinished
         was cut from them; also records the file as this object's view (call under the lock)."""
-        data = _files.read_bytes(self.path)
+        data = _files.read_bytes(self.path, self.root)
         inode = self._now()[0] if data is not None else None
         data = data or b""
         kept, unfinished = stored(data)
@@ -236,7 +236,7 @@ class JsonlLog(RecordWriter):
         bytes (tail CRC) are the same, else None; reads only from there: costs what was added."""
         start = max(0, head.offset - TAIL_BYTES)
         with self._lock.held():
-            found = _files.read_from(self.path, start)
+            found = _files.read_from(self.path, start, self.root)
             if found is None or found[0] != head.generation or found[1] < head.offset:
                 return None
             inode, _, data = found
@@ -406,7 +406,7 @@ class JsonlLog(RecordWriter):
         if self._fd is not None and current == self._inode:
             return self._fd
         self._close_fd()
-        fd = _files.open_file(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        fd = _files.open_file(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, self.root)
         st = os.fstat(fd)
         self._fd, self._inode = fd, (st.st_dev, st.st_ino)
         return fd

@@ -29,8 +29,9 @@ except ImportError:  # pragma: no cover - Windows: thread lock only, documented
 class LogLock:
     """Exclusive lock guarding appends, rotations and tail repair of one log file."""
 
-    def __init__(self, log_path: Path) -> None:
+    def __init__(self, log_path: Path, root: Path | None = None) -> None:
         self.path = log_path.with_name(log_path.name + ".lock")
+        self._root = root  # no link below it (a session directory): see _files.check_below
         self._thread_lock = threading.RLock()
         self._fd: int | None = None
         self._depth = 0
@@ -54,8 +55,8 @@ class LogLock:
             return
         while True:
             if self._fd is None:
-                ensure_directory(self.path.parent)
-                self._fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
+                ensure_directory(self.path.parent, self._root)
+                self._fd = open_file(self.path, os.O_RDWR | os.O_CREAT, self._root)
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             if self._still_the_lock(self._fd):
                 return

@@ -18,6 +18,7 @@ SQLite is told ``mode=rw`` so that it never creates it itself (it would use 0644
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import os
@@ -25,14 +26,19 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import TypeVar
 
-from ..errors import ConfigurationError, StoreError
+from ..errors import ConfigurationError, StoreConflictError, StoreError
 from . import _files
 from ._drive import Flow
 from ._sqldb import SqlStore
 from .protocol import DEFAULT_SESSION
 
 __all__ = ["SqliteStore", "ThreadConnections"]
+
+_T = TypeVar("_T")
+#: A file's identity: ``(st_dev, st_ino)``.
+_File = tuple[int, int]
 
 #: SQLite keeps the busy timeout in milliseconds in a C ``int``.
 _MAX_BUSY_TIMEOUT = (2**31 - 1) // 1000
@@ -55,35 +61,41 @@ def _check_busy_timeout(value: object) -> float:
     return seconds
 
 
-def _connect(path: Path, timeout: float, fsync: str) -> sqlite3.Connection:
-    """A configured connection to ``path`` (WAL, busy timeout, synchronous by ``fsync``).
+def _connect(path: Path, timeout: float, fsync: str) -> tuple[sqlite3.Connection, _File]:
+    """A configured connection to ``path`` (WAL, busy timeout, synchronous by ``fsync``) and
+    the identity of the file it opened.
 
     Private like the JSONL files (0600 in a 0700 directory, no symlinks); SQLite gives its -wal
     / -shm files the database file's permissions. Never open the file here (see the module
-    docstring): create it when missing, and refuse a link by lstat before and after.
+    docstring): create it when missing, and refuse a link by lstat before and after. The file
+    is the one the path named before and after connecting (replaced in between: connect again).
     """
     synchronous = {"always": "FULL", "checkpoint": "NORMAL", "never": "OFF"}[fsync]
     _files.ensure_directory(path.parent)
-    _files.create_private(path)
     uri = f"{path.absolute().as_uri()}?mode=rw"  # rw: SQLite must not create it (0644)
-    try:
-        conn = sqlite3.connect(
-            uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
-        )
-    except sqlite3.Error as exc:
-        raise StoreError(f"{path}: cannot open the SQLite store: {exc}") from exc
-    try:
-        if _files.is_link(path):  # swapped in after the check: SQLite followed it
-            raise _files.symlink_error(path)
-        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        _wal(conn, timeout)
-        conn.execute(f"PRAGMA synchronous = {synchronous}")
-    except BaseException as exc:
-        conn.close()
-        if isinstance(exc, sqlite3.Error):
+    for _ in range(3):
+        _files.create_private(path)
+        before = _files.identity(path)
+        try:
+            conn = sqlite3.connect(
+                uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
             raise StoreError(f"{path}: cannot open the SQLite store: {exc}") from exc
-        raise
-    return conn
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            _wal(conn, timeout)
+            conn.execute(f"PRAGMA synchronous = {synchronous}")
+            after = _files.identity(path)  # a link swapped in after the check: SQLite followed it
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"{path}: cannot open the SQLite store: {exc}") from exc
+            raise
+        if after is not None and after == before:
+            return conn, after
+        conn.close()  # SQLite leaves the -wal / -shm of a moved database file alone
+    raise StoreError(f"{path}: the database file kept being replaced while connecting to it")
 
 
 def _wal(conn: sqlite3.Connection, timeout: float) -> None:
@@ -110,11 +122,93 @@ def _checked_options(path: object, busy_timeout: object, fsync: object) -> tuple
     return _files.check_path(path), timeout
 
 
+class _Link:
+    """A connection and the database file it opened (``st_dev``, ``st_ino``), reopened once
+    that file is no longer the one at the path.
+
+    SQLite keeps using the file it opened: removed (a cleanup job) or replaced (a restore from
+    backup, another process recreating the database), every commit still succeeds, into a file
+    nobody reads again. So every operation ends with one ``lstat`` of the path: a different
+    file there drops this connection (the next use connects to the new file) and raises
+    ``StoreConflictError`` (reload and retry, as after another writer's change); no file there
+    raises ``StoreError``. Checked *after* the operation, so a replacement during it is seen too.
+    Closing the dropped connection is safe: SQLite does not delete the -wal / -shm names of a
+    database file that moved (they now belong to the new file).
+    """
+
+    def __init__(
+        self, path: Path, timeout: float, fsync: str, ready: set[tuple[_File, str]]
+    ) -> None:
+        self.path, self._timeout, self._fsync = path, timeout, fsync
+        #: (file, table prefix) pairs whose tables exist (shared by a handle's connections).
+        self.ready = ready
+        self.lock = threading.RLock()  # taken by every store using this connection
+        self.conn: sqlite3.Connection | None = None
+        self.file: _File | None = None
+        self._closed = False
+
+    def connection(self) -> tuple[sqlite3.Connection, _File]:
+        if self.conn is None or self.file is None:
+            if self._closed:
+                raise StoreError(f"sqlite:///{self.path}: this store is closed; nothing was done")
+            self.conn, self.file = _connect(self.path, self._timeout, self._fsync)
+        return self.conn, self.file
+
+    def _moved(self) -> str | None:
+        """None while the path names this connection's file, else what happened to it."""
+        try:
+            st = os.lstat(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return "removed"
+        except OSError:  # cannot tell (permissions): SQLite reports its own errors
+            return None
+        return None if (st.st_dev, st.st_ino) == self.file else "replaced"
+
+    def check(self) -> None:
+        """After an operation: raise when it ran on a file no longer at the path."""
+        moved = self._moved() if self.conn is not None else None
+        if moved is None:
+            return
+        self.drop()
+        done = "what this operation wrote went to the old file, which nobody reads any more"
+        if moved == "removed":
+            raise StoreError(
+                f"{self.path}: the SQLite database file was removed while this connection had "
+                f"it open; {done}. The next use creates a new database at the path"
+            )
+        raise StoreConflictError(
+            f"{self.path}: the SQLite database file was replaced while this connection had it "
+            f"open (removed and recreated, or restored from a backup); {done}: reload the "
+            "session and retry (the next use connects to the file now at the path)"
+        )
+
+    def refresh(self) -> None:
+        """Before a new session uses the connection: reopen it if the file moved (nothing
+        was read through it yet, so nothing to report)."""
+        with self.lock:
+            if self.conn is not None and self._moved() is not None:
+                self.drop()
+
+    def drop(self) -> None:
+        conn, file, self.conn, self.file = self.conn, self.file, None, None
+        for key in [key for key in self.ready if key[0] == file]:
+            self.ready.discard(key)  # a new file may get this file's inode number
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+
+    def close(self) -> None:
+        with self.lock:
+            self._closed = True
+            self.drop()
+
+
 class ThreadConnections:
     """One connection per thread to one database file, shared by every session store made in
     that thread (:func:`~context_manager.store.connect`): a per-request session costs no
     connect, no PRAGMAs and no schema check. Each connection has its own lock, which the stores
-    that use it take, so a store handed to another thread stays correct."""
+    that use it take, so a store handed to another thread stays correct. A connection whose
+    file was removed or replaced is reopened on the next session (see :class:`_Link`)."""
 
     def __init__(
         self,
@@ -126,27 +220,29 @@ class ThreadConnections:
         self.path, self._timeout = _checked_options(path, busy_timeout, fsync)
         self._fsync = fsync
         self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
+        self._all: list[_Link] = []
         self._guard = threading.Lock()
-        #: Table prefixes whose tables a store already checked (once per database, not per
-        #: session: every thread's connection sees the same file).
-        self.ready: set[str] = set()
+        #: (database file, table prefix) pairs whose tables a store already checked (once per
+        #: database file, not per session: every thread's connection sees the same file).
+        self.ready: set[tuple[_File, str]] = set()
 
-    def get(self) -> tuple[sqlite3.Connection, threading.RLock]:
-        pair: tuple[sqlite3.Connection, threading.RLock] | None
-        pair = getattr(self._local, "pair", None)
-        if pair is None:
-            pair = (_connect(self.path, self._timeout, self._fsync), threading.RLock())
-            self._local.pair = pair
+    def get(self) -> _Link:
+        link: _Link | None = getattr(self._local, "link", None)
+        if link is None:
+            link = _Link(self.path, self._timeout, self._fsync, self.ready)
+            link.connection()
+            self._local.link = link
             with self._guard:
-                self._all.append(pair[0])
-        return pair
+                self._all.append(link)
+        else:
+            link.refresh()
+        return link
 
     def close(self) -> None:
         """Close every thread's connection (call when the process stops serving)."""
         with self._guard:
-            for conn in self._all:
-                conn.close()
+            for link in self._all:
+                link.close()
             self._all.clear()
         self._local = threading.local()
 
@@ -173,20 +269,35 @@ class SqliteStore(SqlStore):
         self._error = sqlite3.Error
         self._shared = connections is not None
         if connections is not None:
-            self._conn, self._lock = connections.get()
-            if prefix in connections.ready:
-                return
+            self._link = connections.get()
         else:
-            self._lock = threading.RLock()  # one connection; a store object may serve threads
-            self._conn = _connect(self.path, timeout, fsync)
+            self._link = _Link(self.path, timeout, fsync, set())
+        self._lock = self._link.lock
         try:
-            self._run(self._transaction(self._sqlite_schema, write=True))
+            with self._lock:
+                self._attach()
         except BaseException:
             if connections is None:
-                self._conn.close()
+                self._link.close()
             raise
-        if connections is not None:
-            connections.ready.add(prefix)
+
+    def _attach(self) -> None:
+        """Use the link's connection (reopened if its file moved), with this prefix's tables."""
+        self._conn, file = self._link.connection()
+        if (file, self.prefix) not in self._link.ready:
+            super()._run(self._transaction(self._sqlite_schema, write=True))
+            self._link.ready.add((file, self.prefix))
+
+    def _run(self, flow: Flow[_T]) -> _T:
+        with self._lock:
+            try:
+                self._attach()
+                result = super()._run(flow)
+            except Exception:
+                self._link.check()  # an error on a moved file: say the file moved
+                raise
+            self._link.check()
+            return result
 
     def _sqlite_schema(self) -> Flow[None]:
         return self._create_schema(bigint="INTEGER", real="REAL")
@@ -197,4 +308,4 @@ class SqliteStore(SqlStore):
 
     def close(self) -> None:
         if not self._shared:
-            self._conn.close()
+            self._link.close()

@@ -1,0 +1,183 @@
+"""Files replaced or linked under a store: nothing acknowledged may land where no reader looks.
+
+- A SQLite database removed (a cleanup job) or replaced (a restore, another process recreating
+  it) while a connection has it open: SQLite keeps committing into the old, unlinked file. Every
+  operation must say so (``StoreConflictError`` / ``StoreError``) and the next use must work on
+  the file now at the path.
+- A JSONL session directory (``<root>/<session>``) that is a symbolic link is refused like a
+  linked log or lock file, so a planted link cannot send a session's data outside the root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from context_manager import MessageContextManager
+from context_manager.errors import StoreConflictError, StoreError
+from context_manager.store import connect, copy_session, open_store
+
+USER = "user"
+
+
+def _remove_database(db: Path) -> None:
+    for name in (db.name, db.name + "-wal", db.name + "-shm"):
+        (db.parent / name).unlink(missing_ok=True)
+
+
+def _other_process_writes(url: str, content: str) -> None:
+    """Another process opens the session (creating the database anew) and adds a message."""
+    code = textwrap.dedent(
+        f"""
+        from context_manager import MessageContextManager
+        m = MessageContextManager.open({url!r}, session="s", max_tokens=8000)
+        m.add({{"role": "user", "content": {content!r}}})
+        m.store.close()
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def _contents(url: str) -> list[str]:
+    fresh = MessageContextManager.open(url, session="s", max_tokens=8000)
+    try:
+        return [m["content"] for m in fresh.messages]
+    finally:
+        fresh.store.close()
+
+
+def test_sqlite_replaced_under_a_handle_raises_a_conflict_and_retry_writes_the_new_file(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "app.db"
+    url = f"sqlite:///{db}"
+    handle = connect(url)
+    try:
+        manager = MessageContextManager.open(handle, session="s", max_tokens=8000)
+        manager.add({"role": USER, "content": "before"})
+        _remove_database(db)
+        _other_process_writes(url, "other")
+
+        with pytest.raises(StoreConflictError, match="replaced"):
+            manager.add({"role": USER, "content": "mine"})
+        manager.store.reload(manager)
+        manager.add({"role": USER, "content": "mine"})
+        assert [m["content"] for m in manager.messages] == ["other", "mine"]
+        manager.store.close()
+
+        # a later request on the same handle (same thread: same connection) sees the new file
+        again = MessageContextManager.open(handle, session="s", max_tokens=8000)
+        assert [m["content"] for m in again.messages] == ["other", "mine"]
+        again.add({"role": USER, "content": "next-request"})
+        again.store.close()
+    finally:
+        handle.close()
+    assert _contents(url) == ["other", "mine", "next-request"]
+
+
+def test_sqlite_replaced_under_an_open_store_without_a_handle(tmp_path: Path) -> None:
+    db = tmp_path / "app.db"
+    url = f"sqlite:///{db}"
+    manager = MessageContextManager.open(url, session="s", max_tokens=8000)
+    manager.add({"role": USER, "content": "before"})
+    _remove_database(db)
+    _other_process_writes(url, "other")
+    with pytest.raises(StoreConflictError):
+        manager.add({"role": USER, "content": "lost?"})
+    manager.store.reload(manager)
+    manager.add({"role": USER, "content": "kept"})
+    manager.store.close()
+    assert _contents(url) == ["other", "kept"]
+
+
+def test_sqlite_removed_under_an_open_store_is_a_typed_error(tmp_path: Path) -> None:
+    db = tmp_path / "app.db"
+    url = f"sqlite:///{db}"
+    handle = connect(url)
+    try:
+        manager = MessageContextManager.open(handle, session="s", max_tokens=8000)
+        manager.add({"role": USER, "content": "before"})
+        _remove_database(db)
+        with pytest.raises(StoreError, match="removed") as raised:
+            manager.add({"role": USER, "content": "into the void"})
+        assert not isinstance(raised.value, StoreConflictError)
+        manager.store.close()
+        # the next request starts a new database at the path
+        again = MessageContextManager.open(handle, session="s", max_tokens=8000)
+        assert again.messages == []
+        again.add({"role": USER, "content": "fresh"})
+        again.store.close()
+    finally:
+        handle.close()
+    assert _contents(url) == ["fresh"]
+
+
+def test_sqlite_read_through_a_replaced_file_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "app.db"
+    url = f"sqlite:///{db}"
+    store = open_store(url, session="s")
+    store.append([{"role": USER, "content": "before"}])
+    _remove_database(db)
+    _other_process_writes(url, "other")
+    with pytest.raises(StoreConflictError):
+        store.load()
+    assert [json.loads(raw)["content"] for _, raw in store.load().lines] == ["other"]
+    store.close()
+
+
+def _linked_session(tmp_path: Path) -> tuple[Path, Path]:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    os.symlink(outside, root / "user-1")
+    return root, outside
+
+
+def test_jsonl_session_directory_link_is_refused_on_open(tmp_path: Path) -> None:
+    root, outside = _linked_session(tmp_path)
+    with pytest.raises(StoreError, match="symbolic link"):
+        MessageContextManager.open(f"{root}/", session="user-1", max_tokens=8000)
+    assert os.listdir(outside) == []
+
+
+def test_jsonl_session_directory_link_is_refused_as_a_copy_target(tmp_path: Path) -> None:
+    root, outside = _linked_session(tmp_path)
+    source = tmp_path / "source.jsonl"
+    manager = MessageContextManager.open(source, max_tokens=8000)
+    manager.add({"role": USER, "content": "secret"})
+    manager.store.close()
+    with pytest.raises(StoreError, match="symbolic link"):
+        copy_session(source, f"{root}/", to_session="user-1")
+    assert os.listdir(outside) == []
+
+
+def test_jsonl_session_directory_linked_after_open_is_refused(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    outside.mkdir()
+    manager = MessageContextManager.open(f"{root}/", session="user-1", max_tokens=8000)
+    manager.add({"role": USER, "content": "first"})
+    (root / "user-1").rename(tmp_path / "moved")
+    os.symlink(outside, root / "user-1")
+    with pytest.raises(StoreError):
+        manager.add({"role": USER, "content": "secret"})
+    with pytest.raises(StoreError, match="symbolic link"):
+        manager.store.reload(manager)
+    with pytest.raises(StoreError):
+        manager.add({"role": USER, "content": "secret"})
+    assert os.listdir(outside) == []
+
+
+def test_a_linked_root_is_the_callers_choice(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    os.symlink(real, tmp_path / "root")
+    manager = MessageContextManager.open(f"{tmp_path / 'root'}/", session="s", max_tokens=8000)
+    manager.add({"role": USER, "content": "kept"})
+    manager.store.close()
+    assert (real / "s" / "context.jsonl").is_file()
