@@ -3,7 +3,11 @@ fixture in ``conftest.py``): JSONL, SQLite, a real Redis, a real PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import os
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -79,3 +83,28 @@ def in_threads(
     for thread in threads:
         thread.join(timeout)
     return errors
+
+
+def contents(target: str, session: str = "s", **options: Any) -> list[str]:
+    """The contents of a session's messages as a fresh open reads them (closed after)."""
+    options.setdefault("max_tokens", 1_000_000)
+    manager = MessageContextManager.open(target, session=session, **options)
+    try:
+        return [m["content"] for m in manager.messages]
+    finally:
+        manager.store.close()
+
+
+def run_child(code: str, *args: str, timeout: float = 120) -> Any:
+    """Run ``code`` in a fresh interpreter that imports this checkout; its stdout's JSON."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)

@@ -7,17 +7,14 @@ next add and a fresh open agree, instead of keeping the old history on top of a 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from .backends import run_child
+
 pytest.importorskip("resource")
-ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = textwrap.dedent(
     """
@@ -52,16 +49,7 @@ CHILD = textwrap.dedent(
 def test_a_clear_whose_prompt_write_fails_leaves_memory_as_the_store_has_it(
     tmp_path: Path,
 ) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(tmp_path) + "/"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(done.stdout)
+    result = run_child(CHILD, str(tmp_path) + "/")
     assert result["error"], "the prompt write was expected to fail under the size limit"
     assert "rebuilt" in result["error"]  # the caller is told what memory holds now
     assert result["after"] == []  # the store was cleared: so is memory

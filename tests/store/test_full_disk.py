@@ -4,16 +4,14 @@ after reopening, what was acknowledged in memory is exactly what is on disk."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from context_manager.manager import MessageContextManager
+
+from .backends import run_child
 
 resource = pytest.importorskip("resource")
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,16 +46,7 @@ CHILD = textwrap.dedent(
 @pytest.mark.parametrize("fsync", ["never", "always"])
 def test_full_disk_every_add_persists_or_raises_store_error(tmp_path: Path, fsync: str) -> None:
     path = tmp_path / "context.jsonl"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(path), "6000", fsync],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(done.stdout)
+    result = run_child(CHILD, str(path), "6000", fsync, timeout=300)
     assert result["refused"] > 100  # the limit really bit
     assert result["memory"] == result["acked"]  # memory never ran ahead of disk
     restored = [m["content"] for m in MessageContextManager.open(path).messages]
@@ -90,16 +79,7 @@ CHECKPOINTS = textwrap.dedent(
 
 def test_checkpoints_on_a_full_disk_raise_store_error(tmp_path: Path) -> None:
     path = tmp_path / "context.jsonl"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
-    done = subprocess.run(
-        [sys.executable, "-c", CHECKPOINTS, str(path), "4000"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(done.stdout)
+    result = run_child(CHECKPOINTS, str(path), "4000", timeout=300)
     assert result["refused"] > 100
     assert result["reasons"] == ["StoreError"]
     assert result["made"] == list(range(len(result["made"])))  # ids stay consecutive

@@ -20,6 +20,8 @@ import pytest
 
 from context_manager import MessageContextManager
 
+from .backends import contents
+
 pytest.importorskip("redis")
 BINARY = shutil.which("redis-server")
 pytestmark = pytest.mark.skipif(BINARY is None, reason="REDIS TESTS SKIPPED: no redis-server")
@@ -54,14 +56,6 @@ def server(directory: Path, port: int, *flags: str) -> Iterator[subprocess.Popen
         if process.poll() is None:
             process.kill()
         process.wait(10)
-
-
-def contents(url: str) -> list[str]:
-    manager = MessageContextManager.open(url, session="s", max_tokens=100_000)
-    try:
-        return [m["content"] for m in manager.messages]
-    finally:
-        manager.store.close()
 
 
 def test_with_appendfsync_always_a_killed_server_keeps_every_acknowledged_record(

@@ -23,6 +23,8 @@ from context_manager import MessageContextManager
 from context_manager.errors import StoreConflictError, StoreError
 from context_manager.store import connect, copy_session, open_store
 
+from .backends import contents
+
 USER = "user"
 
 
@@ -42,14 +44,6 @@ def _other_process_writes(url: str, content: str) -> None:
         """
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
-
-
-def _contents(url: str) -> list[str]:
-    fresh = MessageContextManager.open(url, session="s", max_tokens=8000)
-    try:
-        return [m["content"] for m in fresh.messages]
-    finally:
-        fresh.store.close()
 
 
 def test_sqlite_replaced_under_a_handle_raises_a_conflict_and_retry_writes_the_new_file(
@@ -78,7 +72,7 @@ def test_sqlite_replaced_under_a_handle_raises_a_conflict_and_retry_writes_the_n
         again.store.close()
     finally:
         handle.close()
-    assert _contents(url) == ["other", "mine", "next-request"]
+    assert contents(url) == ["other", "mine", "next-request"]
 
 
 def test_sqlite_replaced_under_an_open_store_without_a_handle(tmp_path: Path) -> None:
@@ -93,7 +87,7 @@ def test_sqlite_replaced_under_an_open_store_without_a_handle(tmp_path: Path) ->
     manager.store.reload(manager)
     manager.add({"role": USER, "content": "kept"})
     manager.store.close()
-    assert _contents(url) == ["other", "kept"]
+    assert contents(url) == ["other", "kept"]
 
 
 def test_sqlite_removed_under_an_open_store_is_a_typed_error(tmp_path: Path) -> None:
@@ -115,7 +109,7 @@ def test_sqlite_removed_under_an_open_store_is_a_typed_error(tmp_path: Path) -> 
         again.store.close()
     finally:
         handle.close()
-    assert _contents(url) == ["fresh"]
+    assert contents(url) == ["fresh"]
 
 
 def test_sqlite_read_through_a_replaced_file_is_refused(tmp_path: Path) -> None:
