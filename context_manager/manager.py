@@ -406,7 +406,7 @@ class MessageContextManager(ExtensionHub):
             if self._summary is not None:
                 head.append(self._summary[0])
             out[:0] = head
-            out = fuse_turns(out) if self._provider and self._provider.strict else out
+            out = fuse_turns(out, self._provider) if self._provider else out
             cache = observe_request(
                 self._extensions, out, plan, bool(self._system), bool(self._summary)
             )

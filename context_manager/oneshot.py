@@ -163,7 +163,7 @@ def trim(
             kept = scan.select(window - fixed, resolved.max_messages, pinned, rules)
             left_out = truncate_newest and messages and (not kept or kept[-1] is not messages[-1])
             if not left_out:  # else the newest group was left out: the full path may cut it
-                return fuse_turns(kept) if rules and rules.strict else kept
+                return fuse_turns(kept, rules) if rules else kept
         except (Fallback, InvalidMessageError):
             pass  # the full path decides, and raises the manager's exact error
         finally:

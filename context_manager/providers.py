@@ -22,7 +22,10 @@ Sources (each rule names its own):
   next words, or two user turns the caller sent), :func:`fuse_turns` joins them into one turn,
   as Anthropic's own API does server-side, so the output alternates.
 - Gemini, "Function calling": contents start with a user turn; a function call follows a user
-  turn or a function response; responses to parallel calls without ids pair by position.
+  turn or a function response; responses to parallel calls without ids pair by position, and
+  the content after a call turn holds as many function responses as it has calls (the API's
+  400: "the number of function response parts is equal to the number of function call parts"),
+  so :func:`fuse_turns` joins response-only contents that follow one another.
   "Thought signatures": with thinking on (a signature in the current turn, i.e. after the latest
   user turn), each function-call step of the current turn carries its ``thought_signature``.
 - OpenAI Responses, "Reasoning": a ``reasoning`` item is sent directly before the output item
@@ -54,7 +57,7 @@ from typing import Any, Literal, Protocol
 
 from .errors import ConfigurationError, InvalidMessageError
 from .messages import Message, normalize
-from .messages.shapes import part_kinds, same_shape, shape_of
+from .messages.shapes import joined_responses, part_kinds, same_shape, shape_of
 
 __all__ = ["PROVIDERS", "Problem", "ProviderRules", "fuse_turns", "get_provider", "validate"]
 
@@ -78,7 +81,9 @@ class ProviderRules:
     """A provider's rule set. ``first_user``: the first non-system message is a user turn.
     ``alternate``: trimming never brings two turns of the same role together (Anthropic merges
     such turns, so an answer would lose its question). ``strict``: the list itself must alternate
-    exactly (Bedrock Converse), which :func:`validate` checks."""
+    exactly (Bedrock Converse), which :func:`validate` checks. ``one_response_turn``: the
+    responses to one call turn are sent as one turn (Gemini counts the function responses of
+    the content after a call turn against its calls); :func:`fuse_turns` joins them."""
 
     name: str
     first_user: bool = False
@@ -86,6 +91,7 @@ class ProviderRules:
     strict: bool = False
     results_first: bool = False
     thinking_first: bool = False
+    one_response_turn: bool = False
     #: The signed-reasoning rule: ``"anthropic"`` (the last tool-calling turn of the current
     #: loop starts with thinking), ``"gemini"`` (the current turn's calls carry signatures),
     #: ``"responses"`` (a reasoning item directly precedes what it produced), or ``""``.
@@ -104,7 +110,9 @@ PROVIDERS: dict[str, ProviderRules] = {
         reasoning="anthropic",
     ),
     "bedrock": ProviderRules("bedrock", first_user=True, alternate=True, strict=True),
-    "gemini": ProviderRules("gemini", first_user=True, alternate=True, reasoning="gemini"),
+    "gemini": ProviderRules(
+        "gemini", first_user=True, alternate=True, one_response_turn=True, reasoning="gemini"
+    ),
 }
 
 
@@ -377,18 +385,28 @@ def _fused(a: Any, b: Any) -> dict[str, Any] | None:
     return {"role": role, "content": [*first, *second]}
 
 
-def fuse_turns(messages: list[Any]) -> list[Any]:
-    """``messages`` with each run of plain same-role turns joined into one (strict providers).
+def fuse_turns(messages: list[Any], provider: str | ProviderRules = "bedrock") -> list[Any]:
+    """``messages`` with each run of turns ``provider`` wants as one turn joined into one.
 
-    Only dict turns whose keys are ``role`` and ``content`` are joined, and only where the
-    joined turn keeps the other rules (tool results first, thinking first, a call ends its
-    turn); the joined turn is a new dict holding the same blocks, never costlier to send than
-    the two turns. Returns ``messages`` itself when nothing is joined.
+    Strict providers (Bedrock): plain same-role turns. Only dict turns whose keys are ``role``
+    and ``content`` are joined, and only where the joined turn keeps the other rules (tool
+    results first, thinking first, a call ends its turn); the joined turn is a new dict holding
+    the same blocks, never costlier to send than the two turns. ``one_response_turn``
+    (Gemini): user contents holding only function responses, which answer the same call turn
+    (:func:`~context_manager.messages.shapes.joined_responses`: a new ``Content`` or dict in
+    the conversation's shape); a text turn is never joined to them. Returns ``messages``
+    itself when nothing is joined; every turn not joined is the caller's object.
     """
+    rules = get_provider(provider)
+    assert rules is not None
+    if not (rules.strict or rules.one_response_turn):
+        return messages
     out: list[Any] | None = None
     for k in range(1, len(messages)):
         prev = out[-1] if out is not None else messages[k - 1]
-        joined = _fused(prev, messages[k])
+        joined = _fused(prev, messages[k]) if rules.strict else None
+        if joined is None and rules.one_response_turn:
+            joined = joined_responses(prev, messages[k])
         if joined is not None:
             if out is None:
                 out = list(messages[:k])

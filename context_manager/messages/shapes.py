@@ -44,6 +44,7 @@ __all__ = [
     "PYDANTIC_AI",
     "RECORD",
     "RESPONSES",
+    "joined_responses",
     "part_kinds",
     "render_results",
     "same_shape",
@@ -164,6 +165,50 @@ def part_kinds(message: Any) -> list[str]:
         elif len(part) == 1 and next(iter(part)) in _BEDROCK_KINDS:
             out.append(_BEDROCK_KINDS[next(iter(part))])
     return out
+
+
+# -- joining the responses to one call turn ------------------------------------------------
+
+_RESPONSE_KEYS = frozenset(("function_response", "functionResponse"))
+
+
+def joined_responses(a: Any, b: Any) -> Any | None:
+    """Two Gemini user contents holding only function responses, as one content (``a``'s
+    parts, then ``b``'s) in their own shape: a ``types.Content`` when both are, a dict when both
+    are dicts of ``role`` and ``parts`` only; None for anything else.
+
+    Gemini wants the content after a function-call turn to hold a response for each of its
+    calls, and the responses to one turn can arrive apart (a parallel call answered, the rest
+    closed by the library when the person interrupted). The parts are the caller's own objects,
+    in order, so a response's place (how an id-less one pairs) is as Gemini reads it.
+    """
+    if type(a) is not type(b) or not (_responses_only(a) and _responses_only(b)):
+        return None
+    if isinstance(a, Mapping):
+        return {"role": "user", "parts": [*a["parts"], *b["parts"]]}
+    from google.genai import types
+
+    return types.Content(role="user", parts=[*a.parts, *b.parts])
+
+
+def _responses_only(message: Any) -> bool:
+    if isinstance(message, Mapping):
+        if message.get("role") != "user" or not message.keys() <= {"role", "parts"}:
+            return False
+        parts = message.get("parts")
+    elif family(message) == "gemini" and type(message).__name__ == "Content":
+        parts = field(_data(message), "parts")
+        if field(message, "role") != "user":
+            return False
+    else:
+        return False
+    if not isinstance(parts, list) or not parts:
+        return False
+    for part in parts:
+        data = _data(part)
+        if not isinstance(data, Mapping) or not data or not data.keys() <= _RESPONSE_KEYS:
+            return False
+    return True
 
 
 # -- rendering results ----------------------------------------------------------------------
