@@ -43,7 +43,7 @@ from .events import (
     UsageRecorded,
 )
 from .host import HistoryItem
-from .messages import Message, normalize
+from .messages import Message, message_list, normalize
 from .messages.groups import INTERRUPTED_RESULT
 from .messages.normalize import with_index
 from .prompt_cache.tracker import last_report, observe_request
@@ -288,7 +288,7 @@ class MessageContextManager(ExtensionHub):
         """
         journal = self._journal
         with self._lock, journal.batch() if journal is not None else nullcontext():
-            for message in messages:
+            for message in message_list(messages):
                 self.add(message)
 
     @property

@@ -36,7 +36,7 @@ lifetime are the caller's), and the default keeps nothing.
 from __future__ import annotations
 
 import gc
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Literal
 
 from ._config import budget_options, check_int, checked_tools
@@ -45,6 +45,7 @@ from .budget.strategies import FIFO, SlidingWindow, Strategy, get_strategy
 from .counting import MessageCountCache, TokenCounter, get_counter
 from .errors import ConfigurationError, InvalidMessageError
 from .manager import MessageContextManager
+from .messages import message_list
 from .providers import ProviderRules, fuse_turns, get_provider
 
 _FIFO_IN_TRIM = (
@@ -112,11 +113,7 @@ def trim(
     if validate not in ("kept", "all"):
         raise ConfigurationError(f"validate must be 'kept' or 'all', got {validate!r}")
     if not isinstance(messages, list | tuple):
-        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
-            raise ConfigurationError(
-                f"messages must be a list of messages, got {type(messages).__name__}"
-            )
-        messages = list(messages)
+        messages = message_list(messages)
     if priorities is not None and (
         isinstance(priorities, str | bytes) or not isinstance(priorities, Sequence)
     ):

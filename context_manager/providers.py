@@ -56,7 +56,7 @@ from itertools import pairwise
 from typing import Any, Literal, Protocol
 
 from .errors import ConfigurationError, InvalidMessageError
-from .messages import Message, normalize
+from .messages import Message, message_list, normalize
 from .messages.shapes import joined_responses, part_kinds, same_shape, shape_of
 
 __all__ = ["PROVIDERS", "Problem", "ProviderRules", "fuse_turns", "get_provider", "validate"]
@@ -188,7 +188,7 @@ def validate(
     """
     rules = get_provider(provider)
     assert rules is not None
-    given = list(messages)
+    given = message_list(messages)
     records: list[Message] = []
     problems: list[Problem] = []
     for i, message in enumerate(given):

@@ -433,3 +433,20 @@ def test_integer_within_the_limit_is_counted_exactly() -> None:
     args = {"n": 10**100}
     message = PLACES["tool_use input"][0](args)
     assert normalize(message).tool_calls[0].arguments == json.dumps(args, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("value", [None, 42, "user: hi", b"hi", {"role": "user", "content": "hi"}])
+def test_a_value_that_is_no_list_of_messages_is_a_configuration_error(value: Any) -> None:
+    """Every entry point taking messages says so, instead of a bare TypeError from inside (or
+    reading a string or one message dict item by item)."""
+    from context_manager import ConfigurationError, count_tokens, trim
+    from context_manager.providers import validate
+
+    for call in (
+        lambda: MessageContextManager(1_000).extend(value),
+        lambda: validate(value, "openai"),
+        lambda: trim(value, 1_000),
+        lambda: count_tokens(value),
+    ):
+        with pytest.raises(ConfigurationError, match="must be a list of messages"):
+            call()

@@ -9,13 +9,12 @@ to ``trim(..., cache=...)``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .._config import check_tool_nesting
 from .._js import utf16_len
-from ..errors import InvalidMessageError
-from ..messages import normalize
+from ..messages import message_list, normalize
 from .base import TokenCounter
 from .estimate import CharEstimator, message_chars
 from .estimate_safe import SafeEstimator, estimate_tokens
@@ -52,11 +51,8 @@ def count_tokens(
     counter (any :func:`get_counter` spec, e.g. ``"chars"`` or ``"tiktoken"``).
     """
     resolved = get_counter(counter, model=model)
-    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
-        raise InvalidMessageError(
-            f"messages must be a list of messages, got {type(messages).__name__}"
-        )
-    normalized = [normalize(message, index) for index, message in enumerate(messages)]
+    given = message_list(messages)
+    normalized = [normalize(message, index) for index, message in enumerate(given)]
     if isinstance(tools, Sequence) and not isinstance(tools, str | bytes):
         check_tool_nesting(tools)  # the manager's check (a schema that contains itself...)
     return resolved.count_prompt(normalized, tools)

@@ -7,6 +7,7 @@ protocol (which messages travel together) and ``repair``.
 
 from __future__ import annotations
 
+from .listing import message_list
 from .normalize import normalize
 from .record import ROLES, Image, Media, Message, ToolCall, ToolResult, to_json_text
 
@@ -17,6 +18,7 @@ __all__ = [
     "Message",
     "ToolCall",
     "ToolResult",
+    "message_list",
     "normalize",
     "to_json_text",
 ]
