@@ -107,6 +107,15 @@ def from_item(item: Mapping[str, Any], index: int | None) -> Message:
             item=True,
             tool_calls=(ToolCall(item["call_id"], kind, to_json_text(item)),),
         )
+    if kind == "mcp_approval_request" and isinstance(item.get("id"), str) and item["id"]:
+        # Answered by an ``mcp_approval_response`` naming it (``approval_request_id``); the API
+        # refuses a response whose request it is not sent, so the two pair like a call.
+        return Message(
+            "assistant", item=True, tool_calls=(ToolCall(item["id"], kind, to_json_text(item)),)
+        )
+    answered = item.get("approval_request_id")
+    if kind == "mcp_approval_response" and isinstance(answered, str) and answered:
+        return Message("tool", item=True, other=to_json_text(item), tool_call_id=answered)
     if kind in _OUTPUTS and (paired or kind == "local_shell_call_output"):
         # The SDK's LocalShellCallOutput names its call by ``id`` (the call's ``call_id``).
         answered = item["call_id"] if paired else item.get("id")

@@ -255,7 +255,10 @@ def _responses_output(caller: Any, call: ToolCall, text: str) -> Any:
     """The output item of one call item (``caller``), an SDK model when the call is one."""
     kind = str(field(_data(caller), "type"))
     item: dict[str, Any] = {"type": f"{kind}_output", "call_id": call.id, "output": text}
-    if kind == "apply_patch_call":
+    if kind == "mcp_approval_request":  # an approval nobody gave is a denial
+        item = {"type": "mcp_approval_response", "approval_request_id": call.id, "approve": False}
+        item["reason"] = text
+    elif kind == "apply_patch_call":
         item["status"] = "failed"
     elif kind == "shell_call":
         outcome = {"type": "exit", "exit_code": 1}

@@ -2,8 +2,9 @@
 
 The item shapes are the openai SDK's own input params (``response_input_item_param``); the
 pairing keys are the SDK's: ``call_id``, except ``LocalShellCallOutput``, which names its call
-by ``id`` (the call's ``call_id``). A type the SDK added (``program``, ``tool_search_call``,
-``additional_tools``, ...) is read too, instead of refused.
+by ``id`` (the call's ``call_id``), and ``McpApprovalResponse``, which names its request by
+``approval_request_id`` (the Agents SDK pairs the two the same way). A type the SDK added
+(``program``, ``tool_search_call``, ``additional_tools``, ...) is read too, instead of refused.
 """
 
 from __future__ import annotations
@@ -39,7 +40,13 @@ def pairs() -> list[tuple[Any, Any]]:
     found["tools"] = [
         {"type": "function", "name": f"tool_{k}", "parameters": {}} for k in range(40)
     ]
-    return [(shell, shell_out), (program, program_out), (search, found)]
+    request = params.McpApprovalRequest(
+        type="mcp_approval_request", id="mcpr_1", server_label="s", name="t", arguments="{}"
+    )
+    approval = params.McpApprovalResponse(
+        type="mcp_approval_response", approval_request_id="mcpr_1", approve=True, reason="ok " * 200
+    )
+    return [(shell, shell_out), (program, program_out), (search, found), (request, approval)]
 
 
 def session(call: Any, output: Any) -> list[Any]:
@@ -54,7 +61,7 @@ def session(call: Any, output: Any) -> list[Any]:
     return [start, call, output, answer, {"role": "user", "content": "next"}]
 
 
-@pytest.mark.parametrize("k", range(3))
+@pytest.mark.parametrize("k", range(4))
 def test_an_output_is_never_sent_without_its_call(k: int) -> None:
     call, output = pairs()[k]
     items = session(call, output)
@@ -91,3 +98,15 @@ def test_items_the_sdk_added_are_read_and_counted() -> None:
     assert manager.get_context() == items
     # the tool definitions are priced by their JSON, not free
     assert manager.count_message(tools) > manager.count_message({"role": "user", "content": ""})
+
+
+def test_an_approval_the_user_interrupted_is_closed_by_a_denial() -> None:
+    manager = MessageContextManager(50_000, counter="chars", provider="openai-responses")
+    request = pairs()[3][0]
+    manager.extend([{"role": "user", "content": "delete the repo"}, request])
+    manager.add({"role": "user", "content": "wait, no"})
+    closure = manager.get_context()[2]
+    assert closure["type"] == "mcp_approval_response"
+    assert closure["approval_request_id"] == "mcpr_1" and closure["approve"] is False
+    params.McpApprovalResponse(**closure)  # the SDK's own shape (a TypedDict: its keys)
+    assert set(closure) <= set(params.McpApprovalResponse.__annotations__)
