@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,6 +47,14 @@ def _other_process_writes(url: str, content: str) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
+def _one_message_then_removed(target: Any, db: Path) -> MessageContextManager:
+    """A session holding one message, whose database files are then removed."""
+    manager = MessageContextManager.open(target, session="s", max_tokens=8000)
+    manager.add({"role": USER, "content": "before"})
+    _remove_database(db)
+    return manager
+
+
 def test_sqlite_replaced_under_a_handle_raises_a_conflict_and_retry_writes_the_new_file(
     tmp_path: Path,
 ) -> None:
@@ -53,9 +62,7 @@ def test_sqlite_replaced_under_a_handle_raises_a_conflict_and_retry_writes_the_n
     url = f"sqlite:///{db}"
     handle = connect(url)
     try:
-        manager = MessageContextManager.open(handle, session="s", max_tokens=8000)
-        manager.add({"role": USER, "content": "before"})
-        _remove_database(db)
+        manager = _one_message_then_removed(handle, db)
         _other_process_writes(url, "other")
 
         with pytest.raises(StoreConflictError, match="replaced"):
@@ -78,9 +85,7 @@ def test_sqlite_replaced_under_a_handle_raises_a_conflict_and_retry_writes_the_n
 def test_sqlite_replaced_under_an_open_store_without_a_handle(tmp_path: Path) -> None:
     db = tmp_path / "app.db"
     url = f"sqlite:///{db}"
-    manager = MessageContextManager.open(url, session="s", max_tokens=8000)
-    manager.add({"role": USER, "content": "before"})
-    _remove_database(db)
+    manager = _one_message_then_removed(url, db)
     _other_process_writes(url, "other")
     with pytest.raises(StoreConflictError):
         manager.add({"role": USER, "content": "lost?"})
@@ -95,9 +100,7 @@ def test_sqlite_removed_under_an_open_store_is_a_typed_error(tmp_path: Path) -> 
     url = f"sqlite:///{db}"
     handle = connect(url)
     try:
-        manager = MessageContextManager.open(handle, session="s", max_tokens=8000)
-        manager.add({"role": USER, "content": "before"})
-        _remove_database(db)
+        manager = _one_message_then_removed(handle, db)
         with pytest.raises(StoreError, match="removed") as raised:
             manager.add({"role": USER, "content": "into the void"})
         assert not isinstance(raised.value, StoreConflictError)
