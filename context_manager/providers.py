@@ -59,7 +59,15 @@ from .errors import ConfigurationError, InvalidMessageError
 from .messages import Message, message_list, normalize
 from .messages.shapes import joined_responses, part_kinds, same_shape, shape_of
 
-__all__ = ["PROVIDERS", "Problem", "ProviderRules", "fuse_turns", "get_provider", "validate"]
+__all__ = [
+    "PROVIDERS",
+    "Problem",
+    "ProviderRules",
+    "fuse_turns",
+    "get_provider",
+    "opens_context",
+    "validate",
+]
 
 ProviderName = Literal["openai", "openai-responses", "anthropic", "bedrock", "gemini"]
 
@@ -132,6 +140,17 @@ def _turn_role(rec: Message) -> str:
     if rec.role == "tool":
         return "user"
     return rec.role
+
+
+def opens_context(rules: ProviderRules, rec: Message) -> bool:
+    """Whether a context under ``rules`` may start with ``rec``: anything, unless the provider
+    wants a user turn first (``first_user``, the system prompt aside); then a user turn, or a
+    native compaction it reads (it stands for the turns before it). Tool results alone are no
+    user turn (:attr:`Message.is_user_turn`), and neither is a tool call: the fit rule sends
+    the turns before such a group down to one that opens (``budget.fit.opening``)."""
+    if not rules.first_user or rec.is_user_turn:
+        return True
+    return bool(rec.compaction) and reads_compaction(rules, rec.compaction)
 
 
 # -- checking a list -----------------------------------------------------------------------

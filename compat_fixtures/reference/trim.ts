@@ -39,7 +39,13 @@
 //  8. Provider. With `provider` set, the newest complete group is protected like the latest
 //     user group (it joins the overflow check; if the strategy leaves it out, the strategy runs
 //     again with its tokens set aside and it is added), and the provider's rules then drop groups
-//     whose position the API would reject (see providers.ts).
+//     whose position the API would reject (see providers.ts). Under a provider whose context
+//     opens with a user turn (firstUser), the latest user group can open with the assistant (a
+//     tool call whose results carry the person's words); then the groups before it back to the
+//     nearest one that opens with a user turn (the "lead run") are protected too, the same way
+//     and settled first, unless a pinned group comes before it (the pin opens the context).
+//     The lead run is covered when the strategy keeps a group at or before its start that opens
+//     with a user turn (or the start itself).
 //  9. Output. System prompt first, then every kept message in its original order; for Bedrock,
 //     neighbouring plain turns of one role joined (an array of their indices; providers.ts C).
 
@@ -312,13 +318,23 @@ export function trim(messages: unknown[], options: TrimOptions): TrimResult {
   const last = groups.length - 1;
   const newest = rules !== null && last >= 0 && last !== latest && !groups[last].pinned ? last : null;
 
-  // What must be sent: reply priming, system prompt, pinned groups, the latest user group (and
-  // the newest exchange).
+  // The lead run (rule 8): the groups [lead, latest) the latest user group is sent from.
+  let lead: number | null = null;
+  if (rules !== null && rules.firstUser && latest !== null && !groups.slice(0, latest).some((g) => g.pinned)) {
+    let q = latest;
+    while (q > 0 && !groups[q].opensWithUserTurn) q -= 1;
+    if (q < latest && groups[q].opensWithUserTurn) lead = q;
+  }
+
+  // What must be sent: reply priming, system prompt, pinned groups, the latest user group (with
+  // its lead run, and the newest exchange).
   let fixed = conversation.estimator.promptOverhead + conversation.systemTokens;
   for (const group of groups) if (group.pinned) fixed += group.tokens;
   const latestTokens = latest === null ? 0 : groups[latest].tokens;
+  let leadTokens = 0;
+  if (lead !== null && latest !== null) for (let g = lead; g < latest; g++) leadTokens += groups[g].tokens;
   const newestTokens = newest === null ? 0 : groups[newest].tokens;
-  const required = fixed + latestTokens + newestTokens;
+  const required = fixed + latestTokens + leadTokens + newestTokens;
   if (required > budget) return { error: "overflow", required, budget };
 
   const room = budget - fixed; // for every unpinned group, the protected ones included
@@ -327,10 +343,31 @@ export function trim(messages: unknown[], options: TrimOptions): TrimResult {
     strategy === "priority"
       ? priorityStrategy(groups, tokens, latest)
       : slidingWindow(groups, tokens, options.maxMessages ?? null, latest);
-  let chosen = choose(room);
-  if (newest !== null && !chosen.has(newest)) {
-    chosen = choose(room - newestTokens); // what fits beside the newest exchange
-    chosen.add(newest);
+  // Whether `chosen` covers a protected part: the newest exchange when it holds it; the lead run
+  // when, going up to the run's start, it keeps a group that opens with a user turn (or the start).
+  const covers = (chosen: Set<number>, part: number): boolean => {
+    if (part === newest) return chosen.has(part);
+    for (let g = 0; g <= part; g++) if (chosen.has(g) && (g === part || groups[g].opensWithUserTurn)) return true;
+    return false;
+  };
+  // The parts settled in order (the lead run, then the newest exchange): a part the choice leaves
+  // out makes the choice again with that part's tokens set aside (the earlier parts settled again
+  // inside it); if it is still left out, it is added.
+  const parts: [number, number][] = [];
+  if (lead !== null) parts.push([lead, leadTokens]);
+  if (newest !== null) parts.push([newest, newestTokens]);
+  const settle = (tokens: number, count: number): [Set<number>, number[]] => {
+    if (count === 0) return [choose(tokens), []];
+    const [part, partTokens] = parts[count - 1];
+    let [chosen, added] = settle(tokens, count - 1);
+    if (covers(chosen, part)) return [chosen, added];
+    [chosen, added] = settle(tokens - partTokens, count - 1);
+    return [chosen, covers(chosen, part) ? added : [...added, part]];
+  };
+  const [chosen, added] = settle(room, parts.length);
+  for (const part of added) {
+    if (part === newest) chosen.add(part);
+    else if (latest !== null) for (let g = part; g < latest; g++) chosen.add(g);
   }
 
   let sent: number[] = [];

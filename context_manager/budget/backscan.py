@@ -36,9 +36,9 @@ from ..messages import Message, normalize
 from ..messages.groups import ToolProtocol, joins_previous
 from ..providers import ProviderRules, restrict
 from .compacted import newest_sendable, sendable
-from .fit import overflows, protect_newest, window
+from .fit import overflows, protect, window
 from .pins import pin_indices
-from .spanroles import SpanRoles
+from .spanroles import SpanRoles, lead_span
 
 __all__ = ["BackwardScan", "Fallback"]
 
@@ -208,6 +208,9 @@ class BackwardScan:
         while end < n and self.joins(end):
             end += 1
         return start, end
+
+    def group_before(self, i: int) -> int:
+        return self.group(i - 1, len(self.messages))[0]
 
     def tokens(self, span: Span) -> int:
         tok = self.tok
@@ -428,7 +431,9 @@ class BackwardScan:
             if span != protected and span[0] not in pinned:
                 newest = span
         n_tokens = self.tokens(newest) if newest else 0
-        if overflows(p_tokens, n_tokens, room):
+        lead = lead_span(rules, protected, pinned, self.lo, self.rec, self.group_before)
+        lead_tokens = self.tokens(lead) if lead else 0  # no pin inside: a pin leaves it None
+        if overflows(p_tokens + lead_tokens, n_tokens, room):
             if self.bound is not None:
                 raise _Tighten  # on bounds: the exact counts may still fit
             raise Fallback  # overflow: the full path raises it with the exact figures
@@ -438,17 +443,18 @@ class BackwardScan:
         def sliding(r: int) -> tuple[int, bool]:
             return window(self, r, cap, self.lo, protected, p_tokens, p_messages)
 
-        if newest is None:
-            (start, apart), add_newest = sliding(room), False
-        else:
-            (start, apart), add_newest = protect_newest(
-                sliding, lambda chosen: chosen[0] <= newest[0], room, n_tokens
-            )
+        parts: list[tuple[Span, int]] = []
+        if lead is not None:
+            parts.append((lead, lead_tokens))
+        if newest is not None:
+            parts.append((newest, n_tokens))
+        (start, apart), added = protect(
+            sliding, lambda chosen, at: chosen[0] <= at, room, [(a, t) for (a, _), t in parts]
+        )
         spans = [(start, hi), *pinned.items()]
         if apart and protected is not None:
             spans.append(protected)
-        if add_newest and newest is not None:
-            spans.append(newest)
+        spans += [span for span, _ in parts if span[0] in added]
         low = max(start, self.lo)  # a compaction before the latest user turn: the floor
         k = newest_sendable(self.records[self.off : self.top - low], rules)  # newest first
         if k >= 0 and hi - 1 - k > self.lo:

@@ -5,7 +5,8 @@ held, so "the oldest group from which the rest fits" is a bisection; ``trim()``'
 reads from the newest message back and stops a few messages past that same group. Both answer
 that one question through :class:`Fits`, and everything decided from the answer (keep the latest
 user turn when the window leaves it out, protect the newest exchange under a provider, the
-shortfall when the protected parts cannot fit) is decided here, so the two cannot drift.
+shortfall when the protected parts cannot fit, the turn a provider's context must open with) is
+decided here, so the two cannot drift.
 
 Positions are whatever the caller's groups are indexed by (ledger groups, or message indices of
 group starts in the scan); a span ``(start, end)`` is one group. Both callers keep their groups
@@ -14,10 +15,10 @@ in order, so "kept" is a suffix ``[start, top)`` plus the spans set apart.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
-__all__ = ["Fits", "Span", "overflows", "protect_newest", "window"]
+__all__ = ["Fits", "Span", "opening", "overflows", "protect", "window"]
 
 Span = tuple[int, int]
 S = TypeVar("S")
@@ -52,22 +53,56 @@ def window(
     return fits.start(room - p_tokens, left_cap, max(start, protected[1])), True
 
 
-def protect_newest(
-    select: Callable[[int], S], covers: Callable[[S], bool], room: int, newest_tokens: int
-) -> tuple[S, bool]:
-    """Under a provider's rules the newest complete exchange is sent too (the model answers it).
+def opening(p: int, lo: int, opens: Callable[[int], bool], previous: Callable[[int], int]) -> int:
+    """Where the protected latest user turn (the group starting at ``p``) is sent from under a
+    provider whose context must open with a user turn (``ProviderRules.first_user``).
 
-    ``select(room)`` is the strategy's choice; when it leaves the exchange out, the choice is made
-    again with the exchange's tokens set aside, so adding the exchange still fits. Returns the
-    choice and whether the exchange must be added to it.
+    That group can open with the assistant: a tool call whose results carry the user's words
+    (Bedrock ``toolResult`` + text, Anthropic ``tool_result`` + text). Sent alone it would be
+    the first turn, which the API rejects, so the groups back to the nearest one that
+    ``opens`` a context are protected with it. Returns that group's start (``p`` when it opens
+    one itself, or when none does down to ``lo``: the history itself opens with the assistant,
+    which :func:`~context_manager.providers.validate` reports). ``previous(q)``: the start of
+    the group before the one starting at ``q``.
     """
-    chosen = select(room)
-    if covers(chosen):
-        return chosen, False
-    chosen = select(room - newest_tokens)
-    return chosen, not covers(chosen)
+    q = p
+    while not opens(q):
+        if q <= lo:
+            return p
+        q = previous(q)
+    return q
+
+
+def protect(
+    select: Callable[[int], S],
+    covers: Callable[[S, int], bool],
+    room: int,
+    parts: Sequence[tuple[int, int]],
+) -> tuple[S, list[int]]:
+    """Under a provider's rules some spans are sent whatever the strategy chooses: the newest
+    complete exchange (the model answers it) and the turns a context must open with
+    (:func:`opening`). ``parts``: each one's position and tokens, oldest first.
+
+    ``select(room)`` is the strategy's choice; when it leaves a part out, the choice is made
+    again with that part's tokens set aside, so adding the part still fits (the newest part is
+    settled last, around the choices made for the older ones). Returns the choice and the
+    positions of the parts that must be added to it.
+    """
+    if not parts:
+        return select(room), []
+    *older, (position, tokens) = parts
+
+    def choose(r: int) -> tuple[S, list[int]]:
+        return protect(select, covers, r, older)
+
+    chosen, added = choose(room)
+    if covers(chosen, position):
+        return chosen, added
+    chosen, added = choose(room - tokens)
+    return chosen, added if covers(chosen, position) else [*added, position]
 
 
 def overflows(p_tokens: int, newest_tokens: int, room: int) -> bool:
-    """The protected parts alone (latest user turn, newest exchange) do not fit the room."""
+    """The protected parts alone (latest user turn with the turns it must be sent from, newest
+    exchange) do not fit the room."""
     return p_tokens + newest_tokens > room

@@ -7,14 +7,14 @@ and any other host compute a context the same way.
 from __future__ import annotations
 
 from ..errors import ContextOverflowError
-from ..providers import ProviderRules, restrict
+from ..providers import ProviderRules, opens_context, restrict
 from ._ledger import Ledger
 from .compacted import after_compaction, compaction_group, foreign_compaction
-from .fit import overflows, protect_newest
+from .fit import opening, overflows, protect
 from .scattered import mask_ready
 from .strategies import Selection, Strategy
 
-__all__ = ["Shortfall", "plan_context"]
+__all__ = ["Shortfall", "lead_group", "plan_context"]
 
 
 class Shortfall(Exception):
@@ -44,6 +44,61 @@ def _covers(starts: list[int], stops: list[int], g: int) -> bool:
     return any(a <= g < b for a, b in zip(starts, stops, strict=True))
 
 
+def _with_run(
+    ledger: Ledger, starts: list[int], stops: list[int], lo: int, hi: int
+) -> tuple[list[int], list[int], int]:
+    """Runs with groups ``[lo, hi)`` merged in, and the trimmable tokens that adds."""
+    runs = list(zip(starts, stops, strict=True))
+    added = ledger.trimmable(lo, hi)
+    added -= sum(ledger.trimmable(max(a, lo), min(b, hi)) for a, b in runs if a < hi and lo < b)
+    out_starts: list[int] = []
+    out_stops: list[int] = []
+    for a, b in sorted([*runs, (lo, hi)]):
+        if out_stops and a <= out_stops[-1]:
+            out_stops[-1] = max(out_stops[-1], b)
+        else:
+            out_starts.append(a)
+            out_stops.append(b)
+    return out_starts, out_stops, added
+
+
+def lead_group(ledger: Ledger, protected: int, provider: ProviderRules | None) -> int:
+    """The group the protected latest user turn is sent from (:func:`~.fit.opening`): itself,
+    or under a provider whose context opens with a user turn, the nearest group before it that
+    opens one when it does not (its user's words ride on tool results). A pinned group before
+    it is sent anyway and opens the context itself (pins are the caller's choice: a rule one
+    breaks is left to ``validate()``), so then nothing is added."""
+    if provider is None or not provider.first_user or protected < ledger.floor:
+        return protected
+    pins = ledger.pinned_groups
+    if pins and pins[0] < protected:
+        return protected
+    records, group_start = ledger.records, ledger.group_start
+    return opening(
+        protected,
+        ledger.floor,
+        lambda g: opens_context(provider, records[group_start[g]]),
+        lambda g: g - 1,
+    )
+
+
+def _opened(ledger: Ledger, provider: ProviderRules | None, chosen: Selection, lead: int) -> bool:
+    """Whether ``chosen`` already opens with a group a context may start with, at or before
+    ``lead`` (what the provider restriction then keeps first): a contiguous window does when it
+    reaches ``lead``, a scattered choice also when an earlier run holds such a group."""
+    records, group_start = ledger.records, ledger.group_start
+    for a, b in zip(chosen.starts, chosen.stops, strict=True):
+        if a > lead:
+            return False
+        if b > lead:
+            return True
+        if provider is not None and any(
+            opens_context(provider, records[group_start[g]]) for g in range(a, b)
+        ):
+            return True
+    return False
+
+
 def plan_context(
     ledger: Ledger, strategy: Strategy, room: int, provider: ProviderRules | None
 ) -> Selection:
@@ -51,9 +106,12 @@ def plan_context(
 
     The latest user turn is always protected. With a provider the newest complete exchange is
     protected too: if the strategy dropped it, the strategy runs again with that exchange's
-    tokens set aside, so the answer still fits. Raises :class:`Shortfall` when the protected
-    parts cannot fit. A native compaction in the history is a floor: nothing before the latest
-    one is sent but the pins (:func:`~context_manager.budget.compacted.after_compaction`).
+    tokens set aside, so the answer still fits; so are the groups before the latest user turn
+    back to one a context may open with, when the provider requires a user turn first and that
+    turn's group opens with the assistant (:func:`lead_group`). Raises :class:`Shortfall` when
+    the protected parts cannot fit. A native compaction in the history is a floor: nothing
+    before the latest one is sent but the pins
+    (:func:`~context_manager.budget.compacted.after_compaction`).
 
     A scattered priority cut comes back as its rule when no provider rule needs the groups
     one by one: :func:`~context_manager.budget.scattered.gather` then merges the pins.
@@ -65,26 +123,36 @@ def plan_context(
         q = ledger.complete - 1
         if q >= ledger.floor and q != protected and not ledger.group_pinned[q]:
             newest = q
+    lead = lead_group(ledger, protected, provider) if protected >= 0 else -1
     needed = ledger.trimmable(protected, protected + 1) if protected >= 0 else 0
+    lead_tokens = ledger.trimmable(lead, protected) if lead >= 0 else 0
     newest_tokens = ledger.trimmable(newest, newest + 1) if newest >= 0 else 0
-    if overflows(needed, newest_tokens, room):
-        raise Shortfall(needed + newest_tokens, protected >= 0, newest >= 0)
-    if newest < 0:
+    if overflows(needed + lead_tokens, newest_tokens, room):
+        raise Shortfall(needed + lead_tokens + newest_tokens, protected >= 0, newest >= 0)
+    parts = [(lead, lead_tokens)] if 0 <= lead < protected else []
+    if newest >= 0:
+        parts.append((newest, newest_tokens))
+    if not parts:
         selection = strategy.select(ledger, room, protected)
         if provider is None and selection.scattered is not None and mask_ready(ledger):
             return selection
-        add_newest = False
+        added: list[int] = []
     else:
-        selection, add_newest = protect_newest(
+        selection, added = protect(
             lambda r: strategy.select(ledger, r, protected),
-            lambda chosen: _covers(chosen.starts, chosen.stops, newest),
+            lambda chosen, g: (
+                _covers(chosen.starts, chosen.stops, g)
+                if g == newest
+                else _opened(ledger, provider, chosen, g)
+            ),
             room,
-            newest_tokens,
+            parts,
         )
     starts, stops, tokens = selection.starts, selection.stops, selection.trimmable_tokens
-    if add_newest:
-        starts, stops = [*starts, newest], [*stops, newest + 1]
-        tokens += newest_tokens
+    for g in added:
+        hi = g + 1 if g == newest else protected
+        starts, stops, more = _with_run(ledger, starts, stops, g, hi)
+        tokens += more
     starts, stops = ledger.with_pins(starts, stops)
     if provider is not None:
         pins = (g for g in ledger.pinned_groups if g < ledger.complete)

@@ -25,7 +25,7 @@ from ..messages.truncate import head_tail, rewrite_results
 from ..offload.stub import Offloader
 from ..providers import ProviderRules
 from ._ledger import Ledger
-from .plan import plan_context
+from .plan import lead_group, plan_context
 from .scattered import Scattered, count, gather
 from .strategies import Strategy
 
@@ -304,8 +304,9 @@ def plan_view(
     fit = None
     g = ledger.complete - 1
     if options.truncate_newest and g >= ledger.floor and not ledger.group_pinned[g]:
-        p = ledger.protected_group()
-        left = room - (view.trimmable(p, p + 1) if 0 <= p != g else 0)
+        p = ledger.protected_group()  # with the turns it is sent from (plan.lead_group)
+        lead = lead_group(ledger, p, provider) if p >= 0 else -1
+        left = room - (view.trimmable(lead, min(p + 1, g)) if p >= 0 else 0)
         if view.trimmable(g, g + 1) > left and ledger.has_results(g):
             a, b = ledger.group_start[g], ledger.group_end(g)
             fit = fit_newest_group(

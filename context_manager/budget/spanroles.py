@@ -10,8 +10,33 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..messages import Message
+from ..providers import ProviderRules, opens_context
+from .fit import opening
 
-__all__ = ["SpanRoles"]
+__all__ = ["SpanRoles", "lead_span"]
+
+Span = tuple[int, int]
+
+
+def lead_span(
+    rules: ProviderRules | None,
+    protected: Span | None,
+    pinned: dict[int, int],
+    lo: int,
+    rec: Callable[[int], Message],
+    before: Callable[[int], int],
+) -> Span | None:
+    """The groups before the latest user turn (``protected``) down to one a context may open
+    with, when the provider wants a user turn first and that turn's group opens with the
+    assistant (:func:`~context_manager.budget.fit.opening`, as ``plan.lead_group``); None when
+    nothing is added, or when a pin comes first (it opens the context itself).
+    ``before(i)``: the start of the group before the one starting at message ``i``."""
+    if rules is None or not rules.first_user or protected is None:
+        return None
+    if any(start < protected[0] for start in pinned):
+        return None
+    start = opening(protected[0], lo, lambda i: opens_context(rules, rec(i)), before)
+    return (start, protected[0]) if start < protected[0] else None
 
 
 class SpanRoles:
