@@ -304,7 +304,8 @@ def _signed_reasoning(
     if rule == "responses":
         for i, rec in enumerate(records[:-1]):
             nxt = records[i + 1]
-            if _is_reasoning_item(rec) and not (nxt.item and nxt.role == "assistant"):
+            # an assistant message item reads as a plain assistant message (``item`` unset)
+            if _is_reasoning_item(rec) and nxt.role != "assistant":
                 reason = "a reasoning item is not directly followed by the call or message it made"
                 out.append(Problem(i, "reasoning-before-output", reason))
     loop = next((k + 1 for k in range(len(records) - 1, -1, -1) if records[k].is_user_turn), 0)
@@ -320,13 +321,16 @@ def _signed_reasoning(
     src_records = [_readable(m, i) for i, m in enumerate(src)]
     where = {r.tool_calls: k for k, r in enumerate(src_records) if r.tool_calls}
     if rule == "responses":
+        at = {id(m): k for k, m in enumerate(src)}  # a message or hosted call: the same object
         for i, rec in enumerate(records):
-            k = where.get(rec.tool_calls, -1) if rec.tool_calls else -1
+            k = where.get(rec.tool_calls, -1) if rec.tool_calls else at.get(id(given[i]), -1)
+            if rec.role != "assistant" or _is_reasoning_item(rec):
+                continue
             if k <= 0 or not _is_reasoning_item(src_records[k - 1]):
                 continue
             if i and _same_reasoning(records[i - 1], src_records[k - 1]):
                 continue
-            reason = "a call lost the reasoning item it was made with, directly before it"
+            reason = "an output lost the reasoning item it was made with, directly before it"
             out.append(Problem(i, "reasoning-before-output", reason))
         return
     checked = callers if rule == "gemini" else callers[-1:]

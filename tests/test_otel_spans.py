@@ -102,3 +102,12 @@ def test_opentelemetry_is_imported_only_when_enabled() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_instrumenting_something_else_is_a_configuration_error() -> None:
+    from context_manager.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="manager"):
+        instrument(None, "openai")
+    with pytest.raises(ConfigurationError, match="model"):
+        instrument(MessageContextManager(1_000), "openai", 42)  # type: ignore[arg-type]

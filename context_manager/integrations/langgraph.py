@@ -36,7 +36,10 @@ def tool_definitions(tools: Sequence[Any]) -> list[dict[str, Any]]:
     for tool in tools:
         if isinstance(tool, Mapping) and "function" not in tool and "name" not in tool:
             continue  # a provider built-in tool such as {"type": "web_search"}
-        out.append(convert_to_openai_tool(tool))
+        try:
+            out.append(convert_to_openai_tool(tool))
+        except (ValueError, TypeError) as exc:  # LangChain's "unsupported function" and kin
+            raise ConfigurationError(f"a tool has no function schema: {exc}") from None
     return out
 
 
@@ -60,7 +63,11 @@ def pre_model_hook(
     tracker = ContextTracker(**{**_DEFAULTS, **options})
 
     def hook(state: Any) -> dict[str, Any]:
-        messages = state["messages"] if isinstance(state, Mapping) else state.messages
+        messages = state.get("messages") if isinstance(state, Mapping) else None
+        if not isinstance(state, Mapping):
+            messages = getattr(state, "messages", None)
+        if messages is None:
+            raise ConfigurationError("the graph state has no 'messages' (a MessagesState)")
         sent = tracker.context(messages, system=prompt, tools=definitions)
         return {"llm_input_messages": sent}
 

@@ -27,7 +27,8 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..manager import MessageContextManager
-from ..providers import validate
+from ..messages import message_list, normalize
+from ..messages.groups import joins_previous
 from .openai_agents_filters import handoff_input_filter, trimming_input_filter
 
 __all__ = [
@@ -182,33 +183,40 @@ class ContextManagerSession:
         self._options = {**_DEFAULTS, **options}
         #: The session's log file (None for an in-memory session).
         self.path: Path | None = None
-        if directory is None:
-            self.manager = MessageContextManager(**self._options)
-        else:
-            # the store creates the session's directory (and ``directory``) private, 0700
-            self.path = _session_path(Path(directory), session_id)
-            self.manager = MessageContextManager.open(self.path, **self._options)
+        if directory is not None and not isinstance(directory, str | os.PathLike):
+            raise ConfigurationError(f"directory must be a path, got {type(directory).__name__}")
+        try:
+            if directory is None:
+                self.manager = MessageContextManager(**self._options)
+            else:
+                # the store creates the session's directory (and ``directory``) private, 0700
+                self.path = _session_path(Path(directory), session_id)
+                self.manager = MessageContextManager.open(self.path, **self._options)
+        except TypeError as exc:  # an option the manager does not take
+            raise ConfigurationError(f"ContextManagerSession: {exc}") from None
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The trimmed view (within budget, calls with their outputs); ``limit`` caps the
         number of items, newest first, without splitting a call from its output."""
+        if limit is not None and (type(limit) is not int):
+            raise ConfigurationError(f"limit must be an int or None, got {limit!r:.40}")
         context = self.manager.get_context()
         if limit is None or limit >= len(context):
             return context
         if limit <= 0:
             return []
+        # start on a group's first item: never on an output whose call is cut off, nor inside a
+        # reasoning item's group (the one grouping rule, messages.groups)
+        records = [normalize(item) for item in context]
         start = len(context) - limit
-        # never start on an output whose call is cut off, nor inside a reasoning+calls group
-        while start < len(context) and any(
-            p.rule == "tool-pairing" for p in validate(context[start:], "openai-responses")
-        ):
+        while start < len(context) and joins_previous(records[start - 1], records[start]):
             start += 1
         return context[start:]
 
     async def add_items(self, items: list[Any]) -> None:
         """Store new items (each written ahead to the log when the session is persistent)."""
         with self.manager.locked():
-            for item in items:
+            for item in message_list(items):
                 self.manager.add(item)
 
     async def pop_item(self) -> Any | None:

@@ -55,7 +55,13 @@ def instrument(
             "OpenTelemetry spans need opentelemetry-api: pip install 'context-manager[otel]'"
         ) from None
     from .. import __version__
+    from ..errors import ConfigurationError
+    from ..manager import MessageContextManager
 
+    if not isinstance(manager, MessageContextManager):
+        raise ConfigurationError(f"instrument() needs a manager, got {type(manager).__name__}")
+    if model is not None and not isinstance(model, str):
+        raise ConfigurationError(f"model must be a name (a string), got {type(model).__name__}")
     tracer = trace.get_tracer("context_manager", __version__, tracer_provider=tracer_provider)
     track_cache(manager, provider, model, ttl=ttl)
     model = model or getattr(manager, "model", None)

@@ -150,3 +150,12 @@ def test_a_message_edited_under_its_id_is_sent_and_counted_as_edited() -> None:
     fresh({"messages": [ask, edited, result]})
     counted = hook.tracker.manager.context_tokens()  # type: ignore[attr-defined]
     assert counted == fresh.tracker.manager.context_tokens()  # type: ignore[attr-defined]
+
+
+def test_a_state_without_messages_and_a_tool_without_schema_are_configuration_errors() -> None:
+    hook = pre_model_hook(max_tokens=2_000)
+    for state in ({}, None, 42):
+        with pytest.raises(ConfigurationError, match="messages"):
+            hook(state)
+    with pytest.raises(ConfigurationError, match="schema"):
+        pre_model_hook(tools=[None], max_tokens=2_000)

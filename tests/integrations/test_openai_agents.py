@@ -295,6 +295,41 @@ def test_a_handoff_gives_the_receiving_agent_a_projection_within_its_budget() ->
     assert any(i.get("name") == "transfer_to_coder" for i in stored if isinstance(i, dict))
 
 
+def test_a_limited_read_never_starts_inside_a_reasoning_group() -> None:
+    """``get_items(limit=N)`` (the SDK's ``SessionSettings(limit=...)``) cuts at a group's
+    start: OpenAI refuses a function call sent without the reasoning item before it."""
+    session = ContextManagerSession("s", max_tokens=10_000)
+    items = [
+        {"role": "user", "content": "q"},
+        {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "e"},
+        {"id": "fc_1", "type": "function_call", "call_id": "c1", "name": "t", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "r"},
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "a", "annotations": []}],
+        },
+    ]
+    asyncio.run(session.add_items(items))
+    assert asyncio.run(session.get_items(limit=4)) == items[1:]
+    assert asyncio.run(session.get_items(limit=3)) == items[4:]  # not [fc_1, output, msg_1]
+
+
+def test_session_doors_raise_typed_errors(tmp_path: Path) -> None:
+    from context_manager.errors import ConfigurationError
+
+    session = ContextManagerSession("s", max_tokens=10_000)
+    with pytest.raises(ConfigurationError):
+        asyncio.run(session.add_items(None))  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        asyncio.run(session.get_items(limit="3"))  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        ContextManagerSession("s", directory=42, max_tokens=100)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        ContextManagerSession("s", max_tokens=100, bogus=1)
+
+
 def test_session_protocol_methods() -> None:
     session = ContextManagerSession("s", max_tokens=10_000)
     items = [

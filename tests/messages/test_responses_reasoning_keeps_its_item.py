@@ -120,3 +120,18 @@ def test_every_request_of_a_long_session_pairs_reasoning_with_its_item(
             )
             checked += 1
     assert checked == 120
+
+
+def test_validate_accepts_reasoning_before_its_message_and_flags_one_that_lost_it() -> None:
+    from context_manager.providers import validate
+
+    answer = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Done.", "annotations": []}],
+    }
+    items = [{"role": "user", "content": "go"}, reasoning(1, 40), answer]
+    assert validate(items, "openai-responses") == []  # the shape the Agents SDK stores
+    assert validate([items[1], answer], "openai-responses", source=items) == []
+    lost = validate([items[0], answer], "openai-responses", source=items)
+    assert [(p.index, p.rule) for p in lost] == [(1, "reasoning-before-output")]
