@@ -40,6 +40,12 @@ class JsonlOffload(BaseArea):
         super().__init__(log.session)
         self.directory = log.path.with_name(log.path.name + ".offload")
         self._durable = log.fsync != "never"
+        #: No link from here down to the area (the session directory, the area itself): a
+        #: planted one would send results elsewhere, or a delete through it remove other files.
+        self._root = log.root if log.root is not None else log.path.parent
+
+    def _checked(self) -> None:
+        _files.check_below(self._root, self.directory)
 
     def _data(self, token: str) -> Path:
         return self.directory / f"{token}.data"
@@ -56,6 +62,7 @@ class JsonlOffload(BaseArea):
         _files.atomic_write(self._meta(token), meta, durable=self._durable)
 
     def _metas(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        self._checked()
         try:
             names = sorted(p.name for p in self.directory.iterdir() if p.name.endswith(".meta"))
         except FileNotFoundError:
@@ -74,7 +81,7 @@ class JsonlOffload(BaseArea):
                 yield name[: -len(".meta")], meta
 
     def _insert(self, token: str, data: bytes, key: str | None) -> str:
-        _files.ensure_directory(self.directory)
+        _files.ensure_directory(self.directory, self._root)
         if key is not None:
             raw = _files.read_bytes(self._key(key))
             known = raw.decode("ascii", "replace") if raw is not None else ""
@@ -90,6 +97,7 @@ class JsonlOffload(BaseArea):
         return token
 
     def _fetch(self, token: str) -> bytes | None:
+        self._checked()
         raw = _files.read_bytes(self._meta(token))
         return _files.read_bytes(self._data(token)) if raw is not None and _live(raw) else None
 
@@ -106,6 +114,7 @@ class JsonlOffload(BaseArea):
         self._set_live(None, False)
 
     def delete_session(self) -> int:
+        self._checked()
         n = 0
         try:
             paths = list(self.directory.iterdir())
@@ -130,7 +139,7 @@ class JsonlOffload(BaseArea):
                 yield Entry(token, meta.get("key"), bool(meta.get("live")), data)
 
     def _import(self, entry: Entry) -> None:
-        _files.ensure_directory(self.directory)
+        _files.ensure_directory(self.directory, self._root)
         _files.atomic_write(self._data(entry.token), entry.data, durable=self._durable)
         self._write_meta(entry.token, entry.key, entry.live)
         if entry.key is not None:

@@ -178,3 +178,25 @@ def test_a_linked_root_is_the_callers_choice(tmp_path: Path) -> None:
     manager.add({"role": USER, "content": "kept"})
     manager.store.close()
     assert (real / "s" / "context.jsonl").is_file()
+
+
+def test_jsonl_offload_directory_linked_after_open_is_refused(tmp_path: Path) -> None:
+    from context_manager.store.offload import offload_area
+
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "theirs.meta").write_text('{"key": null, "live": true}')
+    area = offload_area(open_store(f"{root}/", session="s"))
+    handle = area.put("a big tool result " * 100)
+    area_dir = root / "s" / "context.jsonl.offload"
+    for name in os.listdir(area_dir):
+        os.remove(area_dir / name)
+    area_dir.rmdir()
+    area_dir.symlink_to(elsewhere)  # planted after the area was opened
+    with pytest.raises(StoreError, match="symbolic link"):
+        area.put("another result " * 100)
+    with pytest.raises(StoreError, match="symbolic link"):
+        area.get(handle)
+    with pytest.raises(StoreError, match="symbolic link"):
+        area.delete_session()
+    assert sorted(os.listdir(elsewhere)) == ["theirs.meta"]  # nothing written or removed there
