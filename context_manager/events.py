@@ -153,11 +153,13 @@ class Journal(Protocol):
 
     def write(self, change: Change) -> None: ...
 
-    def batch(self) -> AbstractContextManager[None]:
+    def batch(self, *, atomic: bool = False) -> AbstractContextManager[None]:
         """Group the writes made inside into one atomic write when it ends (a bulk ``extend``).
 
         Memory changes as each write is accepted; if the final write fails, the journal puts
         the manager back as the store has it (nothing of the batch) and raises. An error
-        inside the batch still writes what came before it, as unbatched writes would have.
+        inside the batch still writes what came before it, as unbatched writes would have;
+        with ``atomic`` it writes nothing of the batch and puts memory back the same way (a
+        batch inside another one joins it, and the outer one decides).
         """
         ...

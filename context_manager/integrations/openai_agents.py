@@ -25,7 +25,7 @@ import string
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, ContextManagerError
 from ..manager import MessageContextManager
 from ..messages import message_list, normalize
 from ..messages.groups import joins_previous
@@ -214,10 +214,27 @@ class ContextManagerSession:
         return context[start:]
 
     async def add_items(self, items: list[Any]) -> None:
-        """Store new items (each written ahead to the log when the session is persistent)."""
-        with self.manager.locked():
-            for item in message_list(items):
-                self.manager.add(item)
+        """Store new items, all or none: an item the manager refuses (an output without its
+        call, an unreadable item) leaves the session as it was, as the SDK's own sessions do
+        (its recovery of a failed write reads the tail back and expects either state). A
+        persistent session writes them in one append."""
+        given = message_list(items)
+        manager = self.manager
+        with manager.locked():
+            journal = manager.store
+            if journal is not None:
+                with journal.batch(atomic=True):
+                    for item in given:
+                        manager.add(item)
+                return
+            before = manager.messages
+            try:
+                for item in given:
+                    manager.add(item)
+            except ContextManagerError:
+                manager.clear(keep_system_prompt=True)
+                manager.extend(before)
+                raise
 
     async def pop_item(self) -> Any | None:
         """Remove and return the newest item (None when empty).

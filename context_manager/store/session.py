@@ -82,9 +82,10 @@ class SessionStore(JournalCore):
             return drive(flow, self._perform)
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, *, atomic: bool = False) -> Iterator[None]:
         """The writes made inside go to the store in one atomic append when it ends (see
-        :meth:`~context_manager.events.Journal.batch`); nested batches join the outer one."""
+        :meth:`~context_manager.events.Journal.batch`); nested batches join the outer one.
+        ``atomic``: an error inside stores nothing of the batch either."""
         if self._batching:
             yield
             return
@@ -93,13 +94,27 @@ class SessionStore(JournalCore):
         try:
             yield
         except BaseException:
-            self._flush()  # what came before the error, as unbatched writes would have
+            if atomic:
+                self.log.take_collected()  # nothing of the batch is stored...
+                self._rebuild()  # ...and memory goes back to what the store holds
+            else:
+                self._flush()  # what came before the error, as unbatched writes would have
             raise
         else:
             self._flush()
         finally:
             self._batching = False
             self.log.take_collected()  # never leave the log collecting
+
+    def _rebuild(self) -> None:
+        """Memory as the store has it (the rebuild a failed commit makes; a failed rebuild leaves
+        the journal stale, so the next reload rebuilds and writes refuse until then)."""
+        manager = self._manager
+        if manager is not None:
+            try:
+                self._run(self._reload_flow(manager, (), full=True))
+            except Exception:
+                self.stale = True
 
     def _flush(self) -> None:
         records, durable = self.log.take_collected()

@@ -316,6 +316,30 @@ def test_a_limited_read_never_starts_inside_a_reasoning_group() -> None:
     assert asyncio.run(session.get_items(limit=3)) == items[4:]  # not [fc_1, output, msg_1]
 
 
+@pytest.mark.parametrize("persistent", [False, True])
+def test_a_batch_with_a_refused_item_stores_nothing(tmp_path: Path, persistent: bool) -> None:
+    """As the SDK's own sessions (one transaction per ``add_items``): its recovery of a failed
+    write reads the tail back and expects the batch either whole or absent."""
+    from context_manager.errors import InvalidMessageError
+
+    directory = tmp_path if persistent else None
+    session = ContextManagerSession("s", directory=directory, max_tokens=10_000)
+    before = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    asyncio.run(session.add_items(before))
+    batch = [
+        {"role": "user", "content": "first"},
+        {"type": "function_call_output", "call_id": "nope", "output": "orphan"},
+    ]
+    with pytest.raises(InvalidMessageError, match="unknown tool call id"):
+        asyncio.run(session.add_items(batch))
+    assert asyncio.run(session.get_items()) == before
+    if persistent:
+        reopened = ContextManagerSession("s", directory=directory, max_tokens=10_000)
+        assert asyncio.run(reopened.get_items()) == before
+    asyncio.run(session.add_items(batch[:1]))  # the session goes on from where it was
+    assert asyncio.run(session.get_items()) == [*before, batch[0]]
+
+
 def test_session_doors_raise_typed_errors(tmp_path: Path) -> None:
     from context_manager.errors import ConfigurationError
 
