@@ -247,6 +247,17 @@ class JournalCore:
         yield Op("revert_to", (checkpoint_id,))
         yield from self._reload_flow(manager, (), full=True)
 
+    def _rebuild_flow(self) -> Flow[None]:
+        """Memory as the store has it, after an atomic batch stored nothing; a failed rebuild
+        leaves the journal stale (the next reload rebuilds, and sync writes refuse until then)."""
+        manager = self._manager
+        if manager is None:
+            return
+        try:
+            yield from self._reload_flow(manager, (), full=True)
+        except Exception:
+            self.stale = True
+
     def _commit_flow(self, ops: list[Op]) -> Flow[None]:
         """Run a batch's operations in order; on a failure rebuild memory, then raise it."""
         try:

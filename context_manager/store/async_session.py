@@ -111,10 +111,11 @@ class _Batch:
     """``async with journal.batch():`` opens a batch; ``with journal.batch():`` (the manager's
     ``extend``) joins the one the current task holds and refuses otherwise."""
 
-    __slots__ = ("_joined", "_journal")
+    __slots__ = ("_atomic", "_joined", "_journal")
 
-    def __init__(self, journal: AsyncSessionStore) -> None:
+    def __init__(self, journal: AsyncSessionStore, atomic: bool) -> None:
         self._journal = journal
+        self._atomic = atomic
         self._joined = False
 
     def __enter__(self) -> None:
@@ -128,7 +129,7 @@ class _Batch:
 
     async def __aexit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         if not self._joined:
-            await self._journal._close_batch(exc)
+            await self._journal._close_batch(exc, self._atomic)
 
 
 class AsyncSessionStore(JournalCore):
@@ -170,9 +171,10 @@ class AsyncSessionStore(JournalCore):
         self._cut()  # a clear comes after what the batch collected before it
         self._ops.append(Op("clear"))
 
-    def batch(self) -> _Batch:
-        """``async with manager.store.batch():`` make changes; they are stored when it ends."""
-        return _Batch(self)
+    def batch(self, *, atomic: bool = False) -> _Batch:
+        """``async with manager.store.batch():`` make changes; they are stored when it ends
+        (``atomic``: an error inside stores nothing of them, as the sync batch)."""
+        return _Batch(self, atomic)
 
     def _refuse(self, name: str) -> Any:
         raise AsyncJournalError(
@@ -225,12 +227,14 @@ class AsyncSessionStore(JournalCore):
         self.log.start_collecting()
         return False
 
-    async def _close_batch(self, error: BaseException | None) -> None:
+    async def _close_batch(self, error: BaseException | None, atomic: bool = False) -> None:
         try:
             self._cut()
             ops, self._ops = self._ops, []
             self.log.take_collected()
-            if ops and (error is None or isinstance(error, Exception)):
+            if ops and atomic and isinstance(error, Exception):  # nothing of it is stored
+                await adrive(self._rebuild_flow(), self._perform)
+            elif ops and (error is None or isinstance(error, Exception)):
                 # What came before an error is stored, as unbatched writes would have been.
                 await adrive(self._commit_flow(ops), self._perform)
             elif ops:  # cancelled or interrupted inside the batch: memory is ahead of the store

@@ -96,7 +96,7 @@ class SessionStore(JournalCore):
         except BaseException:
             if atomic:
                 self.log.take_collected()  # nothing of the batch is stored...
-                self._rebuild()  # ...and memory goes back to what the store holds
+                self._run(self._rebuild_flow())  # ...and memory goes back to the store
             else:
                 self._flush()  # what came before the error, as unbatched writes would have
             raise
@@ -105,16 +105,6 @@ class SessionStore(JournalCore):
         finally:
             self._batching = False
             self.log.take_collected()  # never leave the log collecting
-
-    def _rebuild(self) -> None:
-        """Memory as the store has it (the rebuild a failed commit makes; a failed rebuild leaves
-        the journal stale, so the next reload rebuilds and writes refuse until then)."""
-        manager = self._manager
-        if manager is not None:
-            try:
-                self._run(self._reload_flow(manager, (), full=True))
-            except Exception:
-                self.stale = True
 
     def _flush(self) -> None:
         records, durable = self.log.take_collected()
