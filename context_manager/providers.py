@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import pairwise, takewhile
 from typing import Any, Literal, Protocol
 
 from .errors import ConfigurationError, InvalidMessageError
@@ -193,6 +193,21 @@ def _pairing(given: Sequence[Any], records: Sequence[Message], out: list[Problem
         out.append(Problem(first, "tool-pairing", "tool call(s) without results at the end"))
 
 
+def _one_response_turn(
+    caller: Message, after: Sequence[Message], index: int, out: list[Problem]
+) -> None:
+    """Gemini counts the responses of the content after a call turn against its calls: calls
+    answered only by a later response content (the responses split in two) are a problem (ones
+    never answered are the pairing rule's)."""
+    answered = set(after[0].result_ids)
+    later = {rid for rec in takewhile(lambda r: r.result_ids, after[1:]) for rid in rec.result_ids}
+    split = [c for c in caller.tool_calls if c.id not in answered and c.id in later]
+    if split:  # an id-less call (``~name~k``) is named by its function
+        names = ", ".join(c.name if c.id.startswith("~") else c.id for c in split)
+        reason = f"the calls {names} are answered in a later content, not the one after the call"
+        out.append(Problem(index, "one-response-turn", reason))
+
+
 def validate(
     messages: Iterable[Any],
     provider: str | ProviderRules = "openai",
@@ -228,7 +243,9 @@ def validate(
                 "the first message after the system prompt is not a user turn",
             )
         )
-    for (_, a), (j, b) in pairwise(body):
+    for k, ((_, a), (j, b)) in enumerate(pairwise(body)):
+        if rules.one_response_turn and a.tool_calls and b.result_ids:
+            _one_response_turn(a, [r for _, r in body[k + 1 :]], j, problems)
         if _turn_role(a) != _turn_role(b) or (a.item and b.item):
             continue
         if rules.strict and not (a.result_ids and b.result_ids):

@@ -84,3 +84,28 @@ def test_gemini_dicts_join_into_a_dict() -> None:
         assert len(sent) == 4
         types.Content.model_validate(sent[2])  # the SDK reads the joined dict
     assert trim(held, 8000, provider="openai") == held  # only Gemini's rule joins them
+
+
+def test_validate_counts_the_responses_after_a_call_turn() -> None:
+    calls = [
+        types.Part(function_call=types.FunctionCall(id=f"c{k}", name="read", args={}))
+        for k in range(2)
+    ]
+
+    def response(k: int) -> types.Part:
+        answer = types.FunctionResponse(id=f"c{k}", name="read", response={"text": "r"})
+        return types.Part(function_response=answer)
+
+    start = [
+        types.Content(role="user", parts=[types.Part(text="go")]),
+        types.Content(role="model", parts=calls),
+    ]
+    split = [
+        *start,
+        types.Content(role="user", parts=[response(0)]),
+        types.Content(role="user", parts=[response(1)]),
+    ]
+    whole = [*start, types.Content(role="user", parts=[response(0), response(1)])]
+    assert [(p.index, p.rule) for p in validate(split, "gemini")] == [(2, "one-response-turn")]
+    assert validate(whole, "gemini") == []
+    assert validate(split, "anthropic") == []  # its API merges consecutive user turns itself
