@@ -47,7 +47,7 @@ from .messages import Message, message_list, normalize
 from .messages.groups import INTERRUPTED_RESULT
 from .messages.normalize import with_index
 from .prompt_cache.tracker import last_report, observe_request
-from .providers import ProviderRules, fuse_turns, get_provider
+from .providers import ProviderRules, after_head, fuse_turns, get_provider
 from .stats import ContextStats
 
 
@@ -385,11 +385,11 @@ class MessageContextManager(ExtensionHub):
         return self._cap - (ledger.pinned_total if held else ledger.pinned_complete_tokens())
 
     def _plan(self, emit: bool = False) -> ViewPlan:
-        """What to send (see :func:`plan_view`): pruning, the newest-exchange fallback, then
-        :func:`plan_context`. ``emit`` sends the pruning / truncation events of this request."""
+        """What to send (:func:`plan_view`); ``emit``: send this request's pruning events."""
         room, budget = self._room(), self._calibration.budget(self._budget_tokens)
+        rules = after_head(self._provider, self._summary[1] if self._summary else None)
         try:
-            plan = plan_view(self._ledger, self._strategy, room, self._provider, self._view)
+            plan = plan_view(self._ledger, self._strategy, room, rules, self._view)
         except Shortfall as short:
             raise short.overflow(budget - room, budget) from None
         if emit and self._listeners:

@@ -51,7 +51,7 @@ context over its budget; the latest user turn and the newest exchange are never 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise, takewhile
 from typing import Any, Literal, Protocol
 
@@ -63,6 +63,7 @@ __all__ = [
     "PROVIDERS",
     "Problem",
     "ProviderRules",
+    "after_head",
     "fuse_turns",
     "get_provider",
     "opens_context",
@@ -140,6 +141,16 @@ def _turn_role(rec: Message) -> str:
     if rec.role == "tool":
         return "user"
     return rec.role
+
+
+def after_head(rules: ProviderRules | None, head: Message | None) -> ProviderRules | None:
+    """The rules for the groups sent after ``head`` (the compaction summary, which the manager
+    sends first). A user turn there already opens the context: the first-user rule is met, and
+    must not drop the first kept turn when the cut landed on an assistant message (a cut Pi's
+    rules allow, inside a turn)."""
+    if rules is None or head is None or not rules.first_user or not head.is_user_turn:
+        return rules
+    return replace(rules, first_user=False)
 
 
 def opens_context(rules: ProviderRules, rec: Message) -> bool:

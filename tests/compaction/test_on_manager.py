@@ -535,3 +535,26 @@ def test_file_tools_map_other_tool_names_onto_pi_file_tracking() -> None:
     assert entry.summary.endswith("<modified-files>\nCHANGELOG.md\napp/db.py\n</modified-files>")
     with pytest.raises(ConfigurationError, match="file_tools"):
         TokenBudgetCompaction(file_tools={"cat": "view"})
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock", "gemini"])
+def test_a_cut_on_an_assistant_message_is_sent_after_the_summary(provider: str) -> None:
+    """Pi's cut may land inside a turn (on the answer). The summary is a user turn, so it opens
+    the context, and the first-user rule must not drop the first kept message."""
+    from context_manager.compaction import TokenBudgetCompaction
+
+    manager = MessageContextManager(20_000, counter="chars", provider=provider)
+    history = []
+    for n in range(10):
+        history.append({"role": "user", "content": f"q{n} " + "w " * 200})
+        history.append({"role": "assistant", "content": f"answer {n} " + "a " * 400})
+    manager.extend(history)
+    entry = manager.compact(
+        lambda request: "summary",
+        policy=TokenBudgetCompaction(keep_recent_tokens=500, reserve_tokens=2_000),
+    )
+    kept = history[entry.first_kept_index :]
+    assert kept[0]["role"] == "assistant"  # the case: the cut is on an answer
+    context = manager.get_context()
+    assert context[0]["role"] == "user" and "summary" in str(context[0]["content"])
+    assert context[1:] == kept  # every message from the cut on, in order
