@@ -25,6 +25,7 @@ from ._hub import ExtensionHub, ReadOnly
 from ._tool_calls import ToolCalls, interrupts
 from .budget._ledger import Ledger
 from .budget.calibration import Calibration
+from .budget.compacted import sent_summary
 from .budget.plan import Shortfall
 from .budget.pruned import Pruning, ViewPlan, plan_view, view_options
 from .budget.sections import context_sections
@@ -402,14 +403,11 @@ class MessageContextManager(ExtensionHub):
         with self._lock:
             plan = self._plan(emit=True)
             out = plan.messages(self._ledger)  # the head goes in front: a memmove
+            summary = sent_summary(self._ledger, self._provider, self._summary)
             head = [self._system[0]] if self._system else []
-            if self._summary is not None:
-                head.append(self._summary[0])
-            out[:0] = head
+            out[:0] = [*head, summary[0]] if summary else head
             out = fuse_turns(out, self._provider) if self._provider else out
-            cache = observe_request(
-                self._extensions, out, plan, bool(self._system), bool(self._summary)
-            )
+            cache = observe_request(self._extensions, out, plan, bool(self._system), bool(summary))
             if cache is not None and self._listeners:
                 self._emit(CacheReported(cache))
             return out
@@ -417,8 +415,9 @@ class MessageContextManager(ExtensionHub):
     def context_tokens(self) -> int:
         """Tokens of what ``get_context`` returns, reply priming and tool definitions included."""
         with self._lock:
-            budget = self._calibration.budget(self._budget_tokens)
-            return budget - self._room() + self._plan().tokens
+            return (
+                self._calibration.budget(self._budget_tokens) - self._room() + self._plan().tokens
+            )
 
     def stats(self) -> ContextStats:
         with self._lock:
@@ -431,7 +430,8 @@ class MessageContextManager(ExtensionHub):
             sections: dict[str, int] = {}
             try:
                 plan = self._plan()
-                head = (1 if self._system else 0) + (1 if self._summary else 0)
+                summary = sent_summary(ledger, self._provider, self._summary)
+                head = (1 if self._system else 0) + (1 if summary else 0)
                 context_count = head + plan.message_count(ledger)
                 budget = self._calibration.budget(self._budget_tokens)
                 context_tokens = budget - self._room() + plan.tokens
@@ -441,7 +441,7 @@ class MessageContextManager(ExtensionHub):
                     plan,
                     self._counter,
                     system=self._system[2] if self._system else 0,
-                    summary=self._summary[2] if self._summary else 0,
+                    summary=summary[2] if summary else 0,
                     tools=self._fixed - self._counter.prompt_overhead,
                 )
             except ContextOverflowError:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from copy import copy
 from operator import attrgetter
+from typing import TypeVar
 
 from ..messages import Message
 from ..providers import ProviderRules, reads_compaction
@@ -33,7 +34,10 @@ __all__ = [
     "foreign_compaction",
     "newest_sendable",
     "sendable",
+    "sent_summary",
 ]
+
+T = TypeVar("T")
 
 _MAKER = attrgetter("compaction")
 
@@ -64,6 +68,14 @@ def compaction_group(ledger: Ledger, rules: ProviderRules | None) -> int:
     """The group of the latest native compaction a request under ``rules`` can carry, or -1."""
     g, maker = _latest(ledger)
     return g if g >= 0 and reads_compaction(rules, maker) else -1
+
+
+def sent_summary(ledger: Ledger, rules: ProviderRules | None, summary: T | None) -> T | None:
+    """The manager's own compaction summary when it is sent: not when a native compaction the
+    provider reads is held. What the summary stands for came before that compaction (a later
+    cut of ours past it would have removed it), so the native one stands for it too, and it
+    must open the conversation (Anthropic refuses a request where it does not)."""
+    return summary if compaction_group(ledger, rules) < 0 else None
 
 
 def foreign_compaction(ledger: Ledger, rules: ProviderRules | None) -> bool:

@@ -145,6 +145,8 @@ def native_compaction_flow(
         state.emit(event("start"))
         try:
             messages = [item.message for item in items[max(at, 0) :]]
+            if at < 0 and manager.summary is not None:  # ours stands for what came before
+                messages.insert(0, manager.summary)
             try:
                 output = yield Call(compactor, (messages,), thread=True)
                 appended = _usable(output, maker)

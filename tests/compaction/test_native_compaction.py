@@ -128,7 +128,8 @@ def test_a_compaction_another_provider_made_is_not_sent() -> None:
 
 def test_the_floor_holds_after_the_manager_forgets_old_messages() -> None:
     """A summary cut past 4,096 groups makes the manager drop what it no longer holds and
-    renumber the rest: the latest compaction is still where the context starts."""
+    renumber the rest: the latest compaction is still where the context starts. Our summary
+    stands for messages before it, which it stands for too: it is not sent."""
     manager = _manager("sliding_window")
     manager.extend(turns(0, 2500, size=1))  # messages 0..4999
     item = openai_item(8)
@@ -138,7 +139,7 @@ def test_the_floor_holds_after_the_manager_forgets_old_messages() -> None:
     summary = {"role": "user", "content": "Summary of the first 4,990 messages."}
     manager.apply_compaction(summary, 4990)
     assert len(manager.messages) == 10 + 1 + 6
-    assert manager.get_context() == [summary, item, *after]
+    assert manager.get_context() == [item, *after]
 
 
 def _filled(provider: str, given: list[Any]) -> MessageContextManager:
@@ -413,3 +414,40 @@ def test_listeners_hear_a_native_compaction_start_and_end(fail: bool) -> None:
     assert (native[1].error is not None) == fail
     if fail:  # then ours ran, with its own start and end
         assert [e.type for e in heard[2:]] == ["start", "end"] and heard[3].error is None
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-responses"])
+def test_a_native_compaction_after_ours_opens_the_conversation(provider: str) -> None:
+    """Anthropic refuses a request whose compaction block is not first; what the native
+    compaction stands for includes our summary, so the compactor is shown it, and it is not
+    sent again after the compaction."""
+    from context_manager.compaction import TokenBudgetCompaction
+    from context_manager.compaction.native import compact_native
+
+    manager = MessageContextManager(20_000, counter="chars", provider=provider)
+    manager.set_system_prompt("sys")
+    for n in range(10):
+        manager.add({"role": "user", "content": f"q{n} " + "w " * 200})
+        manager.add({"role": "assistant", "content": f"answer {n} " + "a " * 100})
+    manager.compact(lambda request: "OUR SUMMARY", policy=TokenBudgetCompaction(300, 1_000))
+    seen: list[Any] = []
+
+    def compactor(messages: list[Any]) -> list[Any]:
+        seen.extend(messages)
+        if provider == "anthropic":
+            block = {"type": "compaction", "content": "native summary"}
+            return [{"role": "assistant", "content": [block]}]
+        return [{"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA" + "x" * 40}]
+
+    compact_native(manager, compactor, provider=provider)
+    manager.add({"role": "user", "content": "next"})
+    context = manager.get_context()
+    assert "OUR SUMMARY" in str(seen[0])  # the compactor saw what our summary stands for
+    assert "OUR SUMMARY" not in str(context)
+    first = context[1]  # after the system prompt: the compaction
+    if provider == "anthropic":
+        assert first["content"][0]["type"] == "compaction"
+    else:
+        assert first["type"] == "compaction"
+    assert context[-1] == {"role": "user", "content": "next"}
+    assert manager.stats().context_message_count == len(context)
