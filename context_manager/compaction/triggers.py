@@ -22,6 +22,7 @@ from ..errors import (
     CompactionInProgressError,
     ConfigurationError,
     ContextOverflowError,
+    NothingToCompactError,
 )
 from ..host import ManagerHost
 from ..messages.sdk import field
@@ -231,6 +232,12 @@ class CompactionTriggers:
             )
         except CompactionInProgressError:
             raise  # another compaction is running: not this one's failure
+        except NothingToCompactError as exc:
+            # The newest turns alone crossed the threshold: summarizing cannot help, and the
+            # request still fits by the view's own means (truncating the newest result).
+            self._strike(state, current, enough, "found nothing to compact")
+            logger.info("no compaction before this request: %s", exc)
+            return None
         except Exception as exc:  # the summarizer's own errors too (an API down, a bad reply)
             self._strike(state, current, enough, f"failed: {type(exc).__name__}")
             raise

@@ -287,3 +287,20 @@ def test_sdk_shapes() -> None:
     }
     assert is_context_overflow(anthropic, 200_000)
     assert not is_context_overflow(anthropic, 250_000)
+
+
+def test_before_request_does_not_raise_when_the_newest_exchange_alone_crosses_the_threshold() -> (
+    None
+):
+    """One big tool result crosses the threshold: summarizing cannot help (the history is that
+    exchange). The documented loop calls before_request with no try, then sends what fits."""
+    manager = MessageContextManager(16_000, counter="chars")
+    call = {"id": "c", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+    manager.add({"role": "user", "content": "read the log"})
+    manager.add({"role": "assistant", "content": None, "tool_calls": [call]})
+    manager.add({"role": "tool", "tool_call_id": "c", "content": "line\n" * 11_000})
+    triggers = CompactionTriggers(reserve_tokens=4_000, reserve_floor=0)
+    assert triggers.before_request(manager) is None
+    context = manager.get_context()  # the newest result is cut to fit, and sent with its call
+    assert [m["role"] for m in context] == ["user", "assistant", "tool"]
+    assert manager.stats().context_tokens <= manager.budget_tokens
