@@ -28,6 +28,7 @@ from .budget.calibration import Calibration
 from .budget.compacted import sent_summary
 from .budget.plan import Shortfall
 from .budget.pruned import Pruning, ViewPlan, plan_view, view_options
+from .budget.restrict import after_head
 from .budget.sections import context_sections
 from .budget.strategies import Strategy, get_strategy
 from .counting import TokenCounter, get_counter
@@ -48,7 +49,7 @@ from .messages import Message, message_list, normalize
 from .messages.groups import INTERRUPTED_RESULT
 from .messages.normalize import with_index
 from .prompt_cache.tracker import last_report, observe_request
-from .providers import ProviderRules, after_head, fuse_turns, get_provider
+from .providers import ProviderRules, fuse_turns, get_provider
 from .stats import ContextStats
 
 
@@ -426,8 +427,7 @@ class MessageContextManager(ExtensionHub):
             if self._system:
                 counts["system"] += 1
                 tokens["system"] += self._system[2]
-            report = None
-            sections: dict[str, int] = {}
+            report, sections = None, dict[str, int]()
             try:
                 plan = self._plan()
                 summary = sent_summary(ledger, self._provider, self._summary)

@@ -34,10 +34,11 @@ from ..counting.message_cache import CounterCounts, MessageCountCache
 from ..errors import InvalidMessageError
 from ..messages import Message, normalize
 from ..messages.groups import ToolProtocol, joins_previous
-from ..providers import ProviderRules, restrict
+from ..providers import ProviderRules
 from .compacted import newest_sendable, sendable
 from .fit import overflows, protect, window
 from .pins import pin_indices
+from .restrict import restrict
 from .spanroles import SpanRoles, lead_span
 
 __all__ = ["BackwardScan", "Fallback"]

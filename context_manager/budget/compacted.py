@@ -9,7 +9,7 @@ the context starts at the latest one: the system prompt and pinned messages are 
 the latest user turn is protected when it comes after it (else the compaction, which stands
 for it, is protected in its place), and the compaction is never dropped by a provider's rules.
 Under a provider that cannot read it (a model switch) the compaction is not sent and sets no
-floor (``providers.restrict`` drops it).
+floor (``restrict.restrict`` drops it).
 
 The rule is a floor under every strategy: each one already decides within
 ``[view.floor, view.complete)``, so raising the floor of the view it reads makes all of them

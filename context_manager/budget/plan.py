@@ -7,10 +7,11 @@ and any other host compute a context the same way.
 from __future__ import annotations
 
 from ..errors import ContextOverflowError
-from ..providers import ProviderRules, opens_context, restrict
+from ..providers import ProviderRules
 from ._ledger import Ledger
 from .compacted import after_compaction, compaction_group, foreign_compaction
 from .fit import opening, overflows, protect
+from .restrict import opens_context, restrict
 from .scattered import mask_ready
 from .strategies import Selection, Strategy
 

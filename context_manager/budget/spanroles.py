@@ -1,8 +1,8 @@
 """What the provider restriction reads of the groups ``trim()``'s scan keeps.
 
-The ledger answers :class:`~context_manager.providers.GroupRoles` from its own lists; the scan's
-groups are spans of message indices read through its ``rec``, so this adapter answers the same
-questions for them, by local group id.
+The ledger answers :class:`~context_manager.budget.restrict.GroupRoles` from its own lists;
+the scan's groups are spans of message indices read through its ``rec``, so this adapter answers
+the same questions for them, by local group id.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..messages import Message
-from ..providers import ProviderRules, opens_context
+from ..providers import ProviderRules
 from .fit import opening
+from .restrict import opens_context
 
 __all__ = ["SpanRoles", "lead_span"]
 
@@ -40,7 +41,7 @@ def lead_span(
 
 
 class SpanRoles:
-    """The :class:`~context_manager.providers.GroupRoles` of spans ``[start, end)``, by id."""
+    """The :class:`~context_manager.budget.restrict.GroupRoles` of spans ``[start, end)``, by id."""
 
     __slots__ = ("groups", "rec")
 
