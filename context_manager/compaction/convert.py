@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..messages import Message
+from ..errors import ConfigurationError
+from ..messages import Message, message_list, normalize
 
 #: Pi's image block, content-free: estimates charge a fixed size per image, never its bytes.
 _IMAGE_BLOCK: dict[str, Any] = {"type": "image", "data": "", "mimeType": "image/png"}
@@ -62,8 +63,25 @@ def _tool_result(call_id: str, name: str, text: str, is_error: bool, images: int
     }
 
 
+def as_records(records: object) -> list[Message]:
+    """``records`` checked at the door: a list of messages, each a :class:`Message` or any
+    message :func:`~context_manager.messages.normalize` accepts (``ConfigurationError`` /
+    ``InvalidMessageError`` otherwise, naming the index). Records pass through as given."""
+    return [
+        rec if isinstance(rec, Message) else normalize(rec, i)
+        for i, rec in enumerate(message_list(records))
+    ]
+
+
 def to_pi_messages(rec: Message, call_names: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """The Pi message(s) standing for ``rec``; ``call_names`` maps call ids to tool names."""
+    """The Pi message(s) standing for ``rec`` (a :class:`Message`, or any accepted message);
+    ``call_names`` maps call ids to tool names and is filled with the calls ``rec`` makes."""
+    if not isinstance(rec, Message):
+        rec = normalize(rec)
+    if call_names is not None and not isinstance(call_names, dict):
+        raise ConfigurationError(
+            f"call_names must be a dict of call id to tool name, got {type(call_names).__name__}"
+        )
     names = call_names if call_names is not None else {}
     role = rec.role
     if role == "assistant":
@@ -114,6 +132,14 @@ class PiView:
 
 def to_pi_entries(records: Sequence[Message], indices: Sequence[int] | None = None) -> PiView:
     """Session entries (``type: "message"``) for ``records``; ids are the history indices."""
+    records = as_records(records)
+    if indices is not None:
+        if not isinstance(indices, Sequence) or isinstance(indices, str | bytes):
+            raise ConfigurationError(f"indices must be a list of ints: {type(indices).__name__}")
+        if len(indices) != len(records):
+            raise ConfigurationError(
+                f"indices must hold one index per record: {len(indices)} for {len(records)}"
+            )
     entries: list[dict[str, Any]] = []
     owners: list[int] = []
     names: dict[str, str] = {}

@@ -167,6 +167,11 @@ class CompactionEntry:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CompactionEntry:
         """Rebuild from :meth:`to_dict` output (extra keys, e.g. a store's, are ignored)."""
+        if not isinstance(data, Mapping):
+            raise CompactionError(
+                f"a compaction record must be an object (CompactionEntry.to_dict() output), "
+                f"got {type(data).__name__}"
+            )
         try:
             summary, first_kept = data["summary"], data["first_kept_index"]
             tokens_before = data["tokens_before"]

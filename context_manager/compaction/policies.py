@@ -16,7 +16,7 @@ from typing import Literal, NamedTuple, Protocol
 from .._config import check_int
 from ..errors import CompactionError, ConfigurationError, NothingToCompactError
 from ..messages import Message
-from .convert import PiView, to_pi_entries
+from .convert import PiView, as_records, to_pi_entries
 from .pi_rules import (
     DEFAULT_COMPACTION_SETTINGS,
     FileOps,
@@ -334,10 +334,12 @@ def _kimi_content(rec: Message) -> str:
 
 
 def kimi_history_text(records: Sequence[Message]) -> str:
-    """Kimi CLI's layout: ``## Message i`` / ``Role: …`` / ``Content: …`` blocks, 1-based."""
+    """Kimi CLI's layout: ``## Message i`` / ``Role: …`` / ``Content: …`` blocks, 1-based.
+
+    ``records`` are :class:`Message` records or any accepted messages (checked at the door)."""
     return "\n\n".join(
         f"## Message {i}\nRole: {rec.role}\nContent: {_kimi_content(rec)}"
-        for i, rec in enumerate(records, 1)
+        for i, rec in enumerate(as_records(records), 1)
     )
 
 

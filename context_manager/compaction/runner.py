@@ -22,6 +22,7 @@ from ..errors import (
     CompactionError,
     CompactionInProgressError,
     CompactionTooLargeError,
+    ConfigurationError,
     NothingToCompactError,
 )
 from ..events import Cleared, Compacted, Event
@@ -154,6 +155,13 @@ def _plan(
 ) -> _Job:
     if reason not in REASONS:
         raise CompactionError(f"unknown compaction reason {reason!r}; use one of {REASONS}")
+    if policy is not None and not callable(getattr(policy, "plan", None)):
+        raise ConfigurationError(
+            f"policy must be a CompactionPolicy (e.g. TokenBudgetCompaction(...) or "
+            f"SimpleCompaction()), or None for the default; got {type(policy).__name__}"
+        )
+    if focus is not None and not isinstance(focus, str):
+        raise ConfigurationError(f"focus must be a string or None, got {type(focus).__name__}")
     previous = manager.compaction
     previous_summary, previous_cut, details = _previous(previous)
     items = [

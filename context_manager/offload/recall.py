@@ -75,14 +75,19 @@ def run_recall(
     """Run one ``recall`` tool call from a model: the page, or the error as text.
 
     ``max_tokens`` caps what the model may ask for (its own ``max_tokens`` can only lower it).
+    The arguments are the model's, so nothing they hold escapes as an exception: JSON nested
+    past Python's recursion limit, keys of mixed types and values nested too deeply to describe
+    are answered as text too.
     """
     try:
         args = json.loads(arguments) if isinstance(arguments, str | builtins.bytes) else arguments
     except ValueError:
         return "recall error: the arguments are not valid JSON"
+    except RecursionError:  # arrays or objects nested thousands deep
+        return "recall error: the arguments nest too deeply; pass a handle, lines=[first, last]"
     if not isinstance(args, Mapping):
         return "recall error: the arguments must be an object with a handle"
-    unknown = sorted(set(args) - _ARGS)
+    unknown = sorted(str(key)[:40] for key in args if key not in _ARGS)
     if unknown:
         return f"recall error: unknown argument(s) {unknown}; use {sorted(_ARGS)}"
     asked = args.get("max_tokens")
@@ -101,3 +106,5 @@ def run_recall(
         )
     except (OffloadError, ConfigurationError) as exc:
         return f"recall error: {exc}"
+    except RecursionError:  # describing a value nested thousands deep (a dict's, not JSON's)
+        return "recall error: an argument nests too deeply; pass a handle, lines=[first, last]"

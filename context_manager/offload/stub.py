@@ -20,7 +20,7 @@ from typing import Any
 from .._config import check_int
 from .._js import utf16_len
 from ..errors import ConfigurationError, ContextManagerError
-from ..messages.truncate import head_tail, rewrite_results
+from ..messages.truncate import CUT_SEPARATOR, head_tail, rewrite_results
 from .area import OffloadArea
 from .slicing import line_count
 
@@ -112,6 +112,21 @@ def _stub(text: str, head: int, tail: int, stored: tuple[str, int, int]) -> str:
     return head_tail(text, head, tail, marker="") + marker
 
 
+#: What a stub costs beyond its previews, at the least (every number one digit, no handle).
+_STUB_FLOOR = utf16_len(CUT_SEPARATOR) + utf16_len(
+    OFFLOAD_MARKER.format(head=0, tail=0, total=0, bytes=0, lines=0, handle="")
+)
+
+
+def _previews(head: int, tail: int, max_chars: int) -> tuple[int, int]:
+    """``head`` and ``tail`` scaled down in proportion so together they stay within
+    ``max_chars``: a lower threshold must never make a larger stub."""
+    if head + tail <= max_chars:
+        return head, tail
+    scaled = head * max_chars // (head + tail)
+    return scaled, max_chars - scaled
+
+
 def clear_rule(area: OffloadArea | None, placeholder: str) -> Callable[[str, int], str]:
     """Pruning's clear: ``placeholder``, plus the handle of the stored text with an area."""
     off = Offloader(area) if area is not None else None
@@ -160,6 +175,10 @@ def offload_results(
     ``max_chars`` (UTF-16 units) are stored in ``area`` and replaced by stubs; ``message``
     itself when nothing was over (never mutated). Apply it before ``add`` / ``trim`` so the
     history (and a store's log) holds the stub, not the megabytes.
+
+    A stub is always shorter than the result it replaces: the head and tail previews shrink in
+    proportion to fit ``max_chars`` together, and a result its stub would not shrink (the
+    marker and handle alone are about 400 characters) is left whole.
     Raises what the area raises (an unreachable store is an error here: the full text would
     otherwise be lost)."""
     for name, value in (("max_chars", max_chars), ("head_chars", head_chars)):
@@ -167,11 +186,15 @@ def offload_results(
     check_int("tail_chars", tail_chars)
     offloader = area if isinstance(area, Offloader) else Offloader(area)
 
+    head, tail = _previews(head_chars, tail_chars, max_chars)
+
     def rule(text: str, _images: int) -> str | None:
-        if utf16_len(text) <= max_chars:
-            return None
+        total = utf16_len(text)
+        if total <= max_chars or head + tail + _STUB_FLOOR >= total:
+            return None  # under the threshold, or no stub could be shorter: nothing stored
         # errors propagate (see the docstring): no cache, no fallback
-        return _stub(text, head_chars, tail_chars, offloader._put(text))
+        stub = _stub(text, head, tail, offloader._put(text))
+        return stub if utf16_len(stub) < total else None
 
     new = rewrite_results(message, rule, "keep")
     return message if new is None else new

@@ -259,3 +259,54 @@ def test_a_page_stays_within_its_cap_whatever_the_pattern() -> None:
     with pytest.raises(ConfigurationError):
         recall(area, handle, pattern="Z" * 1_001)
     assert run_recall(area, {"handle": handle, "pattern": "Z" * 5_000}).startswith("recall error")
+
+
+def _nested(depth: int) -> list[Any]:
+    value: list[Any] = [0]
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+_DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"handle": ' + _DEEP + "}",  # past the JSON reader's recursion limit
+        '{"handle": "HANDLE", "lines": ' + _DEEP + "}",
+        {"handle": "HANDLE", "lines": _nested(100_000)},  # too deep to describe in an error
+        {"handle": "HANDLE", 1: 2, "x": 3},  # unknown keys of mixed types
+    ],
+    ids=["deep-json", "deep-lines-json", "deep-lines-dict", "mixed-keys"],
+)
+def test_run_recall_answers_text_for_hostile_arguments(arguments: Any) -> None:
+    """docs/guide/offload.md: run_recall always answers text, an error included."""
+    area = MemoryOffload("s")
+    handle = area.put(text_of(50))
+    if isinstance(arguments, str):
+        arguments = arguments.replace("HANDLE", handle)
+    else:
+        arguments = {k: handle if v == "HANDLE" else v for k, v in arguments.items()}
+    out = run_recall(area, arguments)
+    assert out.startswith("recall error: ")
+
+
+@pytest.mark.parametrize("size", [150, 500, 1_000, 3_000, 20_000])
+def test_offload_results_never_makes_a_stub_larger_than_the_result(size: int) -> None:
+    area = MemoryOffload("s")
+    text = "z" * (size - 1) + "!"
+    message = {"role": "tool", "tool_call_id": "c", "content": text}
+    out = offload_results(message, area, max_chars=100)
+    stub = out["content"]
+    assert len(stub) <= len(text)
+    if out is message:  # the stub would not have shrunk it: left whole
+        assert size < 500
+        return
+    assert len(stub) < len(text) and stub.endswith(".]")
+    head, tail = (int(n) for n in re.findall(r"the first (\d+) and last (\d+)", stub)[0])
+    assert head + tail <= 100 and stub.startswith("z" * head + "\n...\n")
+    assert stub.split("\n...\n", 1)[1].startswith("z" * (tail - 1) + "!")
+    (handle,) = set(HANDLE.findall(stub))
+    assert recall(area, handle, max_tokens=10_000, counter="chars").text == text

@@ -68,6 +68,14 @@ def _blocks(
             yield block
 
 
+def _pi_object(value: Any, where: str) -> Mapping[str, Any]:
+    """``value`` if it is an object (Pi reads its fields); ``InvalidMessageError`` otherwise,
+    where Pi would throw reading a field of ``null`` or of a non-object."""
+    if not isinstance(value, Mapping):
+        raise InvalidMessageError(f"{where} must be an object, got {type(value).__name__}")
+    return value
+
+
 def _setting_number(settings: Mapping[str, Any], key: str) -> float:
     """A numeric setting as JS arithmetic sees it: absent is NaN (all comparisons false),
     ``null`` is 0."""

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ConfigurationError
-from ._shapes import PiEntry, PiMessage
+from ...messages import message_list
+from ._shapes import PiEntry, PiMessage, _pi_object
 from .estimate import estimate_tokens
 
 # Tuples, not sets: a hostile entry's role or type may be unhashable.
@@ -36,10 +37,21 @@ class CutPoint:
         }
 
 
+def _index(name: str, value: object) -> int:
+    if type(value) is not int:  # a bool or a float would index wrongly, a string not at all
+        raise ConfigurationError(f"{name} must be an int, got {type(value).__name__}")
+    return value
+
+
 def _entry(entries: Sequence[PiEntry], index: int) -> PiEntry:
-    if not 0 <= index < len(entries):  # Pi would read `undefined` here and throw
+    """Entry ``index``, checked: in range (Pi would read `undefined` here and throw) and an
+    object; a ``message`` entry must carry a message object (Pi reads its ``role``)."""
+    if not 0 <= index < len(entries):
         raise ConfigurationError(f"entry index {index} is outside 0..{len(entries) - 1}")
-    return entries[index]
+    entry = _pi_object(entries[index], f"entry {index}")
+    if entry.get("type") == "message":
+        _pi_object(entry.get("message"), f"entry {index}'s message")
+    return entry
 
 
 def _is_valid_cut(entry: PiEntry) -> bool:
@@ -60,6 +72,11 @@ def _starts_turn(entry: PiEntry) -> bool:
 def find_turn_start_index(entries: Sequence[PiEntry], entry_index: int, start_index: int) -> int:
     """Index of the user / bashExecution / branch_summary / custom_message entry that starts the
     turn holding ``entry_index``, searching back to ``start_index``; ``-1`` if there is none."""
+    entries = message_list(entries)
+    entry_index, start_index = (
+        _index("entry_index", entry_index),
+        _index("start_index", start_index),
+    )
     for i in range(entry_index, start_index - 1, -1):
         if _starts_turn(_entry(entries, i)):
             return i
@@ -82,32 +99,40 @@ def find_cut_point(
     cached per-message counts; it must agree with :func:`estimate_tokens` to stay Pi-exact.
     Cost: O(entries walked back) plus a short forward scan.
     """
+    entries = message_list(entries)
+    start_index, end_index = _index("start_index", start_index), _index("end_index", end_index)
+    if isinstance(keep_recent_tokens, bool) or not isinstance(keep_recent_tokens, int | float):
+        raise ConfigurationError(
+            f"keep_recent_tokens must be a number, got {type(keep_recent_tokens).__name__}"
+        )
+    if not callable(estimate):
+        raise ConfigurationError(f"estimate must be a callable, got {type(estimate).__name__}")
     if start_index < end_index and (start_index < 0 or end_index > len(entries)):
         # Pi reads `undefined` there and throws; Python would wrap or raise IndexError.
         raise ConfigurationError(
             f"cut range {start_index}..{end_index} is outside the {len(entries)} entries"
         )
     first_valid = next(
-        (i for i in range(start_index, end_index) if _is_valid_cut(entries[i])), None
+        (i for i in range(start_index, end_index) if _is_valid_cut(_entry(entries, i))), None
     )
     if first_valid is None:
         return CutPoint(start_index, -1, False)
     cut = first_valid
     accumulated = 0
     for i in range(end_index - 1, start_index - 1, -1):
-        entry = entries[i]
+        entry = _entry(entries, i)
         if entry.get("type") != "message":
             continue
         accumulated += estimate(entry["message"])
         if accumulated >= keep_recent_tokens:
-            cut = next((c for c in range(i, end_index) if _is_valid_cut(entries[c])), cut)
+            cut = next((c for c in range(i, end_index) if _is_valid_cut(_entry(entries, c))), cut)
             break
     while cut > start_index:
-        previous = entries[cut - 1].get("type")
+        previous = _entry(entries, cut - 1).get("type")
         if previous in ("compaction", "message"):
             break
         cut -= 1
-    cut_entry = entries[cut]
+    cut_entry = _entry(entries, cut)
     is_user = cut_entry.get("type") == "message" and cut_entry["message"].get("role") == "user"
     turn_start = -1 if is_user else find_turn_start_index(entries, cut, start_index)
     return CutPoint(cut, turn_start, not is_user and turn_start != -1)

@@ -7,7 +7,8 @@ from typing import Any
 
 from ..._js import js_len, js_object_keys, js_slice, js_string, js_stringify, js_truthy
 from ...errors import InvalidMessageError
-from ._shapes import _ABSENT, TOOL_RESULT_MAX_CHARS, PiMessage, _blocks
+from ...messages import message_list
+from ._shapes import _ABSENT, TOOL_RESULT_MAX_CHARS, PiMessage, _blocks, _pi_object
 
 COMPACTION_SUMMARY_PREFIX = (
     "The conversation history before this point was compacted into the "
@@ -52,7 +53,8 @@ def convert_to_llm(messages: Sequence[PiMessage]) -> list[PiMessage]:
     user / assistant / toolResult messages pass through as the same objects.
     """
     out: list[PiMessage] = []
-    for message in messages:
+    for i, item in enumerate(message_list(messages)):
+        message = _pi_object(item, f"message {i}")
         role = message.get("role")
         if role in ("user", "assistant", "toolResult"):
             out.append(message)
@@ -114,7 +116,8 @@ def serialize_conversation(messages: Sequence[PiMessage]) -> str:
     over 2000 UTF-16 units are cut (possibly mid-surrogate, as in Pi) with a note of the rest.
     """
     parts: list[str] = []
-    for message in messages:
+    for i, item in enumerate(message_list(messages)):
+        message = _pi_object(item, f"message {i}")
         role = message.get("role")
         if role == "user":
             content = message.get("content")

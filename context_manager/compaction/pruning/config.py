@@ -150,6 +150,11 @@ class ToolResultPruning:
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
                 raise ConfigurationError(f"{name} must be a sequence of names or globs")
             object.__setattr__(self, name, tuple(value))
+        for name in ("marker", "placeholder"):
+            if not isinstance(getattr(self, name), str):
+                raise ConfigurationError(
+                    f"{name} must be a string, got {type(getattr(self, name)).__name__}"
+                )
         try:
             self.marker.format(head=0, tail=0, total=0, cut=0)
         except (KeyError, IndexError, ValueError) as exc:
