@@ -17,6 +17,7 @@ closes the pipe early (``| head``) ends the command quietly.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
@@ -232,35 +233,13 @@ def cmd_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """``sessions list`` / ``sessions copy``, with every error shown without credentials.
-
-    The targets are URLs that may hold a password, and a client library's error may quote the
-    URL or a piece of it; the stores already leave it out, and this is the last guard before
-    the terminal (and CI logs): any error's text has the targets' credentials replaced by
-    ``***`` and is raised without its chain.
-    """
-    from .store._urls import redact, secrets_in
-
-    targets = [getattr(args, name, None) for name in ("target", "source", "dest")]
-    secrets = {s for t in targets if isinstance(t, str) for s in secrets_in(t)}
-    try:
-        return _sessions(args, out, err)
-    except Exception as exc:
-        text = _one_line(exc)
-        safe = redact(text, secrets)
-        if isinstance(exc, ContextManagerError) and safe == text:
-            raise
-        if not isinstance(exc, ContextManagerError):
-            safe = f"{type(exc).__name__}: {safe}"
-        raise CliError(safe) from None
-
-
-def _sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``sessions list`` / ``delete`` / ``copy``. The targets are URLs that may hold a password,
+    and a client library's error may quote it: :func:`main` shows everything without them."""
     from .store.copy import copy_session
     from .store.targets import open_store
 
     if args.action == "list":
-        store = open_store(args.target, session=args.session)
+        store = open_store(_existing(args.target), session=args.session)
         try:
             out.write("".join(f"{name}\n" for name in store.sessions()))
         finally:
@@ -269,38 +248,24 @@ def _sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.action == "delete":
         from .store.delete import delete_session, deletion_summary
 
-        found, plan = deletion_summary(args.target, session=args.session)
+        found, plan = deletion_summary(_existing(args.target), session=args.session)
         if found and args.yes and delete_session(args.target, session=args.session):
             err.write(f"deleted {plan}\n")
             return 0
         err.write(f"would delete {plan}; run again with --yes to delete it\n" if found else plan)
         return 1
-    copied = copy_session(args.source, args.dest, session=args.session, to_session=args.to_session)
+    source = _existing(args.source)
+    copied = copy_session(source, args.dest, session=args.session, to_session=args.to_session)
     err.write(f"copied {copied} records of session {args.session!r}\n")
     return 0
 
 
 def cmd_compactions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Each compaction of a stored session: what it dropped and which facts survived.
-
-    Errors are shown without the target's credentials (as ``sessions`` does)."""
-    from .store._urls import redact, secrets_in
+    """Each compaction of a stored session: what it dropped and which facts survived (errors
+    without the target's credentials: :func:`main`)."""
     from .store.compactions import list_compactions
-    from .store.targets import SCHEMES
 
-    target = args.target
-    if not target.startswith(SCHEMES) and not os.path.exists(target):
-        raise CliError(f"{target}: no such session log or directory")
-    try:
-        entries = list_compactions(target, session=args.session)
-    except Exception as exc:
-        text = _one_line(exc)
-        safe = redact(text, set(secrets_in(target)))
-        if isinstance(exc, ContextManagerError) and safe == text:
-            raise
-        raise CliError(
-            safe if isinstance(exc, ContextManagerError) else f"{type(exc).__name__}: {safe}"
-        ) from None
+    entries = list_compactions(_existing(args.target), session=args.session)
     if args.json:
         rows = [{"number": n, **e.to_dict()} for n, e in enumerate(entries, 1)]
         out.write(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
@@ -308,6 +273,21 @@ def cmd_compactions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write("".join(compaction_lines(n, e) for n, e in enumerate(entries, 1)))
     err.write(f"{len(entries)} compaction(s)\n")
     return 0
+
+
+def _existing(target: str) -> str:
+    """A target a command reads or deletes from, refused when it does not exist rather than
+    created by opening it (a mistyped path or SQLite file; a libpq DSN where a URL was meant
+    would become a directory named after its password). Servers are asked, not checked here."""
+    from .store.targets import SCHEMES, sqlite_path
+
+    scheme = target.lower()
+    if scheme.startswith(SCHEMES) and not scheme.startswith("sqlite:"):
+        return target
+    path = sqlite_path(target) if scheme.startswith("sqlite:") else target
+    if not os.path.exists(path):
+        raise CliError(f"{target}: no such session log, directory or database")
+    return target
 
 
 def compaction_lines(number: int, entry: Any) -> str:
@@ -469,16 +449,29 @@ EXIT_PIPE_CLOSED = 141
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command. Everything it prints goes through one redaction of the credentials
+    found in the command line (a URL's password, a libpq ``password=``), whichever command,
+    message or library text would show them."""
+    from .store._urls import redact, secrets_in
+
+    given = list(sys.argv[1:] if argv is None else argv)
+    secrets = {s for arg in given if isinstance(arg, str) for s in secrets_in(arg)}
     out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = build_parser().parse_args(given)  # its usage errors quote arguments
+    except SystemExit as done:  # --help, --version, a usage error: argparse's own exit
+        _emit(redact(out.getvalue(), secrets), redact(err.getvalue(), secrets), 0)
+        raise done from None
     try:
         result: int = args.func(args, out, err)
     except ContextManagerError as exc:
-        return _emit("", f"context-manager: error: {_one_line(exc)}\n", 2)
-    except (RecursionError, ValueError, TypeError) as exc:  # e.g. JSON that cannot be written
-        reason = f"{type(exc).__name__}: {_one_line(exc)}"
-        return _emit("", f"context-manager: error: cannot produce output ({reason})\n", 2)
-    return _emit(out.getvalue(), err.getvalue(), result)
+        text = f"context-manager: error: {_one_line(exc)}\n"
+    except Exception as exc:  # a client library's or the OS's own (a plot path, no memory left)
+        text = f"context-manager: error: {type(exc).__name__}: {_one_line(exc)}\n"
+    else:
+        return _emit(redact(out.getvalue(), secrets), redact(err.getvalue(), secrets), result)
+    return _emit("", redact(text, secrets), 2)
 
 
 def _one_line(exc: BaseException) -> str:

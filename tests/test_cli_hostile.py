@@ -119,3 +119,57 @@ def test_escaped_surrogate_pair_is_one_character(
     path.write_bytes(b'{"role": "user", "content": "hi \\ud83d\\ude00"}\n')
     assert main(["trim", str(path)]) == 0
     assert json.loads(capsys.readouterr().out) == [{"role": "user", "content": "hi \U0001f600"}]
+
+
+PASSWORD = "S3cretPW"
+TARGETS = [
+    f"REDIS://u:{PASSWORD}@127.0.0.1:1/0",
+    f"Postgresql://u:{PASSWORD}@127.0.0.1:1/db",
+    f"mysql://u:{PASSWORD}@h/db",
+    f"redis+sentinel://u:{PASSWORD}@h",
+    f"host=h password={PASSWORD}",
+    f"sqlite:///nowhere/x.db?password={PASSWORD}",
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["compactions", "{t}"],
+        ["sessions", "list", "{t}"],
+        ["sessions", "delete", "{t}", "s1"],
+        ["sessions", "copy", "{t}", "{t}", "--session", "s1"],
+        ["sessions", "copy", "{t}", "{t}", "--session"],  # argparse's own usage error
+    ],
+)
+def test_no_command_prints_a_password_given_on_its_command_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    target: str,
+    command: list[str],
+) -> None:
+    """Whatever the scheme's spelling, the form (URL, libpq key=value, query) or the message
+    (ours, a client library's), and nothing is created for a target that does not exist."""
+    monkeypatch.chdir(tmp_path)
+    try:
+        status = main([part.format(t=target) for part in command])
+    except SystemExit as done:
+        status = done.code
+    assert status == 2
+    captured = capsys.readouterr()
+    assert PASSWORD not in captured.out + captured.err
+    assert "error: " in captured.err
+    assert os.listdir(tmp_path) == []  # no database file, no directory named after the DSN
+
+
+def test_a_plot_that_cannot_be_written_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    args = ["replay", str(SAMPLE), "--provider", "openai", "--counter", "chars"]
+    assert main([*args, "--plot", str(tmp_path / "missing" / "x.png")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("context-manager: error: ") and "Traceback" not in err
+    assert err.count("\n") == 1

@@ -67,7 +67,7 @@ def open_store(
     if text.startswith("sqlite://"):
         from .sqlite import SqliteStore
 
-        return SqliteStore(_sqlite_path(text), name, fsync=fsync, **options)
+        return SqliteStore(sqlite_path(text), name, fsync=fsync, **options)
     if text.startswith(("redis://", "rediss://")):
         from .redis import RedisStore
 
@@ -122,7 +122,7 @@ def connect(
         from .sqlite import ThreadConnections
 
         shared = ThreadConnections(
-            _sqlite_path(probe), busy_timeout=options.get("busy_timeout", 30.0), fsync=fsync
+            sqlite_path(probe), busy_timeout=options.get("busy_timeout", 30.0), fsync=fsync
         )
         return shared_handle(
             f"sqlite:///{shared.path}",
@@ -168,7 +168,8 @@ def connect(
     )
 
 
-def _sqlite_path(text: str) -> str:
+def sqlite_path(text: str) -> str:
+    """The file a ``sqlite:///...`` URL names (relative after 3 slashes, absolute after 4)."""
     path = text[len("sqlite://") :]
     check_path(path)  # NUL: a typed error, not ValueError from os
     if not path.startswith("/") or path == "/":
