@@ -160,6 +160,10 @@ def test_hostile_inputs(text: str) -> None:
     "text",
     [
         "a" + " " * 40 + "b",
+        pytest.param("a" + " " * 1_000 + "b", id="a-1000-spaces-b"),
+        # one run of spaces: about 124 to a token in every reference tokenizer
+        pytest.param(" " * 100_000, id="100000-spaces"),
+        pytest.param("x = 1" + " " * 5_000 + "# note", id="code-5000-spaces-comment"),
         "x\n\n\n\ny",
         "    return 1\n" * 20,
         "Fyodor Dostoyevsky.",
