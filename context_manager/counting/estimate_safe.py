@@ -318,7 +318,7 @@ class SafeEstimator(TokenCounter):
     def _count_settings(self) -> tuple[object, ...]:
         # WEIGHTS too: a refit changes every count even where the package version does not.
         framing = (self.message_overhead, self.tool_call_overhead, self.image_tokens)
-        return (*framing, self.media, WEIGHTS)
+        return (*framing, self.media, WEIGHTS, SPACE_PAIR)
 
     def count_message(self, message: Message) -> int:
         return framed_tokens(
