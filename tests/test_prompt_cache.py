@@ -437,3 +437,11 @@ def test_tracker_reads_each_message_once() -> None:
         history.append({"role": "user", "content": f"q{turn}"})
         tracker.observe(list(history))
     assert len(counted) == 50
+
+
+@pytest.mark.parametrize("prefix", ["openai/", "azure/", "models/"])
+def test_a_provider_prefixed_model_gets_the_models_own_prices(prefix: str) -> None:
+    from context_manager.prompt_cache.rules import cache_rules
+
+    plain = cache_rules("openai", "gpt-4o")
+    assert cache_rules("openai", prefix + "gpt-4o").read_price == plain.read_price == 0.5

@@ -145,3 +145,25 @@ def test_replay_without_budget_or_model_is_refused(
     session.write_text(json.dumps(agent_session(2)))
     assert main(["replay", str(session), "--provider", "openai"]) == 2
     assert "--budget-tokens" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--seconds-between", "inf"],
+        ["--seconds-between", "nan"],
+        ["--seconds-between", "-5"],
+        ["--price", "nan"],
+        ["--price", "-1"],
+    ],
+)
+def test_a_time_or_price_that_is_no_finite_non_negative_number_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]
+) -> None:
+    """inf seconds read as no time at all (every request cached), NaN gave NaN costs."""
+    session = tmp_path / "session.json"
+    session.write_text(json.dumps(agent_session(4)))
+    args = ["replay", str(session), "--provider", "openai", "--counter", "chars"]
+    args += ["--budget-tokens", "6000", *option]
+    assert main(args) == 2
+    assert "must be a finite number >= 0" in capsys.readouterr().err

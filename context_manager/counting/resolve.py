@@ -166,8 +166,8 @@ def get_counter(
     """
     if isinstance(spec, TokenCounter):
         return spec
-    if model is not None and not isinstance(model, str):
-        raise ConfigurationError(f"model must be a model name, got {model!r}")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise ConfigurationError(f"model must be a model name (or None), got {model!r:.80}")
     if spec is None:
         spec = SAFE_ESTIMATE if model is None else "model"
     elif not isinstance(spec, str):

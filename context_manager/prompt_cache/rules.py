@@ -124,7 +124,7 @@ class CacheRules:
 
 def _lookup(model: str | None, table: tuple[tuple[str, float], ...], default: float) -> float:
     if model:
-        name = model.lower()
+        name = model.lower().rpartition("/")[2]  # "openai/gpt-4o", "models/gemini-2.5-pro"
         for pattern, value in table:
             if re.search(pattern, name):
                 return value

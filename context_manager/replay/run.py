@@ -20,6 +20,7 @@ their call, say) are counted per setting with :func:`~context_manager.providers.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -244,6 +245,7 @@ def replay(
     ``seconds_between``: simulated time between requests (entries older than the provider's
     lifetime expire); None never expires them.
     """
+    _non_negative("seconds_between", seconds_between)
     points = request_points(messages)
     if not points:
         raise ConfigurationError(
@@ -288,8 +290,16 @@ def recommend(results: Sequence[ReplayResult]) -> ReplayResult | None:
     return min(fit, key=lambda r: r.cost / max(r.requests, 1), default=None)
 
 
+def _non_negative(name: str, value: float | None) -> None:
+    """A time or a price: a finite number >= 0 (inf, NaN and negatives give costs that mean
+    nothing: infinite time reads as none, NaN as every entry cached)."""
+    if value is not None and not (isinstance(value, int | float) and 0 <= value < math.inf):
+        raise ConfigurationError(f"{name} must be a finite number >= 0, got {value!r:.40}")
+
+
 def table(results: Sequence[ReplayResult], price: float | None = None) -> str:
     """A text table: per request averages, and cost against the first setting."""
+    _non_negative("price", price)
     base = results[0].cost / max(results[0].requests, 1) if results else 1.0
     unit = "$ / request" if price is not None else "cost / request"
     width = max([30, *(len(r.setting) for r in results)])

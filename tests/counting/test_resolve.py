@@ -263,3 +263,15 @@ def test_a_shared_counter_keeps_no_text_of_any_caller(spec: str | None, model: s
     shared = get_counter(spec, model=model)
     assert manager.counter is shared
     assert shared.cache_info().currsize == 0  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("model", ["", "   "])
+def test_an_empty_model_name_is_a_configuration_error(model: str) -> None:
+    """It read as gpt-4o (tiktoken), undercounting CJK by half against the default estimate."""
+    from context_manager import MessageContextManager, count_tokens
+    from context_manager.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="model"):
+        count_tokens([{"role": "user", "content": "hi"}], model=model)
+    with pytest.raises(ConfigurationError, match="model"):
+        MessageContextManager(1_000, model=model)
