@@ -20,6 +20,7 @@ tags (``llama3.1:8b``, ``qwen3:8b``) resolve by prefix to the family; Ollama's d
 from __future__ import annotations
 
 import difflib
+import re
 import threading
 from dataclasses import dataclass
 
@@ -232,19 +233,25 @@ for _info in _BUILTIN:
     register_model(_info)
 
 
+#: A Bedrock model id's cross-region prefix and vendor (``us.``, ``eu.``, ``apac.``, ``global.``;
+#: ``anthropic.``, ``meta.``, ``mistral.``, ``amazon.``, ...).
+_BEDROCK_ID = re.compile(r"^(?:(?:us|eu|apac|jp|au|ca|global)\.)?[a-z0-9-]+\.(?=[a-z])")
+
+
 def find_model(name: str) -> ModelInfo | None:
     """Exact name, else the longest registered prefix (``gpt-4o-2024-08-06`` -> ``gpt-4o``).
 
     Matching ignores case, and a provider prefix such as ``openai/`` or ``meta-llama/``
-    (LiteLLM / OpenRouter / Hugging Face style) is dropped when the full name is not registered.
+    (LiteLLM / OpenRouter / Hugging Face style) is dropped when the full name is not registered,
+    and so are a Bedrock model id's region and vendor (``us.anthropic.claude-sonnet-4-5-...``).
     """
     name = name.lower()
     info = _MODELS.get(name)
     if info is not None:
         return info
-    if "/" in name:
-        bare = name.rsplit("/", 1)[1]
-        found = find_model(bare) if bare else None
+    bare = name.rsplit("/", 1)[1] if "/" in name else _BEDROCK_ID.sub("", name)
+    if bare and bare != name:
+        found = find_model(bare)
         if found is not None:
             return found
     best_key = ""

@@ -126,3 +126,21 @@ def test_unknown_and_invalid_models_raise_configuration_errors() -> None:
         register_model(ModelInfo("broken", 0, 10))
     with pytest.raises(ConfigurationError, match="chars_per_token"):
         register_model(ModelInfo("broken", 10, 10, chars_per_token=0))
+
+
+@pytest.mark.parametrize(
+    ("bedrock_id", "bare"),
+    [
+        ("anthropic.claude-3-5-sonnet-20240620-v1:0", "claude-3-5-sonnet-20240620"),
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5-20250929"),
+        ("global.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5-20250929"),
+    ],
+)
+def test_a_bedrock_model_id_is_the_model_it_names(bedrock_id: str, bare: str) -> None:
+    """Bedrock ids (Converse's ``modelId``) carry a cross-region prefix and the vendor."""
+    from context_manager import MessageContextManager
+    from context_manager.models import find_model
+
+    assert find_model(bedrock_id) is not None
+    assert find_model(bedrock_id) == find_model(bare)
+    assert MessageContextManager(model=bedrock_id).max_tokens == find_model(bare).context_window
