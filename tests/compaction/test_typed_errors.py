@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -142,3 +143,32 @@ def test_checked_doors_still_accept_what_they_documented() -> None:
     entries = [{"type": "message", "message": {"role": "user", "content": "hi"}}]
     assert find_cut_point(entries, 0, 1, 100).first_kept_entry_index == 0
     assert serialize_conversation(convert_to_llm([entries[0]["message"]])) == "[User]: hi"
+
+
+def _pi_rules() -> list[str]:
+    import inspect
+
+    from context_manager.compaction import pi_rules
+
+    return [n for n in pi_rules.__all__ if inspect.isfunction(getattr(pi_rules, n))]
+
+
+@pytest.mark.parametrize("name", _pi_rules())
+@pytest.mark.parametrize("value", [None, 42, "x", [None], {"a": 1}, [[[]]]])
+def test_every_pi_rule_raises_only_typed_errors(name: str, value: Any) -> None:
+    """The Pi rules read Pi's own JSON; anything else is a typed error naming the rule."""
+    import inspect
+
+    from context_manager.compaction import pi_rules
+    from context_manager.errors import ContextManagerError
+
+    rule = getattr(pi_rules, name)
+    required = [
+        p
+        for p in inspect.signature(rule).parameters.values()
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    try:
+        rule(*[value] * len(required))
+    except ContextManagerError as exc:
+        assert str(exc)  # typed, and says why

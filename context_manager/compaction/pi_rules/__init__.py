@@ -11,27 +11,41 @@ the real packages (``compat_fixtures/gen/pi.mjs``).
 
 from __future__ import annotations
 
+from . import cut_points as _cut_points
+from . import estimate as _estimate
+from . import file_ops as _file_ops
+from . import overflow as _overflow
+from . import prepare as _prepare
+from . import serialize as _serialize
+from . import session_context as _session_context
+from ._door import door
 from ._shapes import DEFAULT_COMPACTION_SETTINGS, PiEntry, PiMessage, Usage
-from .cut_points import CutPoint, find_cut_point, find_turn_start_index
-from .estimate import (
-    ContextEstimate,
-    calculate_context_tokens,
-    estimate_context_tokens,
-    estimate_tokens,
-    get_last_assistant_usage,
-    should_compact,
-)
-from .file_ops import (
-    FileOps,
-    compute_file_lists,
-    create_file_ops,
-    extract_file_ops_from_message,
-    format_file_operations,
-)
-from .overflow import OVERFLOW_PATTERN_SOURCES, get_overflow_patterns, is_context_overflow
-from .prepare import CompactionPreparation, prepare_compaction
-from .serialize import bash_execution_to_text, convert_to_llm, serialize_conversation
-from .session_context import SessionContext, build_session_context
+from .cut_points import CutPoint
+from .estimate import ContextEstimate
+from .file_ops import FileOps
+from .overflow import OVERFLOW_PATTERN_SOURCES
+from .prepare import CompactionPreparation
+from .session_context import SessionContext
+
+# The public functions, each behind the door (typed errors for what is not Pi's shape).
+find_cut_point = door(_cut_points.find_cut_point)
+find_turn_start_index = door(_cut_points.find_turn_start_index)
+calculate_context_tokens = door(_estimate.calculate_context_tokens)
+estimate_context_tokens = door(_estimate.estimate_context_tokens)
+estimate_tokens = door(_estimate.estimate_tokens)
+get_last_assistant_usage = door(_estimate.get_last_assistant_usage)
+should_compact = door(_estimate.should_compact)
+compute_file_lists = door(_file_ops.compute_file_lists)
+create_file_ops = door(_file_ops.create_file_ops)
+extract_file_ops_from_message = door(_file_ops.extract_file_ops_from_message)
+format_file_operations = door(_file_ops.format_file_operations)
+get_overflow_patterns = door(_overflow.get_overflow_patterns)
+is_context_overflow = door(_overflow.is_context_overflow)
+prepare_compaction = door(_prepare.prepare_compaction)
+bash_execution_to_text = door(_serialize.bash_execution_to_text)
+convert_to_llm = door(_serialize.convert_to_llm)
+serialize_conversation = door(_serialize.serialize_conversation)
+build_session_context = door(_session_context.build_session_context)
 
 __all__ = [
     "DEFAULT_COMPACTION_SETTINGS",
