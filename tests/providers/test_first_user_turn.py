@@ -15,8 +15,10 @@ import pytest
 from botocore.session import get_session
 from botocore.validate import ParamValidator
 
-from context_manager import ContextOverflowError, MessageContextManager, trim
+from context_manager import ContextOverflowError, trim
 from context_manager.providers import validate
+
+from .helpers import manager_context
 
 
 def _converse_ok(messages: list[dict[str, Any]]) -> None:
@@ -46,13 +48,6 @@ def _result_and_text(call_id: str, result: str, text: str) -> dict[str, Any]:
     }
 
 
-def _manager_context(messages: list[Any], budget: int, provider: str) -> list[Any]:
-    manager = MessageContextManager(budget, reserve_tokens=0, counter="chars", provider=provider)
-    for message in messages:
-        manager.add(message)
-    return manager.get_context()
-
-
 # -- A: the first turn is a user turn -----------------------------------------------------------
 
 
@@ -64,7 +59,7 @@ def test_bedrock_overflows_rather_than_open_with_the_tool_use() -> None:
         _result_and_text("t1", "x = 1\n" * 20, "also, hurry"),
     ]
     with pytest.raises(ContextOverflowError) as from_manager:
-        _manager_context(history, 150, "bedrock")
+        manager_context(history, 150, "bedrock")
     with pytest.raises(ContextOverflowError) as from_trim:
         trim(history, 150, counter="chars", provider="bedrock")
     assert from_manager.value.required == from_trim.value.required > 150
@@ -93,7 +88,7 @@ def bedrock_loop() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("budget", [80, 150])
 def test_bedrock_cut_moves_back_to_the_user_turn(budget: int) -> None:
     history = bedrock_loop()
-    sent = _manager_context(history, budget, "bedrock")
+    sent = manager_context(history, budget, "bedrock")
     _converse_ok(sent)
     assert validate(sent, "bedrock") == []
     assert history[2] in sent and history[4] in sent and sent[-1] is history[-1]
@@ -131,7 +126,7 @@ def test_anthropic_has_the_rule_too(budget: int) -> None:
     from anthropic.types import MessageParam  # the SDK's request shape
 
     history: list[MessageParam] = anthropic_loop()  # type: ignore[assignment]
-    sent = _manager_context(list(history), budget, "anthropic")
+    sent = manager_context(list(history), budget, "anthropic")
     assert sent[0]["role"] == "user" and validate(sent, "anthropic") == []
     assert history[2] in sent and sent[-1] is history[-1]
     assert sent == trim(list(history), budget, counter="chars", provider="anthropic")

@@ -7,20 +7,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from google.genai import types
 
 from context_manager import MessageContextManager, trim
 from context_manager.providers import validate
 
-
-def _manager_context(messages: list[Any], budget: int, provider: str) -> list[Any]:
-    manager = MessageContextManager(budget, reserve_tokens=0, counter="chars", provider=provider)
-    for message in messages:
-        manager.add(message)
-    return manager.get_context()
-
+from .helpers import manager_context
 
 # -- B: Gemini's responses to one call turn, in one content --------------------------------------
 
@@ -78,7 +70,7 @@ def test_gemini_dicts_join_into_a_dict() -> None:
         },
         {"role": "user", "parts": [{"text": "stop"}]},
     ]
-    for sent in (trim(held, 8000, provider="gemini"), _manager_context(held, 8000, "gemini")):
+    for sent in (trim(held, 8000, provider="gemini"), manager_context(held, 8000, "gemini")):
         assert sent[:2] == held[:2] and sent[0] is held[0] and sent[-1] is held[-1]
         assert sent[2] == {"role": "user", "parts": [*held[2]["parts"], *held[3]["parts"]]}
         assert len(sent) == 4
