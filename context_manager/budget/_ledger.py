@@ -21,6 +21,7 @@ from operator import mul, not_
 from typing import Any
 
 from ..messages import Message
+from .fit import merged
 from .gathered import LastGather
 from .ranks import MessageRanks
 
@@ -147,15 +148,8 @@ class Ledger:
         pins = [g for g in self.pinned_groups if g < complete]
         if not pins:
             return starts, stops
-        out_starts: list[int] = []
-        out_stops: list[int] = []
-        for a, b in sorted([*zip(starts, stops, strict=True), *((g, g + 1) for g in pins)]):
-            if out_stops and a <= out_stops[-1]:
-                out_stops[-1] = max(out_stops[-1], b)
-            else:
-                out_starts.append(a)
-                out_stops.append(b)
-        return out_starts, out_stops
+        runs = merged([*zip(starts, stops, strict=True), *((g, g + 1) for g in pins)])
+        return [a for a, _ in runs], [b for _, b in runs]
 
     def held_rows(self) -> Iterator[tuple[int, Any, Message, int, bool, int]]:
         """``(index, message, record, tokens, pinned, priority)`` of every held message."""

@@ -36,7 +36,7 @@ from ..messages import Message, normalize
 from ..messages.groups import ToolProtocol, joins_previous
 from ..providers import ProviderRules
 from .compacted import newest_sendable, sendable
-from .fit import overflows, protect, window
+from .fit import merged, overflows, protect, window
 from .pins import pin_indices
 from .restrict import restrict
 from .spanroles import SpanRoles, lead_span
@@ -461,7 +461,7 @@ class BackwardScan:
         if k >= 0 and hi - 1 - k > self.lo:
             self.native = hi - 1 - k
             return self._select(room_given, cap, pins, rules)
-        runs = _merged(spans)
+        runs = merged(spans)
         self.check(runs)
         if rules is not None:
             runs = self._restrict(rules, runs, protected, newest, pinned)
@@ -500,17 +500,6 @@ class BackwardScan:
     def _messages(self, kept: list[Span]) -> list[Any]:
         messages = self.messages
         out: list[Any] = []
-        for start, end in _merged(kept):
+        for start, end in merged(kept):
             out += messages[start:end]
         return out
-
-
-def _merged(spans: list[Span]) -> list[Span]:
-    """Sorted runs covering ``spans`` (touching or overlapping spans joined; empty ones gone)."""
-    out: list[Span] = []
-    for start, end in sorted(spans):
-        if out and start <= out[-1][1]:
-            out[-1] = (out[-1][0], max(end, out[-1][1]))
-        elif start < end:
-            out.append((start, end))
-    return out

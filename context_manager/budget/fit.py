@@ -15,10 +15,10 @@ in order, so "kept" is a suffix ``[start, top)`` plus the spans set apart.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, TypeVar
 
-__all__ = ["Fits", "Span", "opening", "overflows", "protect", "window"]
+__all__ = ["Fits", "Span", "merged", "opening", "overflows", "protect", "window"]
 
 Span = tuple[int, int]
 S = TypeVar("S")
@@ -53,7 +53,14 @@ def window(
     return fits.start(room - p_tokens, left_cap, max(start, protected[1])), True
 
 
-def opening(p: int, lo: int, opens: Callable[[int], bool], previous: Callable[[int], int]) -> int:
+def opening(
+    p: int,
+    lo: int,
+    opens: Callable[[int], bool],
+    previous: Callable[[int], int],
+    *,
+    pinned_before: bool = False,
+) -> int:
     """Where the protected latest user turn (the group starting at ``p``) is sent from under a
     provider whose context must open with a user turn (``ProviderRules.first_user``).
 
@@ -63,8 +70,12 @@ def opening(p: int, lo: int, opens: Callable[[int], bool], previous: Callable[[i
     ``opens`` a context are protected with it. Returns that group's start (``p`` when it opens
     one itself, or when none does down to ``lo``: the history itself opens with the assistant,
     which :func:`~context_manager.providers.validate` reports). ``previous(q)``: the start of
-    the group before the one starting at ``q``.
+    the group before the one starting at ``q``. A pinned group before it (``pinned_before``) is
+    sent anyway and opens the context itself (pins are the caller's choice: a rule one breaks is
+    left to ``validate()``): nothing is added then.
     """
+    if pinned_before:
+        return p
     q = p
     while not opens(q):
         if q <= lo:
@@ -106,3 +117,15 @@ def overflows(p_tokens: int, newest_tokens: int, room: int) -> bool:
     """The protected parts alone (latest user turn with the turns it must be sent from, newest
     exchange) do not fit the room."""
     return p_tokens + newest_tokens > room
+
+
+def merged(spans: Iterable[Span]) -> list[Span]:
+    """Sorted runs covering ``spans`` (touching or overlapping spans joined; empty ones gone):
+    how a choice, the spans set apart from it and the pins become the runs that are sent."""
+    out: list[Span] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(end, out[-1][1]))
+        elif start < end:
+            out.append((start, end))
+    return out

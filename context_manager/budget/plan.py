@@ -10,7 +10,7 @@ from ..errors import ContextOverflowError
 from ..providers import ProviderRules
 from ._ledger import Ledger
 from .compacted import after_compaction, compaction_group, foreign_compaction
-from .fit import opening, overflows, protect
+from .fit import merged, opening, overflows, protect
 from .restrict import opens_context, restrict
 from .scattered import mask_ready
 from .strategies import Selection, Strategy
@@ -52,34 +52,23 @@ def _with_run(
     runs = list(zip(starts, stops, strict=True))
     added = ledger.trimmable(lo, hi)
     added -= sum(ledger.trimmable(max(a, lo), min(b, hi)) for a, b in runs if a < hi and lo < b)
-    out_starts: list[int] = []
-    out_stops: list[int] = []
-    for a, b in sorted([*runs, (lo, hi)]):
-        if out_stops and a <= out_stops[-1]:
-            out_stops[-1] = max(out_stops[-1], b)
-        else:
-            out_starts.append(a)
-            out_stops.append(b)
-    return out_starts, out_stops, added
+    runs = merged([*runs, (lo, hi)])
+    return [a for a, _ in runs], [b for _, b in runs], added
 
 
 def lead_group(ledger: Ledger, protected: int, provider: ProviderRules | None) -> int:
-    """The group the protected latest user turn is sent from (:func:`~.fit.opening`): itself,
-    or under a provider whose context opens with a user turn, the nearest group before it that
-    opens one when it does not (its user's words ride on tool results). A pinned group before
-    it is sent anyway and opens the context itself (pins are the caller's choice: a rule one
-    breaks is left to ``validate()``), so then nothing is added."""
-    if provider is None or not provider.first_user or protected < ledger.floor:
+    """The group the protected latest user turn is sent from (:func:`~.fit.opening`, whose
+    rule this reads from the ledger): itself, or the nearest group before it that opens a
+    context when the provider needs one and the turn's own group does not."""
+    if provider is None or protected < ledger.floor:
         return protected
-    pins = ledger.pinned_groups
-    if pins and pins[0] < protected:
-        return protected
-    records, group_start = ledger.records, ledger.group_start
+    records, group_start, pins = ledger.records, ledger.group_start, ledger.pinned_groups
     return opening(
         protected,
         ledger.floor,
         lambda g: opens_context(provider, records[group_start[g]]),
         lambda g: g - 1,
+        pinned_before=bool(pins) and pins[0] < protected,
     )
 
 

@@ -32,11 +32,14 @@ def lead_span(
     assistant (:func:`~context_manager.budget.fit.opening`, as ``plan.lead_group``); None when
     nothing is added, or when a pin comes first (it opens the context itself).
     ``before(i)``: the start of the group before the one starting at message ``i``."""
-    if rules is None or not rules.first_user or protected is None:
+    if rules is None or protected is None:
         return None
-    if any(start < protected[0] for start in pinned):
-        return None
-    start = opening(protected[0], lo, lambda i: opens_context(rules, rec(i)), before)
+    pinned_before = any(start < protected[0] for start in pinned)
+
+    def opens(i: int) -> bool:
+        return opens_context(rules, rec(i))
+
+    start = opening(protected[0], lo, opens, before, pinned_before=pinned_before)
     return (start, protected[0]) if start < protected[0] else None
 
 
