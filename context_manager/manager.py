@@ -368,8 +368,7 @@ class MessageContextManager(ExtensionHub):
     def messages(self) -> list[Any]:
         """Every message held (caller's objects, in order), system prompt excluded."""
         with self._lock:
-            ledger = self._ledger
-            return [ledger.originals[i] for i in ledger.held_indices()]
+            return self._ledger.held_originals()
 
     def __len__(self) -> int:
         """Messages held, system prompt included."""

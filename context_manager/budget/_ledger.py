@@ -285,9 +285,14 @@ class Ledger:
             below.sort()
         return below
 
-    def held_indices(self) -> Iterator[int]:
-        for g in self.held_groups():
-            yield from range(self.group_start[g], self.group_end(g))
+    def held_originals(self) -> list[Any]:
+        """The caller's messages still held, in order: the groups held below the floor, then one
+        slice from the floor on (a C-level copy, not a Python step per message: the Agents SDK
+        session reads them on every ``add_items``)."""
+        originals, group_start = self.originals, self.group_start
+        out = [m for g in self._held_below() for m in originals[group_start[g] : self.group_end(g)]]
+        start = group_start[self.floor] if self.floor < len(group_start) else len(originals)
+        return out + originals[start:]
 
     def pinned_complete_tokens(self) -> int:
         last = len(self.group_start) - 1
