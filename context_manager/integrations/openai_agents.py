@@ -207,10 +207,13 @@ class ContextManagerSession:
             return []
         # start on a group's first item: never on an output whose call is cut off, nor inside a
         # reasoning item's group (the one grouping rule, messages.groups)
-        records = [normalize(item) for item in context]
         start = len(context) - limit
-        while start < len(context) and joins_previous(records[start - 1], records[start]):
-            start += 1
+        prev = normalize(context[start - 1])  # only the items read: the cut's neighbours on
+        while start < len(context):
+            rec = normalize(context[start])
+            if not joins_previous(prev, rec):
+                break
+            prev, start = rec, start + 1
         return context[start:]
 
     async def add_items(self, items: list[Any]) -> None:
