@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise, takewhile
+from itertools import pairwise
 from typing import Any, Literal
 
 from .errors import ConfigurationError, InvalidMessageError
@@ -182,13 +182,17 @@ def _pairing(given: Sequence[Any], records: Sequence[Message], out: list[Problem
 
 
 def _one_response_turn(
-    caller: Message, after: Sequence[Message], index: int, out: list[Problem]
+    caller: Message, body: Sequence[tuple[int, Message]], at: int, out: list[Problem]
 ) -> None:
-    """Gemini counts the responses of the content after a call turn against its calls: calls
-    answered only by a later response content (the responses split in two) are a problem (ones
-    never answered are the pairing rule's)."""
-    answered = set(after[0].result_ids)
-    later = {rid for rec in takewhile(lambda r: r.result_ids, after[1:]) for rid in rec.result_ids}
+    """Gemini counts the responses of the content after a call turn (``body[at]``) against its
+    calls: calls answered only by a later response content (the responses split in two) are a
+    problem (ones never answered are the pairing rule's). Reads only that run of contents."""
+    index, first = body[at]
+    answered, later = set(first.result_ids), set[str]()
+    k = at + 1
+    while k < len(body) and body[k][1].result_ids:
+        later.update(body[k][1].result_ids)
+        k += 1
     split = [c for c in caller.tool_calls if c.id not in answered and c.id in later]
     if split:  # an id-less call (``~name~k``) is named by its function
         names = ", ".join(c.name if c.id.startswith("~") else c.id for c in split)
@@ -233,7 +237,7 @@ def validate(
         )
     for k, ((_, a), (j, b)) in enumerate(pairwise(body)):
         if rules.one_response_turn and a.tool_calls and b.result_ids:
-            _one_response_turn(a, [r for _, r in body[k + 1 :]], j, problems)
+            _one_response_turn(a, body, k + 1, problems)
         if _turn_role(a) != _turn_role(b) or (a.item and b.item):
             continue
         if rules.strict and not (a.result_ids and b.result_ids):
