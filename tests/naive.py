@@ -55,7 +55,9 @@ def naive_read(m: dict[str, Any]) -> NaiveRead:
                 chars += _units(block["content"])
     for call in m.get("tool_calls") or ():
         calls.append(call["id"])
-        chars += _units(call["function"]["name"]) + _units(call["function"]["arguments"])
+        function = call["function"]
+        # A call without ``arguments`` is read as one with none (the empty string).
+        chars += _units(function["name"]) + _units(function.get("arguments", ""))
     if m["role"] == "tool":
         results.append(m["tool_call_id"])
         chars, text = chars + text, 0  # a tool message's content is its result
