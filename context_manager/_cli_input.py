@@ -12,12 +12,16 @@ files:
   first) or ``{"contents": [...]}`` (Gemini, ``systemInstruction`` first).
 
 A file with no message is an error (exit 2), not an empty success. Bad input of any kind gives
-one typed line naming the file, line or message and field.
+one typed line naming the file, line or message and field. Input larger than
+:data:`MAX_INPUT_BYTES` (256 MiB; environment variable ``CONTEXT_MANAGER_MAX_INPUT_BYTES``) is
+refused after reading one byte past the limit, never read whole: parsing holds several copies of
+it, so an unbounded read of a huge file or an endless pipe would exhaust memory first.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -31,19 +35,42 @@ class CliError(ContextManagerError):
     """A problem with the command line's input (bad file, bad JSON)."""
 
 
+#: Largest input the command line reads, in bytes (default 256 MiB).
+MAX_INPUT_BYTES = 256 * 1024 * 1024
+#: Environment variable overriding :data:`MAX_INPUT_BYTES` (a whole number of bytes).
+MAX_INPUT_ENV = "CONTEXT_MANAGER_MAX_INPUT_BYTES"
+
+
+def input_limit() -> int:
+    """The input cap: ``CONTEXT_MANAGER_MAX_INPUT_BYTES`` when set, else 256 MiB."""
+    text = os.environ.get(MAX_INPUT_ENV, "").strip()
+    if not text:
+        return MAX_INPUT_BYTES
+    if not re.fullmatch(r"[0-9]{1,18}", text) or int(text) < 1:
+        raise CliError(f"{MAX_INPUT_ENV} must be a whole number of bytes >= 1, got {text!r:.40}")
+    return int(text)
+
+
 def load_messages(source: str) -> list[Any]:
     """Read a JSON array of messages or JSONL (one message per line) from a path or ``-``."""
     name = "<stdin>" if source == "-" else source
+    limit = input_limit()
     try:
         if source == "-":
-            raw = sys.stdin.buffer.read()
+            raw = sys.stdin.buffer.read(limit + 1)
         else:
             path = Path(source)
             if not path.is_file():
                 raise CliError(f"{source}: no such file (pass a JSON array or JSONL file, or -)")
-            raw = path.read_bytes()
+            with path.open("rb") as file:
+                raw = file.read(limit + 1)
     except OSError as exc:
         raise CliError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > limit:
+        raise CliError(
+            f"{name}: larger than the input limit of {limit:,} bytes; set {MAX_INPUT_ENV} "
+            "to read more"
+        )
     try:
         text = raw.decode("utf-8-sig")  # a UTF-8 byte order mark is dropped
     except UnicodeDecodeError as exc:

@@ -5,7 +5,8 @@ messages, counts them as the ``chars`` counter is documented to (``ceil(chars / 
 message, ``+ 3`` a prompt) and states each provider's rule from its documentation:
 
 * OpenAI: a prompt prefix of >= 1,024 tokens is cached, in 128-token steps;
-* Gemini: implicit caching from the model's minimum (2,048 on 2.5 models, 4,096 on Gemini 3);
+* Gemini: implicit caching from the model's minimum (2,048 on 2.5 models, 4,096 on Gemini 3),
+  none on Gemini 1.x and 2.0 (explicit caching only);
 * Anthropic: entries exist at breakpoints only (last message, end of the system prompt, end of
   the previous turn, each when its prefix holds the model's minimum); a breakpoint reads an
   entry of the previous request at most 20 blocks back; reads cost 0.1x, writes 1.25x (5 min)
@@ -231,6 +232,23 @@ def test_openai_cached_price_follows_the_model_family() -> None:
     assert cache_rules("openai", "gpt-5-mini").read_price == 0.10
     assert cache_rules("openai", "gpt-4.1").read_price == 0.25
     assert cache_rules("openai", "gpt-4o-2024-08-06").read_price == 0.50
+
+
+@pytest.mark.parametrize(
+    "model", ["gemini-1.5-pro-002", "models/gemini-1.5-flash", "gemini-2.0-flash-001", "gemini-pro"]
+)
+def test_gemini_before_2_5_has_no_implicit_cache(model: str) -> None:
+    # Google's "Context caching" page: implicit caching is on for Gemini 2.5 and newer only;
+    # older models cache only through explicit cachedContents entries.
+    before = _chat(20_000)  # 5,003 tokens shared: over every model's minimum
+    now = [*before, {"role": "user", "content": "next"}]
+    report = cache_report(before, now, "gemini", model, counter="chars")
+    assert (report.shared_tokens, report.cached_tokens, report.limit) == (5003, 0, "no_cache")
+    assert report.cost == report.prompt_tokens  # billed in full
+    assert cache_rules("gemini", model).caches is False
+    newer = cache_report(before, now, "gemini", "gemini-2.5-flash", counter="chars")
+    assert (newer.cached_tokens, newer.limit) == (5003, None)
+    assert cache_rules("gemini", "gemini-3-pro-preview").min_tokens == 4096
 
 
 def test_prompt_cache_key_change_shares_nothing() -> None:

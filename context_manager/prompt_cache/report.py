@@ -58,9 +58,9 @@ BreakReason: TypeAlias = Literal[
     "edited",
 ]
 #: Why fewer tokens are cached than shared: an expired entry, a prefix under the minimum, no
-#: breakpoint in the previous request within the shared prefix, or none within reach of a
-#: breakpoint of this one (Anthropic's block lookback).
-Limit: TypeAlias = Literal["expired", "below_minimum", "no_breakpoint", "lookback"]
+#: breakpoint in the previous request within the shared prefix, none within reach of a
+#: breakpoint of this one (Anthropic's block lookback), or a model without an automatic cache.
+Limit: TypeAlias = Literal["expired", "below_minimum", "no_breakpoint", "lookback", "no_cache"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +173,10 @@ def compare(previous: Request | None, current: Request, rules: CacheRules) -> Ca
     else:
         written = 0
         cached = 0 if expired else shared // rules.step * rules.step
-        if cached < rules.min_tokens:
+        if cached < rules.min_tokens or not rules.caches:
             cached = 0
             if shared and not limit:
-                limit = "below_minimum"
+                limit = "below_minimum" if rules.caches else "no_cache"
     return CacheReport(
         rules.provider,
         total,

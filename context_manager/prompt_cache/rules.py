@@ -21,6 +21,9 @@ prices and minimums change by model, so every one can be overridden):
   and Pro, 4,096 on Gemini 3 models in the page's latest version; earlier versions listed 1,024
   for 2.5 Flash). The page gives no step and no lifetime. Cached tokens were billed at 25% of
   the input price on 2.5 models and 10% on Gemini 3 (ai.google.dev/gemini-api/docs/pricing).
+  Older models (Gemini 1.0, 1.5, 2.0) have explicit caching only (a ``cachedContents`` entry the
+  caller creates), which a report of what repeats the previous request cannot see: their rules
+  say ``caches=False`` and every token is billed at the input price.
 
 Costs are in "input tokens at the full price": a cached read of ``n`` tokens costs
 ``n * read_price``.
@@ -43,6 +46,7 @@ __all__ = [
     "ANTHROPIC_TTL_SECONDS",
     "ANTHROPIC_WRITE_PRICE",
     "GEMINI_MIN_TOKENS",
+    "GEMINI_NO_IMPLICIT_CACHE",
     "OPENAI_MIN_TOKENS",
     "OPENAI_STEP_TOKENS",
     "OPENAI_TTL_SECONDS",
@@ -98,6 +102,8 @@ GEMINI_MODEL_MIN_TOKENS: tuple[tuple[str, int], ...] = ((r"gemini-2\.5", 2_048),
 #: Cached input price / input price by model family.
 GEMINI_MODEL_READ_PRICE: tuple[tuple[str, float], ...] = ((r"gemini-2\.5", 0.25),)
 GEMINI_READ_PRICE = 0.10
+#: Models without implicit caching (before Gemini 2.5: explicit caching only).
+GEMINI_NO_IMPLICIT_CACHE = r"^gemini-(1\.\d|2\.0)(-|$)|^gemini-pro(-vision)?$"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +114,8 @@ class CacheRules:
     ``breakpoints``: entries exist only at ``cache_control`` breakpoints (Anthropic), of which at
     most ``max_breakpoints``, each looking ``lookback_blocks`` blocks back; ``ttl_seconds``: how
     long an unused entry lives (None: not documented, never judged expired); prices are
-    fractions of the input price.
+    fractions of the input price. ``caches=False``: the model has no automatic prompt cache
+    (Gemini before 2.5), so a report reads nothing from a cache (``limit="no_cache"``).
     """
 
     provider: Literal["anthropic", "openai", "gemini"]
@@ -120,11 +127,16 @@ class CacheRules:
     ttl_seconds: float | None = None
     read_price: float = 0.10
     write_price: float = 1.0
+    caches: bool = True
+
+
+def _name(model: str) -> str:
+    return model.lower().rpartition("/")[2]  # "openai/gpt-4o", "models/gemini-2.5-pro"
 
 
 def _lookup(model: str | None, table: tuple[tuple[str, float], ...], default: float) -> float:
     if model:
-        name = model.lower().rpartition("/")[2]  # "openai/gpt-4o", "models/gemini-2.5-pro"
+        name = _name(model)
         for pattern, value in table:
             if re.search(pattern, name):
                 return value
@@ -176,6 +188,9 @@ def cache_rules(
     elif provider == "gemini":
         if ttl is not None:
             raise ConfigurationError("Gemini's implicit cache has no ttl option")
+        if model and re.search(GEMINI_NO_IMPLICIT_CACHE, _name(model)):
+            rules = CacheRules("gemini", 0, read_price=1.0, caches=False)
+            return _override(rules, read_price, write_price, min_tokens)
         rules = CacheRules(
             "gemini",
             int(_lookup(model, GEMINI_MODEL_MIN_TOKENS, GEMINI_MIN_TOKENS)),

@@ -121,6 +121,17 @@ def check_below(root: Path | None, directory: Path) -> None:
             raise symlink_error(current)
 
 
+def openable(root: Path | None, path: Path) -> bool:
+    """Whether ``path`` is a regular file the opens here would accept: not a link itself and no
+    link below ``root`` on the way (:func:`check_below`). Listings use it so that they never
+    show what opening would refuse."""
+    try:
+        check_below(root, path.parent)
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except (StoreError, OSError):
+        return False
+
+
 def ensure_directory(directory: Path, root: Path | None = None) -> None:
     """Create ``directory`` (and parents) as ``0700`` when missing; with ``root``, a link in
     any directory below it is refused (:func:`check_below`)."""

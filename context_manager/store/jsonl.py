@@ -264,9 +264,11 @@ class JsonlLog(RecordWriter):
 
     def sessions(self) -> list[str]:
         if self.root is None:
-            return [self._session] if self.path.exists() else []
-        try:
-            names = [d.name for d in self.root.iterdir() if (d / SESSION_FILE).is_file()]
+            return [self._session] if _files.openable(None, self.path) else []
+        try:  # not what opening refuses: a session directory or log that is a link
+            names = [
+                d.name for d in self.root.iterdir() if _files.openable(self.root, d / SESSION_FILE)
+            ]
         except FileNotFoundError:
             return []
         return sorted(n for n in names if not n.startswith("."))  # not a delete's leftover
