@@ -127,7 +127,7 @@ class MessageContextManager(ExtensionHub):
         self._usage_anchor: tuple[int, int] | None = None
         self._calibration = Calibration(not self._counter.exact if calibrate is None else calibrate)
         #: Used by ``compact()`` when no summarizer is passed (None: the extractive one).
-        self.summarizer = summarizer
+        self.summarizer = checked_hook("summarizer", summarizer)
         self._compaction: Any = None
         self._summary: tuple[Any, Message, int] | None = None
         self._pruning = pruning

@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 from ._config import budget_options, check_int, checked_tools
 from .budget.backscan import BackwardScan, Fallback
+from .budget.pruned import Pruning
 from .budget.strategies import FIFO, SlidingWindow, Strategy, get_strategy
 from .counting import MessageCountCache, TokenCounter, get_counter
 from .errors import ConfigurationError, InvalidMessageError
@@ -73,7 +74,7 @@ def trim(
     provider: str | ProviderRules | None = None,
     cache: MessageCountCache | None = None,
     validate: Literal["kept", "all"] = "kept",
-    pruning: Any = None,
+    pruning: Pruning | None = None,
     truncate_newest: bool = True,
 ) -> list[Any]:
     """Return the messages of ``messages`` to send within ``budget_tokens`` (input untouched).

@@ -450,3 +450,11 @@ def test_a_value_that_is_no_list_of_messages_is_a_configuration_error(value: Any
     ):
         with pytest.raises(ConfigurationError, match="must be a list of messages"):
             call()
+
+
+def test_a_summarizer_that_cannot_be_called_is_refused_when_the_manager_is_built() -> None:
+    """Not later, on the first compaction, when the conversation already needs one."""
+    from context_manager import ConfigurationError, MessageContextManager
+
+    with pytest.raises(ConfigurationError, match="summarizer must be callable"):
+        MessageContextManager(1_000, summarizer="gpt-4o-mini")
