@@ -232,6 +232,11 @@ def test_openai_cached_price_follows_the_model_family() -> None:
     assert cache_rules("openai", "gpt-5-mini").read_price == 0.10
     assert cache_rules("openai", "gpt-4.1").read_price == 0.25
     assert cache_rules("openai", "gpt-4o-2024-08-06").read_price == 0.50
+    # OpenAI's price list: o1 $15 / $7.50 cached; o1-mini and o3-mini $1.10 / $0.55; o3 $2 /
+    # $0.50; o4-mini $1.10 / $0.275; o1-pro and o3-pro list no cached-input price.
+    prices = {"o1": 0.50, "o1-mini": 0.50, "o3-mini-2025-01-31": 0.50, "o3": 0.25}
+    prices |= {"o4-mini": 0.25, "o1-pro": 1.0, "o3-pro": 1.0}
+    assert {model: cache_rules("openai", model).read_price for model in prices} == prices
 
 
 @pytest.mark.parametrize(

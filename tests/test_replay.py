@@ -167,3 +167,35 @@ def test_a_time_or_price_that_is_no_finite_non_negative_number_is_refused(
     args += ["--budget-tokens", "6000", *option]
     assert main(args) == 2
     assert "must be a finite number >= 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("messages", None),
+        ("messages", {"role": "user", "content": "hi"}),
+        ("rules", "openai"),
+        ("settings", "sliding_window"),
+        ("settings", [None]),
+        ("seconds_between", True),
+        ("counter", 4),
+    ],
+)
+def test_a_wrong_argument_is_a_configuration_error(option: str, value: Any) -> None:
+    from context_manager.errors import ConfigurationError
+
+    args: dict[str, Any] = {"messages": agent_session(3), "rules": cache_rules("openai")}
+    args |= {"budget": 6_000, "counter": "chars", option: value}
+    with pytest.raises(ConfigurationError):
+        replay(args.pop("messages"), args.pop("rules"), **args)
+
+
+def test_a_counter_is_named_as_for_trim() -> None:
+    """``counter="chars"`` is the counter ``get_counter("chars")`` gives, as in ``trim()``."""
+    session, rules = agent_session(3), cache_rules("openai")
+    by_name = replay(session, rules, budget=6_000, counter="chars", settings=["sliding_window"])
+    given = replay(
+        session, rules, budget=6_000, counter=get_counter("chars"), settings=["sliding_window"]
+    )
+    assert [r.cost for r in by_name] == [r.cost for r in given]
+    assert by_name[0].requests == len(request_points(session))

@@ -89,6 +89,8 @@ OPENAI_TTL_SECONDS = {"in_memory": 300.0, "24h": 86_400.0}
 OPENAI_MODEL_READ_PRICE: tuple[tuple[str, float], ...] = (
     (r"^gpt-5", 0.10),
     (r"^gpt-4\.1", 0.25),
+    (r"^o\d+-pro", 1.0),  # o1-pro, o3-pro: the price list gives no cached-input price
+    (r"^(o1|o3-mini)", 0.50),  # o1 $7.50 of $15, o1-mini and o3-mini $0.55 of $1.10
     (r"^(o3|o4-mini)", 0.25),
     (r"^gpt-4o", 0.50),
 )

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..compaction.pruning import ToolResultPruning
-from ..counting import TokenCounter
+from ..counting import TokenCounter, get_counter
 from ..errors import ConfigurationError
 from ..interop.langchain import per_message, trim_messages
 from ..manager import MessageContextManager
-from ..messages import normalize
+from ..messages import message_list, normalize
 from ..prompt_cache import CacheRules, CacheTracker
 from ..providers import validate
 
@@ -235,16 +235,27 @@ def replay(
     rules: CacheRules,
     *,
     budget: int,
-    counter: TokenCounter,
+    counter: str | TokenCounter | None = None,
     settings: Sequence[str] = DEFAULT_SETTINGS,
     tools: Sequence[Any] | None = None,
     seconds_between: float | None = None,
 ) -> list[ReplayResult]:
     """Each setting's requests over ``messages``, judged under ``rules``.
 
-    ``seconds_between``: simulated time between requests (entries older than the provider's
-    lifetime expire); None never expires them.
+    ``counter`` means what it means for ``trim()`` (a name, a counter, None: the safe
+    estimate). ``seconds_between``: simulated time between requests (entries older than the
+    provider's lifetime expire); None never expires them.
     """
+    messages = message_list(messages)
+    if not isinstance(rules, CacheRules):
+        raise ConfigurationError(
+            f"rules must be CacheRules (cache_rules(provider, model)), got {type(rules).__name__}"
+        )
+    counter = get_counter(counter)
+    if isinstance(settings, str) or not all(isinstance(spec, str) for spec in settings):
+        raise ConfigurationError(
+            f"settings must be a list of setting strings, got {settings!r:.60}"
+        )
     _non_negative("seconds_between", seconds_between)
     points = request_points(messages)
     if not points:
@@ -293,7 +304,9 @@ def recommend(results: Sequence[ReplayResult]) -> ReplayResult | None:
 def _non_negative(name: str, value: float | None) -> None:
     """A time or a price: a finite number >= 0 (inf, NaN and negatives give costs that mean
     nothing: infinite time reads as none, NaN as every entry cached)."""
-    if value is not None and not (isinstance(value, int | float) and 0 <= value < math.inf):
+    if value is not None and (
+        isinstance(value, bool) or not (isinstance(value, int | float) and 0 <= value < math.inf)
+    ):
         raise ConfigurationError(f"{name} must be a finite number >= 0, got {value!r:.40}")
 
 
