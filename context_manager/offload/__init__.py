@@ -11,7 +11,8 @@ bytes or a search text, within a token cap), paging on the total size it is told
   area (bounded by bytes, oldest evicted); the store-backed areas (JSONL, SQLite, PostgreSQL,
   Redis) are in ``context_manager.store.offload``.
 - :func:`offload_results`: a copy of a tool-result message with results over a threshold
-  replaced by stubs (apply it before ``add`` or ``trim``).
+  replaced by stubs (apply it before ``add`` or ``trim``); :func:`stub_handle` reads the
+  handle a stub names.
 - ``ToolResultPruning(offload=area)`` / :class:`OffloadOnly`: pruned and newest-cut results in
   the view become stubs instead of vanishing.
 - :func:`recall` and the tool schemas (``schemas.py``) for every SDK.
@@ -25,7 +26,7 @@ from .area import HANDLE_PREFIX, BaseArea, OffloadArea, Slice
 from .attach import attach_offload
 from .memory import MemoryOffload
 from .recall import DEFAULT_RECALL_TOKENS, recall, recall_text, run_recall
-from .stub import Offloader, OffloadOnly, offload_results
+from .stub import Offloader, OffloadOnly, offload_results, stub_handle
 
 __all__ = [
     "DEFAULT_RECALL_TOKENS",
@@ -41,4 +42,5 @@ __all__ = [
     "recall",
     "recall_text",
     "run_recall",
+    "stub_handle",
 ]

@@ -25,6 +25,7 @@ import re
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -177,6 +178,13 @@ class BaseArea(ABC):
                 tokens.append(found.group(2))
         if tokens:
             self._revive(sorted(set(tokens)))
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Puts inside are one unit (one ``offload_results`` call): an area that evicts must
+        not evict one of them before the block ends, and takes them back if it raises. Areas
+        that never evict (the store-backed ones) need nothing: this one does nothing."""
+        yield
 
     def load(self, entries: Iterable[Entry]) -> int:
         """Store ``entries`` (from another area's :meth:`entries`) under their own tokens."""

@@ -3,25 +3,29 @@
 :class:`Offloader` is the one place that turns a result's text into a stub: it stores the text
 once (keyed by its SHA-256, so the same result offloaded by every request, by a reopened
 manager or after a revert gets the same handle and the stub stays byte-identical for prompt
-caches) and renders head + tail + a marker naming the handle. When the area fails (a store is
-down), it answers None and the caller keeps its plain cut: a request is never refused because
-the area is unreachable (a warning is logged).
+caches) and renders the note naming the handle, then head + tail. The note comes first so
+the real handle is the first one in the stub: a result whose head quotes a handle (a forged
+``handle="cm-off:..."``) cannot stand in front of it; :func:`stub_handle` reads the note itself.
+When the area fails (a store is down), it answers None and the caller keeps its plain cut: a
+request is never refused because the area is unreachable (a warning is logged).
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from .._config import check_int
 from .._js import utf16_len
 from ..errors import ConfigurationError, ContextManagerError
 from ..messages.truncate import CUT_SEPARATOR, head_tail, rewrite_results
-from .area import OffloadArea
+from .area import HANDLE, BaseArea, OffloadArea
 from .slicing import line_count
 
 __all__ = [
@@ -31,17 +35,18 @@ __all__ = [
     "Offloader",
     "clear_rule",
     "offload_results",
+    "stub_handle",
     "trim_rule",
 ]
 
 logger = logging.getLogger("context_manager.offload")
 
-#: Appended to a head+tail stub; fields: head, tail, total (UTF-16 units), bytes, lines, handle.
+#: Put before a stub's head+tail; fields: head, tail, total (UTF-16 units), bytes, lines, handle.
 OFFLOAD_MARKER = (
-    "\n\n[Tool result offloaded: showing the first {head} and last {tail} of {total} chars "
+    "[Tool result offloaded: showing the first {head} and last {tail} of {total} chars "
     "({bytes} bytes, {lines} lines). The full result is stored as {handle}: call the recall "
     'tool with handle="{handle}" to read more (lines=[first, last], bytes=[start, end] or '
-    'pattern="text").]'
+    'pattern="text").]\n\n'
 )
 #: Appended to a cleared result's placeholder; field: handle.
 CLEARED_NOTE = ' [Stored as {handle}: call the recall tool with handle="{handle}" to read it.]'
@@ -109,7 +114,39 @@ def _stub(text: str, head: int, tail: int, stored: tuple[str, int, int]) -> str:
     marker = OFFLOAD_MARKER.format(
         head=head, tail=tail, total=utf16_len(text), bytes=size, lines=lines, handle=handle
     )
-    return head_tail(text, head, tail, marker="") + marker
+    return marker + head_tail(text, head, tail, marker="")
+
+
+def _note(template: str) -> re.Pattern[str]:
+    """``template`` as a pattern: numbers for its fields, the handle captured once."""
+    parts = re.split(r"\{(\w+)\}", template)
+    out, seen = [], False
+    for i, part in enumerate(parts):
+        if i % 2 == 0:
+            out.append(re.escape(part))
+        elif part != "handle":
+            out.append(r"\d+")
+        else:
+            out.append("(?P=handle)" if seen else f"(?P<handle>{HANDLE.pattern})")
+            seen = True
+    return re.compile("".join(out))
+
+
+_STUB_NOTE = _note(OFFLOAD_MARKER)
+_CLEARED_NOTE = _note(CLEARED_NOTE)
+
+
+def stub_handle(text: str) -> str | None:
+    """The handle a stub of this library names, read from the library's own note (the start
+    of a head+tail stub, the end of a cleared placeholder); None when ``text`` is not such a
+    stub. Handles quoted inside the result's head or tail are never taken for it."""
+    if not isinstance(text, str):
+        return None
+    found = _STUB_NOTE.match(text)
+    if found is None:
+        end = text.rfind(" [Stored as ")
+        found = _CLEARED_NOTE.fullmatch(text, end) if end >= 0 else None
+    return found.group("handle") if found is not None else None
 
 
 #: What a stub costs beyond its previews, at the least (every number one digit, no handle).
@@ -180,13 +217,21 @@ def offload_results(
     proportion to fit ``max_chars`` together, and a result its stub would not shrink (the
     marker and handle alone are about 400 characters) is left whole.
     Raises what the area raises (an unreachable store is an error here: the full text would
-    otherwise be lost)."""
+    otherwise be lost). The results of one call are kept together: none is evicted by the
+    call's own later results; when they cannot all be kept (a ``MemoryOffload`` smaller than
+    their sum), ``OffloadError`` is raised and the area keeps nothing the call stored."""
     for name, value in (("max_chars", max_chars), ("head_chars", head_chars)):
         check_int(name, value)
     check_int("tail_chars", tail_chars)
     offloader = area if isinstance(area, Offloader) else Offloader(area)
 
     head, tail = _previews(head_chars, tail_chars, max_chars)
+    target = offloader.area
+    # one call, one unit: nothing this call stores is evicted by its own later puts, and if
+    # its results cannot all be kept the area raises and takes back what the call stored
+    unit: AbstractContextManager[None] = (
+        target.batch() if isinstance(target, BaseArea) else nullcontext()
+    )
 
     def rule(text: str, _images: int) -> str | None:
         total = utf16_len(text)
@@ -196,5 +241,6 @@ def offload_results(
         stub = _stub(text, head, tail, offloader._put(text))
         return stub if utf16_len(stub) < total else None
 
-    new = rewrite_results(message, rule, "keep")
+    with unit:
+        new = rewrite_results(message, rule, "keep")
     return message if new is None else new

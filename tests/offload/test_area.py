@@ -304,9 +304,10 @@ def test_offload_results_never_makes_a_stub_larger_than_the_result(size: int) ->
     if out is message:  # the stub would not have shrunk it: left whole
         assert size < 500
         return
-    assert len(stub) < len(text) and stub.endswith(".]")
+    assert len(stub) < len(text) and stub.startswith("[Tool result offloaded: ")
     head, tail = (int(n) for n in re.findall(r"the first (\d+) and last (\d+)", stub)[0])
-    assert head + tail <= 100 and stub.startswith("z" * head + "\n...\n")
-    assert stub.split("\n...\n", 1)[1].startswith("z" * (tail - 1) + "!")
+    previews = stub.split(".]\n\n", 1)[1]
+    assert head + tail <= 100 and previews.startswith("z" * head + "\n...\n")
+    assert previews == "z" * head + "\n...\n" + "z" * (tail - 1) + "!"
     (handle,) = set(HANDLE.findall(stub))
     assert recall(area, handle, max_tokens=10_000, counter="chars").text == text
