@@ -13,6 +13,9 @@ trimmed context's prefix stable across requests; this module tells the provider 
 * **OpenAI** caches identical prefixes of 1,024 tokens or more by itself: there is nothing to
   mark; keep the system prompt and tools first and unchanged. The messages come back as they are.
 
+Marks the messages already carry are kept and count against the limit, and new marks keep
+Anthropic's TTL order (1-hour entries before 5-minute ones): see :func:`mark_cache_breakpoints`.
+
 Marked messages are copies (the message dict, its content list and the marked block); every
 other message is the caller's own object. Nothing given is ever mutated.
 """
@@ -50,9 +53,19 @@ def mark_cache_breakpoints(
 
     For ``"anthropic"`` the messages must be Anthropic-shaped dicts (``role`` and ``content``,
     a string or a list of blocks); a leading ``system`` message is marked like the others, with
-    its content turned into text blocks, ready for ``system=``. ``max_breakpoints`` leaves room
-    for breakpoints you set elsewhere (on tools, say); ``min_tokens`` is the provider's smallest
-    cacheable prefix, counted with ``counter``. For ``"openai"`` a new list of the same messages.
+    its content turned into text blocks, ready for ``system=``. ``max_breakpoints`` is how many
+    ``cache_control`` marks the messages may carry in all: marks they already carry count
+    against it (lower it to leave room for marks you set on tools). ``min_tokens`` is the
+    provider's smallest cacheable prefix, counted with ``counter``. For ``"openai"`` a new list
+    of the same messages.
+
+    Your own marks are kept as they are (a message whose last block is marked is not marked
+    again). Anthropic wants every 1-hour entry before every 5-minute one, so a new mark after one
+    of your 5-minute marks is a 5-minute mark, and one before your 1-hour mark is a 1-hour mark,
+    whatever ``ttl`` says (the tokens before a 1-hour mark are billed at the 1-hour rate anyway).
+    Raises :class:`~context_manager.errors.ConfigurationError` when your marks alone exceed
+    ``max_breakpoints`` or put a 1-hour mark after a 5-minute one (Anthropic rejects both).
+    Marks on tools are not seen: ``ttl="1h"`` needs them to be 1-hour marks too.
     """
     if provider == "openai":
         return list(messages)
@@ -67,28 +80,63 @@ def mark_cache_breakpoints(
     out = list(messages)
     for i, message in enumerate(out):
         _check_shape(message, i)
-    if not out or max_breakpoints == 0:
+    own = _own_marks(out, max_breakpoints)
+    room = max_breakpoints - len(own)
+    if not out or room == 0:
         return out
+    first_short = next((i for i, long in own if not long), len(out))
+    last_long = max((i for i, long in own if long), default=-1)
     tokens = get_counter(counter)
     prefix: list[int] = []  # tokens up to and including each message
     total = 0
     for message in out:
         total += tokens.count_message(normalize(message))
         prefix.append(total)
-    control: dict[str, str] = {"type": "ephemeral"}
-    if ttl is not None:
-        control["ttl"] = ttl
     marked = 0
     for i in _candidates(out):
-        if marked == max_breakpoints:
+        if marked == room:
             break
         if prefix[i] < min_tokens:
             continue
+        # the order Anthropic requires: 1h entries first (checked on your marks above)
+        chosen = "5m" if first_short <= i else "1h" if last_long > i else (ttl or "5m")
+        control: dict[str, str] = {"type": "ephemeral"}
+        if ttl is not None or chosen != "5m":
+            control["ttl"] = chosen
         copy = _marked(out[i], control)
         if copy is not None:
             out[i] = copy
             marked += 1
     return out
+
+
+def _own_marks(messages: list[Any], limit: int) -> list[tuple[int, bool]]:
+    """The ``cache_control`` marks the messages carry, in request order, as (message index,
+    1-hour?); raises if they are more than ``limit`` or a 1-hour one follows a 5-minute one."""
+    marks: list[tuple[int, bool]] = []
+    for i, message in enumerate(messages):
+        content = message["content"]
+        stack = [(b, 0) for b in reversed(content)] if isinstance(content, list) else []
+        while stack:  # blocks, and the blocks of a tool result's content (one level: a block
+            block, depth = stack.pop()  # that contains itself cannot loop)
+            control = block.get("cache_control") if isinstance(block, Mapping) else None
+            if control:
+                long = isinstance(control, Mapping) and control.get("ttl") == "1h"
+                if long and marks and not marks[-1][1]:
+                    raise ConfigurationError(
+                        f"message {i} has a 1h cache_control mark after a 5m one (message "
+                        f"{marks[-1][0]}): Anthropic needs every 1h entry before every 5m one"
+                    )
+                marks.append((i, long))
+            nested = block.get("content") if isinstance(block, Mapping) else None
+            if isinstance(nested, list) and depth == 0:
+                stack.extend((b, 1) for b in reversed(nested))
+    if len(marks) > limit:
+        raise ConfigurationError(
+            f"the messages already carry {len(marks)} cache_control marks, more than "
+            f"max_breakpoints={limit} (Anthropic accepts {ANTHROPIC_MAX_BREAKPOINTS} a request)"
+        )
+    return marks
 
 
 def _check_shape(message: Any, index: int) -> None:
@@ -127,5 +175,7 @@ def _marked(message: Mapping[str, Any], control: dict[str, str]) -> dict[str, An
     else:
         if not content or content[-1].get("type") in _UNMARKABLE:
             return None
+        if content[-1].get("cache_control"):
+            return None  # your own mark: kept as it is
         blocks = [*content[:-1], {**content[-1], "cache_control": dict(control)}]
     return {**message, "content": blocks}

@@ -25,7 +25,7 @@ message only.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Literal, TypeAlias
@@ -147,8 +147,78 @@ class CacheReport:
 
 def compare(previous: Request | None, current: Request, rules: CacheRules) -> CacheReport:
     """What ``rules``' provider caches of ``current`` after ``previous`` (None: the first)."""
+    before = None if previous is None else (previous, Layout.of(previous.segments))
+    return judge(before, current, Layout.of(current.segments), rules)
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Running sums of a request's segments, so a request that extends the previous one is
+    judged by reading only its new segments. ``cum[b]`` / ``blocks[b]``: tokens / content blocks
+    before boundary ``b``; ``system``: the boundary after the system prompt; ``last_user``: the
+    index of the last user turn (None: none)."""
+
+    cum: list[int]
+    blocks: list[int]
+    system: int | None
+    last_user: int | None
+
+    @classmethod
+    def of(cls, segments: Sequence[Segment], start: Layout | None = None, keep: int = 0) -> Layout:
+        """The layout of ``segments``, whose first ``keep`` are those ``start`` was made of."""
+        if start is None or keep == 0:
+            return cls(
+                list(accumulate(map(_tokens, segments), initial=0)),
+                list(accumulate(map(_blocks, segments), initial=0)),
+                next((i + 1 for i, s in enumerate(segments) if s.section == "system"), None),
+                _last_user(segments, len(segments), 0),
+            )
+        tail = segments[keep:]
+        cum = _extended(start.cum[: keep + 1], map(_tokens, tail))
+        blocks = _extended(start.blocks[: keep + 1], map(_blocks, tail))
+        system = start.system if start.system is not None and start.system <= keep else None
+        if system is None:
+            system = next((keep + i + 1 for i, s in enumerate(tail) if s.section == "system"), None)
+        last_user = _last_user(segments, len(segments), keep)
+        if last_user is None and start.last_user is not None:
+            last_user = start.last_user  # in the kept part, else dropped: look further back
+            if last_user >= keep:
+                last_user = _last_user(segments, keep, 0)
+        return cls(cum, blocks, system, last_user)
+
+
+def _extended(sums: list[int], values: Iterator[int]) -> list[int]:
+    """``sums`` (running sums, at least the 0) continued with ``values``."""
+    more = accumulate(values, initial=sums[-1])
+    next(more)  # the initial value is sums[-1] again
+    sums.extend(more)
+    return sums
+
+
+def _tokens(segment: Segment) -> int:
+    return segment.tokens
+
+
+def _blocks(segment: Segment) -> int:
+    return segment.blocks
+
+
+def _last_user(segments: Sequence[Segment], end: int, stop: int) -> int | None:
+    """The index of the last user turn in ``segments[stop:end]`` (None: none)."""
+    return next((i for i in range(end - 1, stop - 1, -1) if segments[i].user_turn), None)
+
+
+def judge(
+    previous: tuple[Request, Layout] | None,
+    current: Request,
+    layout: Layout,
+    rules: CacheRules,
+    known: int = 0,
+) -> CacheReport:
+    """:func:`compare` with the layouts at hand; ``known``: leading segments already known to
+    be shared (the caller sent the same objects again)."""
     segments = current.segments
-    cum = list(accumulate((s.tokens for s in segments), initial=0))
+    cum = layout.cum
     total = cum[-1] + current.overhead
     reason: BreakReason = "first_request"
     section: Section | None = None
@@ -156,19 +226,20 @@ def compare(previous: Request | None, current: Request, rules: CacheRules) -> Ca
     shared_n = 0
     expired = False
     if previous is not None:
-        shared_n = _common(previous.segments, segments)
-        reason, section = _why(previous.segments, segments, shared_n)
+        before = previous[0]
+        shared_n = _common(before.segments, segments, known)
+        reason, section = _why(before.segments, segments, shared_n)
         if reason != "extended":
             tools = 1 if segments and segments[0].section == "tools" else 0
             index = shared_n - tools if section not in ("tools", None) else None
-        if previous.cache_key != current.cache_key:
+        if before.cache_key != current.cache_key:
             shared_n, reason, section, index = 0, "cache_key_changed", None, None
-        then, now = previous.at, current.at
+        then, now = before.at, current.at
         expired = then is not None and now is not None and cache_expired(rules, now - then)
     shared = cum[shared_n]
     limit: Limit | None = "expired" if expired and shared else None
     if rules.breakpoints:
-        cached, written, lost = _anthropic(previous, current, cum, shared_n, expired, rules)
+        cached, written, lost = _anthropic(previous, current, layout, shared_n, expired, rules)
         limit = limit or lost
     else:
         written = 0
@@ -192,11 +263,10 @@ def compare(previous: Request | None, current: Request, rules: CacheRules) -> Ca
     )
 
 
-def _common(a: tuple[Segment, ...], b: tuple[Segment, ...]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x.key != y.key:
-            break
+def _common(a: tuple[Segment, ...], b: tuple[Segment, ...], known: int = 0) -> int:
+    """How many leading segments ``a`` and ``b`` share (the first ``known`` are)."""
+    n, end = known, min(len(a), len(b))
+    while n < end and a[n].key == b[n].key:
         n += 1
     return n
 
@@ -242,11 +312,12 @@ def default_marks(count: int, system_end: int | None, last_user: int | None) -> 
     return list(dict.fromkeys(order))
 
 
-def breakpoints(request: Request, rules: CacheRules, cum: list[int] | None = None) -> list[int]:
+def breakpoints(request: Request, rules: CacheRules, layout: Layout | None = None) -> list[int]:
     """The boundaries at which ``request`` writes Anthropic cache entries, most useful first."""
     segments = request.segments
-    if cum is None:
-        cum = list(accumulate((s.tokens for s in segments), initial=0))
+    if layout is None:
+        layout = Layout.of(segments)
+    cum = layout.cum
     if request.breakpoints is not None:
         marks = list(request.breakpoints)
         if len(marks) > rules.max_breakpoints or any(not 0 < b <= len(segments) for b in marks):
@@ -255,10 +326,8 @@ def breakpoints(request: Request, rules: CacheRules, cum: list[int] | None = Non
                 f"1..{len(segments)}, got {request.breakpoints!r}"
             )
         return [b for b in marks if cum[b] >= rules.min_tokens]
-    system = next((i + 1 for i, s in enumerate(segments) if s.section == "system"), None)
-    users = [i for i, s in enumerate(segments) if s.user_turn]
     marks = []
-    for b in default_marks(len(segments), system, users[-1] if users else None):
+    for b in default_marks(len(segments), layout.system, layout.last_user):
         if len(marks) == rules.max_breakpoints:
             break
         if b > 0 and cum[b] >= rules.min_tokens:
@@ -267,19 +336,20 @@ def breakpoints(request: Request, rules: CacheRules, cum: list[int] | None = Non
 
 
 def _anthropic(
-    previous: Request | None,
+    previous: tuple[Request, Layout] | None,
     current: Request,
-    cum: list[int],
+    layout: Layout,
     shared_n: int,
     expired: bool,
     rules: CacheRules,
 ) -> tuple[int, int, Limit | None]:
     """(read, written, why fewer were read than shared) under breakpoint caching."""
-    marks = breakpoints(current, rules, cum)
+    cum = layout.cum
+    marks = breakpoints(current, rules, layout)
     entries = []
     if previous is not None and not expired:
-        entries = [b for b in breakpoints(previous, rules) if b <= shared_n]
-    blocks = list(accumulate((s.blocks for s in current.segments), initial=0))
+        entries = [b for b in breakpoints(previous[0], rules, previous[1]) if b <= shared_n]
+    blocks = layout.blocks
     read = 0
     for c in marks:
         for b in entries:

@@ -5,9 +5,11 @@ the same bytes to the provider), its tokens are the counter's, and its blocks ar
 Anthropic API would see: a text, each tool call, each tool result, each image or document,
 a thinking block.
 
-:class:`CacheTracker` keeps the previous request and remembers each object it has read (by
-identity, holding a reference so the identity stays valid), so a request costs a walk over the
-context plus the reading of the messages that are new since the last one. :func:`track_cache`
+:class:`CacheTracker` keeps the previous request: its message objects (held, so their
+identities stay valid), their segments and running sums. A request whose leading messages are the
+very objects sent last time reuses all of that: it costs an identity check per held message (in
+C) plus the reading of its new messages, so a growing session stays linear overall. A message
+met last time at another position (a moved cut) keeps its segment too. :func:`track_cache`
 turns it on for a manager: every ``get_context`` then yields a
 :class:`~context_manager.prompt_cache.report.CacheReport` in ``stats().cache`` and, to
 subscribers, a :class:`~context_manager.events.CacheReported` event.
@@ -17,11 +19,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import replace
+from itertools import compress, count
+from operator import is_not
 from typing import TYPE_CHECKING, Any
 
 from ..counting import TokenCounter, get_counter
 from ..messages import Message, normalize, to_json_text
-from .report import CacheReport, Request, Section, Segment, compare
+from .report import CacheReport, Layout, Request, Section, Segment, compare, judge
 from .rules import CacheRules, cache_rules
 
 if TYPE_CHECKING:  # for the annotation only: the hub lazily loads compaction, which uses this
@@ -134,8 +139,13 @@ class CacheTracker:
         self.clock = clock
         self.cache_key = cache_key
         self._tools = _tools_segment(tools, self.counter) if tools else None
-        self._seen: dict[int, tuple[Any, Message, int]] = {}
+        # The previous request: its messages (held, so their ids stay valid), their segments,
+        # its head and its running sums. Bounded by one context; nothing outlives the tracker.
+        self._messages: list[Any] = []
+        self._segments: list[Segment] = []
+        self._head: tuple[Section, ...] = ()
         self._previous: Request | None = None
+        self._layout: Layout | None = None
         #: The report of the latest request (None before the first).
         self.last: CacheReport | None = None
 
@@ -154,37 +164,59 @@ class CacheTracker:
         ``system`` / ``summary``: the context starts with the system prompt / the compaction
         summary (after the system prompt). ``pruned`` / ``truncated``: ids of the messages that
         are the manager's pruned or cut copies (they explain a break there).
+
+        The leading messages that are the very objects of the previous request keep their
+        segments and running sums: a request that extends the last one costs an identity check
+        per held message (in C) plus the reading of its new messages. A message met in the
+        previous request at another position (a moved cut) is not read again either.
         """
-        seen, fresh = self._seen, {}
-        count = self.counter.count_message
-        segments = [self._tools] if self._tools is not None else []
-        head = (("system",) if system else ()) + (("summary",) if summary else ())
-        for i, message in enumerate(messages):
+        current = list(messages)  # held until the next request: the caller may reuse its list
+        head: tuple[Section, ...] = ()
+        if system:
+            head += ("system",)
+        if summary:
+            head += ("summary",)
+        old = self._messages
+        keep = 0
+        if self._previous is not None and head == self._head:
+            end = min(len(old), len(current))
+            keep = next(compress(count(), map(is_not, old, current)), end)
+        segments = self._segments[:keep]
+        rest = old[keep:]
+        seen = {id(m): (m, seg) for m, seg in zip(rest, self._segments[keep:], strict=True)}
+        for i in range(keep, len(current)):
+            message = current[i]
             entry = seen.get(id(message))
-            if entry is None or entry[0] is not message:
+            if entry is not None and entry[0] is message:
+                segment = entry[1]
+            else:
                 rec = normalize(message, i)
-                entry = (message, rec, count(rec))
-            fresh[id(message)] = entry
-            section: Section = head[i] if i < len(head) else "messages"  # type: ignore[assignment]
-            origin = (
-                "pruned"
-                if id(message) in pruned
-                else "truncated"
-                if id(message) in truncated
-                else ""
-            )
-            segments.append(_segment(entry[1], entry[2], section, origin))
-        self._seen = fresh
+                segment = _segment(rec, self.counter.count_message(rec), "messages")
+            section: Section = head[i] if i < len(head) else "messages"
+            key = id(message)
+            origin = "pruned" if key in pruned else "truncated" if key in truncated else ""
+            if segment.section != section or segment.origin != origin:
+                segment = replace(segment, section=section, origin=origin)
+            segments.append(segment)
         if at is None and self.clock is not None:
             at = self.clock()
-        request = Request(tuple(segments), self.counter.prompt_overhead, self.cache_key, at)
-        report = compare(self._previous, request, self.rules)
-        self._previous, self.last = request, report
+        tools = [self._tools] if self._tools is not None else []
+        request = Request(tuple(tools + segments), self.counter.prompt_overhead, self.cache_key, at)
+        before = None
+        if self._previous is not None and self._layout is not None:
+            before = (self._previous, self._layout)
+            layout = Layout.of(request.segments, self._layout, keep + len(tools))
+        else:
+            layout = Layout.of(request.segments)
+        report = judge(before, request, layout, self.rules, keep + len(tools) if before else 0)
+        self._messages, self._segments, self._head = current, segments, head
+        self._previous, self._layout, self.last = request, layout, report
         return report
 
     def reset(self) -> None:
         """Forget the previous request (the next one is judged as a first request)."""
-        self._seen, self._previous, self.last = {}, None, None
+        self._messages, self._segments, self._head = [], [], ()
+        self._previous, self._layout, self.last = None, None, None
 
 
 def track_cache(
