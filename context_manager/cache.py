@@ -30,13 +30,10 @@ from .counting import TokenCounter, get_counter
 from .errors import ConfigurationError, InvalidMessageError
 from .messages import normalize
 from .prompt_cache.report import default_marks
+from .prompt_cache.rules import ANTHROPIC_MAX_BREAKPOINTS, cache_rules
 
 __all__ = ["ANTHROPIC_MAX_BREAKPOINTS", "mark_cache_breakpoints"]
 
-#: Anthropic accepts at most this many ``cache_control`` breakpoints per request.
-ANTHROPIC_MAX_BREAKPOINTS = 4
-#: Anthropic's smallest cacheable prefix on most models (Haiku models: 2,048).
-ANTHROPIC_MIN_TOKENS = 1_024
 _UNMARKABLE = ("thinking", "redacted_thinking")  # a tuple: a block type may be unhashable
 
 
@@ -46,8 +43,9 @@ def mark_cache_breakpoints(
     *,
     counter: str | TokenCounter = "chars",
     max_breakpoints: int = ANTHROPIC_MAX_BREAKPOINTS,
-    min_tokens: int = ANTHROPIC_MIN_TOKENS,
+    min_tokens: int | None = None,
     ttl: Literal["5m", "1h"] | None = None,
+    model: str | None = None,
 ) -> list[Any]:
     """``messages`` (a context, e.g. from ``get_context()``) with cache breakpoints marked.
 
@@ -56,7 +54,9 @@ def mark_cache_breakpoints(
     its content turned into text blocks, ready for ``system=``. ``max_breakpoints`` is how many
     ``cache_control`` marks the messages may carry in all: marks they already carry count
     against it (lower it to leave room for marks you set on tools). ``min_tokens`` is the
-    provider's smallest cacheable prefix, counted with ``counter``. For ``"openai"`` a new list
+    provider's smallest cacheable prefix, counted with ``counter``: by default the minimum of
+    ``model`` (4,096 on Opus 4.5 and Haiku 4.5, 2,048 on older Haikus), 1,024 without one, so
+    no breakpoint is spent on a prefix the model would not cache. For ``"openai"`` a new list
     of the same messages.
 
     Your own marks are kept as they are (a message whose last block is marked is not marked
@@ -74,6 +74,8 @@ def mark_cache_breakpoints(
             f"unknown provider {provider!r} for cache breakpoints: use 'anthropic' or 'openai'"
         )
     check_int("max_breakpoints", max_breakpoints, 0, ANTHROPIC_MAX_BREAKPOINTS)
+    if min_tokens is None:
+        min_tokens = cache_rules("anthropic", model).min_tokens
     check_int("min_tokens", min_tokens)
     if ttl not in (None, "5m", "1h"):
         raise ConfigurationError(f"ttl must be None, '5m' or '1h', got {ttl!r}")

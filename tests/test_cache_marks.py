@@ -148,3 +148,18 @@ def test_a_tool_result_that_contains_itself_is_a_typed_error() -> None:
     ]
     with pytest.raises(ContextManagerError, match="contains itself"):
         mark_cache_breakpoints(messages, "anthropic")
+
+
+def test_no_breakpoint_is_spent_on_a_prefix_the_model_would_not_cache() -> None:
+    """Anthropic's minimum cacheable prompt is 4,096 tokens on Haiku 4.5 and 1,024 on Sonnet 4:
+    a 2,000-token prefix is marked for Sonnet 4.5, not for Haiku 4.5."""
+    messages = [
+        {"role": "user", "content": "word " * 1_600},  # 2,000 tokens by chars/4
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "next"},
+    ]
+    assert ttls(mark_cache_breakpoints(messages, "anthropic", model="claude-haiku-4-5")) == []
+    sonnet = mark_cache_breakpoints(messages, "anthropic", model="claude-sonnet-4-5")
+    assert len(ttls(sonnet)) >= 1
+    with pytest.raises(ConfigurationError, match="model must be a model name"):
+        mark_cache_breakpoints(messages, "anthropic", model=4)  # type: ignore[arg-type]

@@ -160,6 +160,8 @@ def cache_rules(
     ``"in_memory"`` (default) or ``"24h"``. The price and minimum overrides are for models newer
     than the tables here.
     """
+    if model is not None and not isinstance(model, str):
+        raise ConfigurationError(f"model must be a model name, got {type(model).__name__}")
     if provider == "anthropic":
         ttl = ttl or "5m"
         if ttl not in ANTHROPIC_TTL_SECONDS:
