@@ -19,6 +19,12 @@ features that BPE pre-tokenizers share, each measured with C-level passes over t
 * **other characters** by their UTF-8 lead byte (Latin-1, Latin Extended, Greek, Cyrillic,
   Hebrew/Armenian, Arabic, Indic, Thai, CJK, Hangul, symbols, astral/emoji, ...), with extra
   weight for upper-case Cyrillic and the Persian/Urdu Arabic letters;
+* **costly characters** inside those groups, from the shipped list :func:`char_classes`: the
+  few hundred ideographs every reference tokenizer reads as one token (``cjk_cheap``), the
+  ideographs that cost 3 tokens in one of them (``cjk_costly``: CJK Extension A and most rare
+  BMP ideographs, e.g. the newer element names), the Thai letters and signs that cost 2
+  (``thai_rare``), plus astral ideographs (Extension B on, 4 tokens) and Braille patterns
+  (3 tokens a cell) by their bytes;
 * square roots of the non-ASCII, rare-word-letter and punctuation counts: short texts vary more
   around the average than long ones, and the margin shrinks (relatively) as a text grows.
 
@@ -84,6 +90,11 @@ FEATURES = (
     "devanagari",
     "arabic_ext",
     "cyrillic_upper",
+    "cjk_cheap",
+    "cjk_costly",
+    "astral_cjk",
+    "thai_rare",
+    "braille",
     "sqrt_nonascii",
     "sqrt_rare",
     "sqrt_punct",
@@ -91,43 +102,48 @@ FEATURES = (
 
 #: Tokens per unit of each feature (``tests/counting/fit_safe_estimate.py`` prints this tuple).
 WEIGHTS = (
-    0.0547,  # const
-    1.0268,  # common_words
-    0.9837,  # rare_words
-    0.5309,  # rare_b3
-    0.4263,  # rare_b5
-    0.3625,  # space_upper
-    1.5002,  # camel
-    0.2034,  # allcaps
-    -0.5352,  # contractions
-    1.0883,  # digits
+    0.05,  # const
+    1.0218,  # common_words
+    1.0482,  # rare_words
+    0.4779,  # rare_b3
+    0.4837,  # rare_b5
+    0.3937,  # space_upper
+    1.5051,  # camel
+    0.1883,  # allcaps
+    -0.6,  # contractions
+    1.0906,  # digits
     1.0,  # space_digit
-    0.6729,  # punct
+    0.6671,  # punct
     0.1,  # newlines
-    1.1281,  # newline_runs
+    1.0932,  # newline_runs
     1.0,  # space_runs
-    1.8982,  # crlf
+    1.9039,  # crlf
     0.125,  # tabs
     1.0,  # latin1
     1.0,  # latin_ext
-    1.0902,  # greek
-    0.5968,  # cyrillic
-    1.275,  # hebrew
-    0.865,  # arabic
+    1.09,  # greek
+    0.5956,  # cyrillic
+    1.2748,  # hebrew
+    0.8648,  # arabic
     3.0,  # indic
     3.0,  # misc3
-    1.0,  # symbols
-    1.4439,  # cjk
-    1.3469,  # hangul
+    1.0911,  # symbols
+    1.8269,  # cjk
+    1.3464,  # hangul
     3.0,  # specials
-    3.0985,  # astral
-    1.0359,  # thai
-    1.1636,  # devanagari
-    0.5773,  # arabic_ext
-    2.0051,  # cyrillic_upper
-    1.9854,  # sqrt_nonascii
-    0.6211,  # sqrt_rare
-    0.9964,  # sqrt_punct
+    3.0606,  # astral
+    0.9496,  # thai
+    1.1634,  # devanagari
+    0.5736,  # arabic_ext
+    2.0658,  # cyrillic_upper
+    -0.9512,  # cjk_cheap
+    1.4026,  # cjk_costly
+    0.8666,  # astral_cjk
+    1.7788,  # thai_rare
+    2.0,  # braille
+    1.9973,  # sqrt_nonascii
+    0.5829,  # sqrt_rare
+    1.1069,  # sqrt_punct
 )
 
 #: UTF-8 lead bytes per character group, in :data:`FEATURES` order from ``latin1`` to ``astral``
@@ -184,9 +200,19 @@ _APOS_TABLE = _table({39: 39, **{i: 97 for i in (*_UPPER, *_LOWER)}}, 46)
 #: Upper-case Cyrillic (U+0410-042F) is D0 followed by 90-AF: ``D``, ``U``, then ``count(b"DU")``.
 _CYRILLIC_TABLE = _table({0xD0: 68, **{i: 85 for i in range(0x90, 0xB0)}}, 46)
 
+#: Astral ideographs (U+20000-3FFFF: Extension B on) are F0 followed by A0-BF.
+_ASTRAL_CJK_TABLE = _table({0xF0: 70, **{i: 104 for i in range(0xA0, 0xC0)}}, 46)
+#: Braille patterns (U+2800-28FF): E2 followed by A0-A3.
+_BRAILLE = (b"\xe2\xa0", b"\xe2\xa1", b"\xe2\xa2", b"\xe2\xa3")
+
 _lock = threading.Lock()
 _words: frozenset[bytes] | None = None
+_chars: dict[int, str] | None = None
 WORDS_FILE = "common_words.txt.gz"
+#: Three lines: the cheap ideographs, the costly ideographs, the costly Thai characters.
+CHARS_FILE = "char_classes.txt.gz"
+#: What :func:`char_classes` maps each class to (counted, minus the text's own, after translate).
+_CHAR_MARKS = ("\x00", "\x01", "\x02")
 
 
 def common_words() -> frozenset[bytes]:
@@ -198,6 +224,23 @@ def common_words() -> frozenset[bytes]:
                 data = resources.files("context_manager.data").joinpath(WORDS_FILE).read_bytes()
                 _words = frozenset(gzip.decompress(data).split())
     return _words
+
+
+def char_classes() -> dict[int, str]:
+    """The shipped character classes as a ``str.translate`` table (code point -> class mark:
+    cheap ideograph, costly ideograph, costly Thai), loaded once."""
+    global _chars
+    if _chars is None:
+        with _lock:
+            if _chars is None:
+                data = resources.files("context_manager.data").joinpath(CHARS_FILE).read_bytes()
+                lines = gzip.decompress(data).decode("utf-8").split("\n")[: len(_CHAR_MARKS)]
+                _chars = {
+                    ord(char): mark
+                    for mark, line in zip(_CHAR_MARKS, lines, strict=True)
+                    for char in line
+                }
+    return _chars
 
 
 def features(text: str) -> list[float]:
@@ -243,7 +286,7 @@ def _features(text: str, raw: bytes) -> list[float]:
     ]
     nonascii = 0
     if text.isascii():
-        out.extend([0] * (len(_GROUPS) + 4))
+        out.extend([0] * (len(_GROUPS) + 9))
     else:
         lead = raw.translate(_LEAD_TABLE, _NOT_LEAD)
         nonascii = len(lead)
@@ -257,6 +300,16 @@ def _features(text: str, raw: bytes) -> list[float]:
         cyrillic_upper = raw.translate(_CYRILLIC_TABLE).count(b"DU") if groups[3] else 0
         out.extend(groups)
         out.extend((thai, devanagari, arabic_ext, cyrillic_upper))
+        if groups[9] or thai:  # one C-level pass over the text, only where the classes occur
+            marked = text.translate(_chars if _chars is not None else char_classes())
+            out.extend(marked.count(mark) - text.count(mark) for mark in _CHAR_MARKS[:2])
+            third = marked.count(_CHAR_MARKS[2]) - text.count(_CHAR_MARKS[2])
+        else:
+            out.extend((0, 0))
+            third = 0
+        out.append(raw.translate(_ASTRAL_CJK_TABLE).count(b"Fh") if groups[12] else 0)
+        out.append(third)
+        out.append(sum(map(raw.count, _BRAILLE)) if groups[8] else 0)
     out.extend((math.sqrt(nonascii), math.sqrt(rare_letters), math.sqrt(punct)))
     return out
 
@@ -270,12 +323,13 @@ SPACE_PAIR = 1 / 60
 
 def estimate_tokens(text: str) -> int:
     """A count the real tokenizers named in the module docstring do not exceed on the tested
-    classes of text (see ``docs/guide/counting.md``); never more than the UTF-8 size."""
+    classes of text (see ``docs/guide/counting.md``); never more than the UTF-8 size, never 0
+    for a text that is not empty."""
     if not text:
         return 0
     raw = text.encode("utf-8", "surrogatepass")
     total: float = sum(map(mul, WEIGHTS, _features(text, raw))) + raw.count(b"  ") * SPACE_PAIR
-    return min(len(raw), math.ceil(total))
+    return min(len(raw), max(1, math.ceil(total)))  # a text is at least one token
 
 
 class SafeEstimator(TokenCounter):
@@ -318,7 +372,7 @@ class SafeEstimator(TokenCounter):
     def _count_settings(self) -> tuple[object, ...]:
         # WEIGHTS too: a refit changes every count even where the package version does not.
         framing = (self.message_overhead, self.tool_call_overhead, self.image_tokens)
-        return (*framing, self.media, WEIGHTS, SPACE_PAIR)
+        return (*framing, self.media, FEATURES, WEIGHTS, SPACE_PAIR)
 
     def count_message(self, message: Message) -> int:
         return framed_tokens(

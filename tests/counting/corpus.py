@@ -204,6 +204,115 @@ def _mixed_cjk_code(seed: int) -> str:
     )
 
 
+def _draws(rng: random.Random, ranges: tuple[tuple[int, int], ...], count: int) -> str:
+    """``count`` code points drawn uniformly from ``ranges`` (each range by its size)."""
+    sizes = [hi - lo + 1 for lo, hi in ranges]
+    picks = rng.choices(ranges, weights=sizes, k=count)
+    return "".join(chr(rng.randint(lo, hi)) for lo, hi in picks)
+
+
+#: CJK Extension A, the rest of the BMP's unified ideographs (most of them rare), Extension B.
+_RARE_CJK = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0x20000, 0x2A6DF))
+
+
+def _rare_cjk(seed: int) -> str:
+    """Rare ideographs (names, classical text, OCR of old documents): seeded draws per line from
+    one of :data:`_RARE_CJK`, sometimes after a little common Chinese or punctuation."""
+    zh = Faker("zh_CN")
+    zh.seed_instance(seed)
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(40):
+        block = rng.choice(_RARE_CJK)
+        body = _draws(rng, (block,), rng.randint(1, 40))
+        lines.append(
+            rng.choice(("", f"{zh.word()}\uff1a", "「", "- ")) + body + rng.choice(("", "。", "」"))
+        )
+    return "\n".join(lines)
+
+
+#: The 118 elements' Chinese names (mainland forms; 104-118 named in 2007-2017, most outside
+#: the BMP's common range), and the hydrogen isotopes protium, deuterium and tritium.
+_ELEMENTS = (
+    "氢氦锂铍硼碳氮氧氟氖钠镁铝硅磷硫氯氩钾钙钪钛钒铬锰铁钴镍铜锌镓锗砷硒溴氪铷锶钇锆铌钼锝钌"
+    "铑钯银镉铟锡锑碲碘氙铯钡镧铈镨钕钷钐铕钆铽镝钬铒铥镱镥铪钽钨铼锇铱铂金汞铊铅铋钋砹氡钫镭"
+    "锕钍镤铀镎钚镅锔锫锎锿镄钔锘铹\U0002cb3b\U0002cb4a\U0002cb73\U0002cb5b\U0002cb76\u9fcf"
+    "\U0002b7fc\U0002cb2d\u9fd4\u9fed\U0002b4e7\u9546\U0002b7f7\u9fec\u9feb"
+)
+_ISOTOPES = "氕氘氚"
+_SYMBOL_ROW = (
+    "H He Li Be B C N O F Ne Na Mg Al Si P S Cl Ar K Ca Sc Ti V Cr Mn Fe Co Ni Cu Zn Ga Ge As Se "
+    "Br Kr Rb Sr Y Zr Nb Mo Tc Ru Rh Pd Ag Cd In Sn Sb Te I Xe Cs Ba La Ce Pr Nd Pm Sm Eu Gd Tb "
+    "Dy Ho Er Tm Yb Lu Hf Ta W Re Os Ir Pt Au Hg Tl Pb Bi Po At Rn Fr Ra Ac Th Pa U Np Pu Am Cm "
+    "Bk Cf Es Fm Md No Lr Rf Db Sg Bh Hs Mt Ds Rg Cn Nh Fl Mc Lv Ts Og"
+)
+_SYMBOLS = _SYMBOL_ROW.split()
+
+
+def _elements(seed: int) -> str:
+    """Chemistry in Chinese: the element names as tables, runs and sentences (seeded order)."""
+    rng = random.Random(seed)
+    order = list(range(len(_ELEMENTS)))
+    rng.shuffle(order)
+    lines = [
+        f"{_ELEMENTS[i]}\uff08{_SYMBOLS[i]}\uff09的原子序数是{i + 1}。"
+        if rng.random() < 0.5
+        else f"{i + 1}\t{_SYMBOLS[i]}\t{_ELEMENTS[i]}"
+        for i in order[:60]
+    ]
+    for _ in range(8):
+        run = rng.sample(_ELEMENTS + _ISOTOPES, rng.randint(3, 30))
+        lines.append(
+            rng.choice(("", "元素\uff1a", "同位素与元素 ")) + rng.choice(("", "、")).join(run)
+        )
+    lines.append("".join(_ELEMENTS[i] for i in order))
+    return "\n".join(lines)
+
+
+#: Thai consonants, vowel signs above/below (and sara am), tone marks and other marks.
+_THAI_CONSONANTS = [chr(c) for c in range(0x0E01, 0x0E2F)]
+_THAI_SIGNS = ["", "", *map(chr, (0x0E31, *range(0x0E33, 0x0E3B), 0x0E47))]
+_THAI_MARKS = ["", *map(chr, range(0x0E48, 0x0E4F))]
+_THAI_LEADING = ["", "", *map(chr, range(0x0E40, 0x0E45))]
+
+
+def _thai_marks(seed: int) -> str:
+    """Thai heavy in tone marks and vowel signs: real words (Faker's th_TH lists) spaced the way
+    word lists and search queries are, made-up syllables (leading vowel, consonant, vowel sign,
+    tone mark) and seeded draws from the whole Thai block (digits and rare signs included)."""
+    fake = Faker("th_TH")
+    fake.seed_instance(seed)
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(30):
+        kind = rng.randrange(3)
+        if kind == 0:
+            lines.append(" ".join(fake.words(rng.randint(2, 25))))
+        elif kind == 1:
+            syllables = [
+                rng.choice(_THAI_LEADING)
+                + rng.choice(_THAI_CONSONANTS)
+                + rng.choice(_THAI_SIGNS)
+                + rng.choice(_THAI_MARKS)
+                for _ in range(rng.randint(2, 40))
+            ]
+            lines.append(rng.choice(("", " ")).join(syllables))
+        else:
+            lines.append(_draws(rng, ((0x0E01, 0x0E3A), (0x0E3F, 0x0E5B)), rng.randint(1, 40)))
+    return "\n".join(lines)
+
+
+def _braille(seed: int) -> str:
+    """Braille patterns (U+2800-28FF): seeded cells in words, the way braille transcripts are."""
+    rng = random.Random(seed)
+    return "\n".join(
+        " ".join(
+            _draws(rng, ((0x2800, 0x28FF),), rng.randint(1, 9)) for _ in range(rng.randint(1, 12))
+        )
+        for _ in range(40)
+    )
+
+
 CLASSES: dict[str, Callable[[int], str]] = {
     "english": _prose("en_US"),
     "english_docs": _docstrings,
@@ -231,6 +340,10 @@ CLASSES: dict[str, Callable[[int], str]] = {
     "emoji": _emoji,
     "urls": _urls,
     "cjk_code": _mixed_cjk_code,
+    "rare_cjk": _rare_cjk,
+    "elements": _elements,
+    "thai_marks": _thai_marks,
+    "braille": _braille,
 }
 
 

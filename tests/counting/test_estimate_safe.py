@@ -24,9 +24,11 @@ pytest.importorskip("chatterbot_corpus")
 
 from context_manager.counting import SafeEstimator, estimate_tokens, get_counter
 from context_manager.counting.estimate_safe import (
+    CHARS_FILE,
     FEATURES,
     WEIGHTS,
     WORDS_FILE,
+    char_classes,
     common_words,
     features,
 )
@@ -129,6 +131,24 @@ def test_word_list_is_one_token_after_a_space_everywhere() -> None:
         assert not several, (name, several[:10])
 
 
+def test_char_classes_are_what_the_tokenizers_charge() -> None:
+    """The shipped classes, re-measured: cheap ideographs are one token in every reference
+    tokenizer, costly ones 3 in at least one, costly Thai characters 2 in at least one."""
+    raw = resources.files("context_manager.data").joinpath(CHARS_FILE).read_bytes()
+    cheap, costly, thai = gzip.decompress(raw).decode().split("\n")[:3]
+    assert len(cheap) > 300 and len(costly) > 10_000 and len(thai) > 40
+    assert len(char_classes()) == len(cheap) + len(costly) + len(thai)
+    refs = reference_tokenizers().values()
+    rng = random.Random(0)
+    for chars, ok in (
+        (cheap, lambda costs: max(costs) == 1),
+        (costly, lambda costs: max(costs) >= 3),
+        (thai, lambda costs: max(costs) >= 2),
+    ):
+        for char in rng.sample(chars, min(len(chars), 300)):
+            assert ok([count(char) for count in refs]), hex(ord(char))
+
+
 def test_features_and_weights_line_up() -> None:
     assert len(FEATURES) == len(WEIGHTS) == len(features("x")) == len(features("日本"))
     assert features("") == [0.0] * len(FEATURES)
@@ -171,6 +191,11 @@ def test_hostile_inputs(text: str) -> None:
         "ЩОРОКУ В ПРОФЕСІЙНОМУ БЕЙСБОЛІ",  # noqa: RUF001
         "複雜優於晦澀.",
         "Een zwart gat is een gebied in de ruimte waar de zwaartekracht zo sterk is",
+        # a reviewer's field reports: rare ideographs, element names, Thai marks, Braille
+        "\u3400\u4e42\u4dbf\u9fa5\u3b1a\u4c7d\u9f98\u9fd4\u9feb",
+        "氕氘氚氦锂铍硼碳氮氧氟氖钠镁铝硅磷硫氯氩钾钙鿏鿔鿫\U0002cb3b\U0002b7fc",
+        "ก๊ก ฃ๋ ฅ๊ ฆ็ ฌ์ ฎ๋ ฏ๊ ๑๒๓ ฤๅ ฦๅ ๏ ๚ ๛",
+        "\u2801\u2803\u2809 \u2819\u2811\u28ff\u2840",
     ],
 )
 def test_known_hard_cases_are_not_undercounted(text: str) -> None:
