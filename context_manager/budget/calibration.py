@@ -11,10 +11,14 @@ The factor rises at once to a higher ratio (undercounting is what overflows a wi
 slowly (an exponential moving average) so one cheap request does not open the budget wide.
 Decisions add :data:`MARGIN` on top, since the next context's mix differs a little from the
 last one's. Samples that cannot be trusted are ignored: a context under :data:`MIN_COUNTED`
-tokens (framing and hidden system text dominate it) or a ratio outside [:data:`LOW`,
-:data:`HIGH`] (a usage record that belongs to another context, a cached prefix reported
-oddly). The factor is rebuilt on reopen by replaying the usage records of the log, and
-forgotten on ``clear()``.
+tokens (framing and hidden system text dominate it) or a ratio under :data:`LOW` (a usage
+record that belongs to another context, a cached prefix reported oddly: trusting it would open
+the budget wide). A ratio above :data:`HIGH` counts as :data:`HIGH`: it may be an odd record
+too, but it may also be real (chars/4 on Chinese text bills about 3.4x under o200k, rare
+ideographs about 12x), and ignoring an undercount is what overflows a window.
+
+The factor is rebuilt on reopen by replaying the usage records of the log, and forgotten on
+``clear()``.
 """
 
 from __future__ import annotations
@@ -26,8 +30,8 @@ from ..errors import ContextOverflowError
 
 __all__ = ["HIGH", "LOW", "MARGIN", "MIN_COUNTED", "WEIGHT", "Calibration"]
 
-#: Ratios (reported / counted) outside this range are ignored as outliers.
-LOW, HIGH = 0.5, 3.0
+#: Ratios (reported / counted) under LOW are ignored as outliers; above HIGH they count as HIGH.
+LOW, HIGH = 0.5, 4.0
 #: Contexts smaller than this (counted tokens) teach nothing reliable.
 MIN_COUNTED = 500
 #: Weight of a new sample in the moving average.
@@ -55,9 +59,9 @@ class Calibration:
             ours = counted()
         except ContextOverflowError:  # nothing fits: there is no sent context to compare
             return False
-        if ours < MIN_COUNTED or not LOW <= reported / ours <= HIGH:
+        if ours < MIN_COUNTED or reported / ours < LOW:
             return False
-        ratio = reported / ours
+        ratio = min(reported / ours, HIGH)
         if not self.samples or ratio > self.factor:  # rise at once: undercounting overflows
             self.factor = ratio
         else:  # fall slowly: one cheap request should not open the budget wide
