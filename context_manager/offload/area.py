@@ -25,7 +25,6 @@ import re
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -109,6 +108,12 @@ class BaseArea(ABC):
     def session(self) -> str:
         return self._session
 
+    @property
+    def capacity(self) -> int | None:
+        """The most bytes this area holds at once (older entries are evicted past it), or None
+        when it never evicts (the store-backed areas)."""
+        return None
+
     # -- handles -----------------------------------------------------------------------------
     def handle_of(self, token: str) -> str:
         return f"{HANDLE_PREFIX}{self._tag}-{token}"
@@ -178,13 +183,6 @@ class BaseArea(ABC):
                 tokens.append(found.group(2))
         if tokens:
             self._revive(sorted(set(tokens)))
-
-    @contextmanager
-    def batch(self) -> Iterator[None]:
-        """Puts inside are one unit (one ``offload_results`` call): an area that evicts must
-        not evict one of them before the block ends, and takes them back if it raises. Areas
-        that never evict (the store-backed ones) need nothing: this one does nothing."""
-        yield
 
     def load(self, entries: Iterable[Entry]) -> int:
         """Store ``entries`` (from another area's :meth:`entries`) under their own tokens."""

@@ -6,13 +6,10 @@ session id) and pass it where offloading happens (``ToolResultPruning(offload=..
 When the stored bytes pass ``max_bytes``, the oldest entries are evicted first (insertion order;
 a re-put of the same key counts as new) and their handles raise ``OffloadNotFoundError``: the
 stub the model saw still shows the head and tail. An entry larger than ``max_bytes`` alone is
-not stored (put raises ``OffloadError``), so one giant result cannot empty the area.
-
-Inside :meth:`MemoryOffload.batch` (one ``offload_results`` call) the same rule covers the whole
-batch: what the batch stored is *pinned* (never evicted, so no stub of the call names a handle
-the call itself evicted), eviction waits for the end of the batch, and a put that would not fit
-beside the batch's pinned entries raises ``OffloadError``; the batch then takes back what it
-stored and evicts nothing.
+not stored (put raises ``OffloadError``), so one giant result cannot empty the area, and
+``offload_results`` refuses a message whose results together pass ``max_bytes`` before storing
+any (:attr:`capacity`): the newest entries are evicted last, so the results of one call that fit
+together never evict each other.
 """
 
 from __future__ import annotations
@@ -20,9 +17,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .._config import check_int
 from ..errors import OffloadError
@@ -39,15 +34,6 @@ class _Stored:
     data: bytes
     key: str | None
     live: bool = True
-    pins: int = 0  # batches in progress that stored or reused it: not evictable meanwhile
-    owner: object = None  # the batch that created it, until that batch ends
-
-
-@dataclass(slots=True, eq=False)
-class _Batch:
-    """The entries one batch stored or reused (token -> True when the batch created it)."""
-
-    touched: dict[str, bool] = field(default_factory=dict)
 
 
 class MemoryOffload(BaseArea):
@@ -59,119 +45,43 @@ class MemoryOffload(BaseArea):
         self._items: OrderedDict[str, _Stored] = OrderedDict()
         self._keys: dict[str, str] = {}
         self._bytes = 0
-        self._pinned = 0  # bytes of the entries pinned by batches in progress
         self._lock = threading.Lock()
-        self._batch: ContextVar[_Batch | None] = ContextVar("offload_batch", default=None)
+
+    @property
+    def capacity(self) -> int:
+        return self.max_bytes
 
     @property
     def stored_bytes(self) -> int:
-        """The bytes held now (at most ``max_bytes`` outside a :meth:`batch`)."""
+        """The bytes held now (at most ``max_bytes``)."""
         return self._bytes
-
-    @contextmanager
-    def batch(self) -> Iterator[None]:
-        """Puts inside are one unit: none is evicted before the block ends, and if the block
-        raises (a put that cannot fit beside the others raises ``OffloadError``) every entry it
-        created is dropped again. Nested batches join the outer one."""
-        if self._batch.get() is not None:
-            yield
-            return
-        batch = _Batch()
-        reset = self._batch.set(batch)
-        kept = False
-        try:
-            yield
-            kept = True
-        finally:
-            self._batch.reset(reset)
-            self._end(batch, kept)
-
-    def _end(self, batch: _Batch, kept: bool) -> None:
-        with self._lock:
-            for token, created in batch.touched.items():
-                item = self._items.get(token)
-                if item is None or not item.pins:  # deleted meanwhile (delete_session)
-                    continue
-                item.pins -= 1
-                if not item.pins:
-                    self._pinned -= len(item.data)
-                if item.owner is batch:
-                    item.owner = None
-                    # taken back only while no other batch uses it (a reuse keeps it)
-                    if created and not kept and not item.pins:
-                        self._drop(token)
-            self._evict()
-
-    def _drop(self, token: str) -> None:
-        gone = self._items.pop(token)
-        self._bytes -= len(gone.data)
-        if gone.key is not None and self._keys.get(gone.key) == token:
-            del self._keys[gone.key]
-
-    def _evict(self) -> None:
-        """Oldest unpinned entries out until the bytes fit (pinned ones always fit: _insert)."""
-        if self._bytes <= self.max_bytes:
-            return
-        excess, victims = self._bytes - self.max_bytes, []
-        for token, item in self._items.items():
-            if excess <= 0:
-                break
-            if not item.pins:
-                victims.append(token)
-                excess -= len(item.data)
-        for token in victims:
-            self._drop(token)
 
     def __len__(self) -> int:
         return len(self._items)
 
     def _insert(self, token: str, data: bytes, key: str | None) -> str:
-        batch = self._batch.get()
+        if len(data) > self.max_bytes:
+            raise OffloadError(
+                f"a result of {len(data):,} bytes is larger than this area's max_bytes "
+                f"({self.max_bytes:,}); raise max_bytes or use a store-backed area"
+            )
         with self._lock:
             if key is not None:
                 known = self._keys.get(key)
                 if known is not None and known in self._items:
-                    item = self._items[known]
-                    if batch is not None and known not in batch.touched:
-                        if not item.pins:
-                            self._check(len(item.data))
-                        batch.touched[known] = False
-                        self._pin(item)
-                    item.live = True
+                    self._items[known].live = True
                     self._items.move_to_end(known)
                     return known
-            self._check(len(data))
-            item = self._items[token] = _Stored(data, key)
+            self._items[token] = _Stored(data, key)
             self._bytes += len(data)
             if key is not None:
                 self._keys[key] = token
-            if batch is None:
-                self._evict()
-            else:  # eviction waits for the end of the batch (or the batch takes it back)
-                batch.touched[token] = True
-                item.owner = batch
-                self._pin(item)
+            while self._bytes > self.max_bytes:
+                old, gone = self._items.popitem(last=False)
+                self._bytes -= len(gone.data)
+                if gone.key is not None and self._keys.get(gone.key) == old:
+                    del self._keys[gone.key]
             return token
-
-    def _check(self, size: int) -> None:
-        """The one capacity rule: an entry is kept only if it fits beside every pinned one."""
-        if self._pinned + size <= self.max_bytes:
-            return
-        if not self._pinned:
-            raise OffloadError(
-                f"a result of {size:,} bytes is larger than this area's max_bytes "
-                f"({self.max_bytes:,}); raise max_bytes or use a store-backed area"
-            )
-        raise OffloadError(
-            f"the results of one offload call ({self._pinned + size:,} bytes together) do not "
-            f"fit in this area's max_bytes ({self.max_bytes:,}): nothing of the call was kept; "
-            "raise max_bytes or use a store-backed area"
-        )
-
-    def _pin(self, item: _Stored) -> None:
-        if not item.pins:
-            self._pinned += len(item.data)
-        item.pins += 1
 
     def _fetch(self, token: str) -> bytes | None:
         with self._lock:
@@ -196,7 +106,6 @@ class MemoryOffload(BaseArea):
             self._items.clear()
             self._keys.clear()
             self._bytes = 0
-            self._pinned = 0
             return n
 
     def entries(self) -> Iterator[Entry]:

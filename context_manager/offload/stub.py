@@ -18,12 +18,11 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from .._config import check_int
 from .._js import utf16_len
-from ..errors import ConfigurationError, ContextManagerError
+from ..errors import ConfigurationError, ContextManagerError, OffloadError
 from ..messages.truncate import CUT_SEPARATOR, head_tail, rewrite_results
 from .area import HANDLE, BaseArea, OffloadArea
 from .slicing import line_count
@@ -217,30 +216,53 @@ def offload_results(
     proportion to fit ``max_chars`` together, and a result its stub would not shrink (the
     marker and handle alone are about 400 characters) is left whole.
     Raises what the area raises (an unreachable store is an error here: the full text would
-    otherwise be lost). The results of one call are kept together: none is evicted by the
-    call's own later results; when they cannot all be kept (a ``MemoryOffload`` smaller than
-    their sum), ``OffloadError`` is raised and the area keeps nothing the call stored."""
+    otherwise be lost). The results of one call are kept together: when they cannot all be
+    kept (a ``MemoryOffload`` smaller than their sum), ``OffloadError`` is raised before any is
+    stored, so no stub names a handle its own call evicted."""
     for name, value in (("max_chars", max_chars), ("head_chars", head_chars)):
         check_int(name, value)
     check_int("tail_chars", tail_chars)
     offloader = area if isinstance(area, Offloader) else Offloader(area)
 
     head, tail = _previews(head_chars, tail_chars, max_chars)
-    target = offloader.area
-    # one call, one unit: nothing this call stores is evicted by its own later puts, and if
-    # its results cannot all be kept the area raises and takes back what the call stored
-    unit: AbstractContextManager[None] = (
-        target.batch() if isinstance(target, BaseArea) else nullcontext()
-    )
+
+    def over(text: str) -> bool:
+        """Whether ``text`` is stored: over the threshold, and a stub could be shorter."""
+        total = utf16_len(text)
+        return total > max_chars and head + tail + _STUB_FLOOR < total
+
+    capacity = offloader.area.capacity if isinstance(offloader.area, BaseArea) else None
+    if capacity is not None:
+        _check_fits(message, over, capacity)
 
     def rule(text: str, _images: int) -> str | None:
-        total = utf16_len(text)
-        if total <= max_chars or head + tail + _STUB_FLOOR >= total:
-            return None  # under the threshold, or no stub could be shorter: nothing stored
+        if not over(text):
+            return None  # nothing stored
         # errors propagate (see the docstring): no cache, no fallback
         stub = _stub(text, head, tail, offloader._put(text))
-        return stub if utf16_len(stub) < total else None
+        return stub if utf16_len(stub) < utf16_len(text) else None
 
-    with unit:
-        new = rewrite_results(message, rule, "keep")
+    new = rewrite_results(message, rule, "keep")
     return message if new is None else new
+
+
+def _check_fits(message: Any, over: Callable[[str], bool], capacity: int) -> None:
+    """Raise before storing anything when the results ``offload_results`` would store in an
+    area that evicts do not fit in it together: one would evict another, and its stub would
+    name a handle already gone. (Together they fit: the area evicts the oldest entries first,
+    and a call's own are its newest.)"""
+    texts: dict[str, None] = {}
+
+    def collect(text: str, _images: int) -> None:
+        if over(text):
+            texts[text] = None  # the same text twice is stored once
+        return None
+
+    rewrite_results(message, collect, "keep")
+    size = sum(len(text.encode("utf-8", "surrogatepass")) for text in texts)
+    if size > capacity:
+        raise OffloadError(
+            f"the results of this message ({size:,} bytes together) do not fit in the offload "
+            f"area's {capacity:,} bytes: nothing was stored; raise max_bytes or use a "
+            "store-backed area"
+        )
