@@ -25,7 +25,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .errors import ContextManagerError
 from .messages.nesting import format_path
@@ -51,19 +51,37 @@ def input_limit() -> int:
     return int(text)
 
 
+#: Bytes read at a time: ``read(limit)`` would allocate the whole limit up front.
+_CHUNK = 1 << 20
+
+
+def _read_at_most(stream: BinaryIO, size: int) -> bytes:
+    """Up to ``size`` bytes of ``stream``, read in chunks (memory follows the input, not the
+    limit)."""
+    parts: list[bytes] = []
+    left = size
+    while left > 0:
+        part = stream.read(min(left, _CHUNK))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
 def load_messages(source: str) -> list[Any]:
     """Read a JSON array of messages or JSONL (one message per line) from a path or ``-``."""
     name = "<stdin>" if source == "-" else source
     limit = input_limit()
     try:
         if source == "-":
-            raw = sys.stdin.buffer.read(limit + 1)
+            raw = _read_at_most(sys.stdin.buffer, limit + 1)
         else:
             path = Path(source)
             if not path.is_file():
                 raise CliError(f"{source}: no such file (pass a JSON array or JSONL file, or -)")
             with path.open("rb") as file:
-                raw = file.read(limit + 1)
+                raw = _read_at_most(file, limit + 1)
     except OSError as exc:
         raise CliError(f"{name}: cannot read: {exc.strerror or exc}") from None
     if len(raw) > limit:

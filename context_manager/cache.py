@@ -114,31 +114,38 @@ def mark_cache_breakpoints(
 
 def _own_marks(messages: list[Any], limit: int) -> list[tuple[int, bool]]:
     """The ``cache_control`` marks the messages carry, in request order, as (message index,
-    1-hour?); raises if they are more than ``limit`` or a 1-hour one follows a 5-minute one."""
+    1-hour?); raises if they are more than ``limit`` or a 1-hour one follows a 5-minute one.
+
+    A block's own mark ends the block, so the marks inside it (a tool result's content: one
+    level, so a block that contains itself cannot loop) come before it."""
     marks: list[tuple[int, bool]] = []
     for i, message in enumerate(messages):
         content = message["content"]
-        stack = [(b, 0) for b in reversed(content)] if isinstance(content, list) else []
-        while stack:  # blocks, and the blocks of a tool result's content (one level: a block
-            block, depth = stack.pop()  # that contains itself cannot loop)
-            control = block.get("cache_control") if isinstance(block, Mapping) else None
-            if control:
-                long = isinstance(control, Mapping) and control.get("ttl") == "1h"
-                if long and marks and not marks[-1][1]:
-                    raise ConfigurationError(
-                        f"message {i} has a 1h cache_control mark after a 5m one (message "
-                        f"{marks[-1][0]}): Anthropic needs every 1h entry before every 5m one"
-                    )
-                marks.append((i, long))
+        for block in content if isinstance(content, list) else ():
             nested = block.get("content") if isinstance(block, Mapping) else None
-            if isinstance(nested, list) and depth == 0:
-                stack.extend((b, 1) for b in reversed(nested))
+            for inner in nested if isinstance(nested, list) else ():
+                _own_mark(inner, i, marks)
+            _own_mark(block, i, marks)
     if len(marks) > limit:
         raise ConfigurationError(
             f"the messages already carry {len(marks)} cache_control marks, more than "
             f"max_breakpoints={limit} (Anthropic accepts {ANTHROPIC_MAX_BREAKPOINTS} a request)"
         )
     return marks
+
+
+def _own_mark(block: Any, i: int, marks: list[tuple[int, bool]]) -> None:
+    """Append ``block``'s mark, if any, to ``marks`` (refusing a 1-hour after a 5-minute one)."""
+    control = block.get("cache_control") if isinstance(block, Mapping) else None
+    if not control:
+        return
+    long = isinstance(control, Mapping) and control.get("ttl") == "1h"
+    if long and marks and not marks[-1][1]:
+        raise ConfigurationError(
+            f"message {i} has a 1h cache_control mark after a 5m one (message "
+            f"{marks[-1][0]}): Anthropic needs every 1h entry before every 5m one"
+        )
+    marks.append((i, long))
 
 
 def _check_shape(message: Any, index: int) -> None:

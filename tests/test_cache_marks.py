@@ -163,3 +163,18 @@ def test_no_breakpoint_is_spent_on_a_prefix_the_model_would_not_cache() -> None:
     assert len(ttls(sonnet)) >= 1
     with pytest.raises(ConfigurationError, match="model must be a model name"):
         mark_cache_breakpoints(messages, "anthropic", model=4)  # type: ignore[arg-type]
+
+
+def test_a_mark_inside_a_tool_result_comes_before_the_result_s_own_mark() -> None:
+    """A tool result marked 1h whose text is marked 5m: the 5m entry ends first, so this is a
+    1h entry after a 5m one, which Anthropic refuses."""
+    inner = {"type": "text", "text": "result", "cache_control": FIVE}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": [inner], "cache_control": HOUR}
+    call = {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
+    messages = [
+        {"role": "user", "content": BIG},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [result]},
+    ]
+    with pytest.raises(ConfigurationError, match="1h cache_control mark after a 5m one"):
+        mark_cache_breakpoints(messages, "anthropic")

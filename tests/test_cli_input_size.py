@@ -37,6 +37,16 @@ def test_a_file_at_the_limit_is_read(
     assert len(json.loads(capsys.readouterr().out)["messages"]) == 1
 
 
+def test_a_limit_far_above_the_input_costs_only_the_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A petabyte limit on a 100-byte file: memory follows the input, not the limit."""
+    monkeypatch.setenv(ENV, str(10**15))
+    path = _file_of(tmp_path / "small.json", 100)
+    assert main(["count", str(path), "--json", "--counter", "chars"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["messages"]) == 1
+
+
 @pytest.mark.parametrize("command", ["count", "trim", "stats", "check"])
 def test_a_file_one_byte_over_the_limit_is_one_error_line(
     tmp_path: Path,

@@ -24,6 +24,7 @@ from itertools import compress, count
 from operator import is_not
 from typing import TYPE_CHECKING, Any
 
+from .._config import checked_tools
 from ..counting import TokenCounter, get_counter
 from ..messages import Message, normalize, to_json_text
 from .report import CacheReport, Layout, Request, Section, Segment, compare, judge
@@ -138,7 +139,8 @@ class CacheTracker:
         self.counter = get_counter(counter)
         self.clock = clock
         self.cache_key = cache_key
-        self._tools = _tools_segment(tools, self.counter) if tools else None
+        defs = checked_tools(tools)
+        self._tools = _tools_segment(defs, self.counter) if defs else None
         # The previous request: its messages (held, so their ids stay valid), their segments,
         # its head and its running sums. Bounded by one context; nothing outlives the tracker.
         self._messages: list[Any] = []

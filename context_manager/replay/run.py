@@ -252,7 +252,11 @@ def replay(
             f"rules must be CacheRules (cache_rules(provider, model)), got {type(rules).__name__}"
         )
     counter = get_counter(counter)
-    if isinstance(settings, str) or not all(isinstance(spec, str) for spec in settings):
+    if (
+        not isinstance(settings, Sequence)
+        or isinstance(settings, str)
+        or not all(isinstance(spec, str) for spec in settings)
+    ):
         raise ConfigurationError(
             f"settings must be a list of setting strings, got {settings!r:.60}"
         )
