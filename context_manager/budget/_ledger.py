@@ -187,18 +187,30 @@ class Ledger:
             self.leveled = n
         return self._levels
 
-    def with_sums(self, cum: list[int]) -> Ledger:
+    def with_sums(self, cum: list[int], previous: Ledger | None = None, since: int = 0) -> Ledger:
         """The ledger as a strategy sees it when groups cost other than what was counted
         (pruned tool results, the newest exchange cut to fit): ``cum`` as its trimmable sums.
 
-        A read-only copy that shares every list but ``cum`` (O(attributes), not O(history));
-        its priority levels are filed afresh from ``cum`` on first read. Never write to it.
+        A read-only copy that shares every list but ``cum`` (O(attributes), not O(history)).
+        Its priority levels are filed from ``cum`` on first read: afresh, or, given the
+        ``previous`` such view of this ledger and the first group whose sum changed ``since``
+        it, taken over from that view below that group (and below its last group, which may have
+        grown), so only the groups from there on are filed again. ``previous`` must not be read
+        afterwards. Never write to the copy.
         """
         if cum is self.cum:
             return self
         view = copy(self)
         view.cum = cum
         view._levels, view.leveled = {}, 0
+        keep = min(since, previous.leveled - 1, len(self.group_start)) if previous else 0
+        if previous is not None and keep > 0:
+            levels = view._levels = previous._levels
+            for level in levels.values():
+                k = bisect_left(level.groups, keep)
+                del level.groups[k:]
+                del level.cum[k + 1 :]
+            view.leveled = keep
         return view
 
     def held_count(self) -> int:

@@ -32,12 +32,17 @@ from .strategies import Strategy
 
 @dataclass(slots=True)
 class PrunePlan:
-    """What a pruning engine decided for one request (``report`` is engine-defined)."""
+    """What a pruning engine decided for one request (``report`` is engine-defined).
+
+    ``since``: the first group whose pruned sum may differ from the engine's previous plan (0:
+    any), so the priority levels filed on the previous sums are kept below it.
+    """
 
     replacements: dict[int, Any]
     cum: list[int]
     saved_tokens: int
     report: Any = None
+    since: int = 0
 
 
 class ViewPruner(Protocol):
@@ -213,9 +218,14 @@ class ViewOptions:
     tools: int = 0
 
     reported: tuple[int, ...] = ()
+    #: The last pruned view (with the ledger it was made from) and the first group whose pruned
+    #: sum changed since: its priority levels are carried over below that group.
+    last: tuple[Ledger, Ledger] | None = None
+    since: int = 0
 
     def reset(self) -> None:
         """The history was cleared: the pruning engine starts over."""
+        self.last, self.since = None, 0
         if self.pruner is not None:
             self.pruner.reset()
         if self.offload is not None:
@@ -233,10 +243,27 @@ class ViewOptions:
         view = ledger
         if pruner is not None and type(strategy).evict is not Strategy.evict:
             fixed = self.budget - room - ledger.pinned_total
-            plan = pruner.plan(ledger, self.counter, self.window, fixed, self.budget)
-            view = ledger.with_sums(plan.cum) if plan.saved_tokens else ledger
+            view = self.pruned(
+                ledger, pruner.plan(ledger, self.counter, self.window, fixed, self.budget)
+            )
         floor = strategy.evict(view, room)
         return ledger.evict_before(floor) if floor > ledger.floor else ()
+
+    def pruned(self, ledger: Ledger, plan: PrunePlan) -> Ledger:
+        """``ledger`` as a strategy sees it under ``plan``: with its pruned sums (every plan of
+        the engine passes here, so ``since`` is tracked across them).
+
+        The priority levels of the previous pruned view are taken over below the first group
+        whose sum changed since it, so a request files only what changed (O(changed groups),
+        not O(history)); the previous view is not read again.
+        """
+        self.since = min(self.since, plan.since)
+        if not plan.saved_tokens:
+            return ledger
+        last = self.last[1] if self.last is not None and self.last[0] is ledger else None
+        view = ledger.with_sums(plan.cum, last, self.since)
+        self.last, self.since = (ledger, view), len(plan.cum) - 1
+        return view
 
     def events(self, plan: ViewPlan) -> list[Event]:
         """What changed in the view since the last events, as typed events."""
@@ -299,8 +326,9 @@ def plan_view(
         fixed = options.budget - room - ledger.pinned_complete_tokens()
         plan = pruner.plan(ledger, counter, options.window, fixed, options.budget)
         report = plan.report
+        view = options.pruned(ledger, plan)
         if plan.saved_tokens:
-            view, repl = ledger.with_sums(plan.cum), plan.replacements
+            repl = plan.replacements
     fit = None
     g = ledger.complete - 1
     if options.truncate_newest and g >= ledger.floor and not ledger.group_pinned[g]:

@@ -24,7 +24,7 @@ from ...messages.truncate import (
     rewrite_results,
     strip_thinking,
 )
-from ...offload.stub import clear_rule, trim_rule
+from ...offload.stub import CLEARED_NOTE, clear_rule, trim_rule
 from .cache_aware import CacheAge, clear_need, sent_saving, worth_of
 from .report import PruningReport
 
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from .config import ToolResultPruning
 
 _INTACT, _SOFT, _CLEARED = 0, 1, 2
+#: A handle as an offload area writes it (``offload.area.HANDLE``: fixed length), to size stubs.
+_SAMPLE_HANDLE = "cm-off:" + "0" * 8 + "-" + "0" * 32
 #: The state a clear that does not pay for itself is rolled back to.
 _UNDONE = ("_saved_total", "_saved", "_repl", "_aged_chars", "_delta", "_res_saved")
 
@@ -54,6 +56,11 @@ class PruningEngine:
 
     def __init__(self, config: ToolResultPruning) -> None:
         self.config = config
+        #: Chars a cleared result is sent as (the placeholder, and the note naming its handle
+        #: with an offload area): a result no longer than that is never pruned, since its
+        #: replacement would not be shorter.
+        note = CLEARED_NOTE.format(handle=_SAMPLE_HANDLE) if config.offload is not None else ""
+        self._cleared_chars = utf16_len(config.placeholder + note)
         self.reset()
 
     def reset(self) -> None:
@@ -87,6 +94,10 @@ class PruningEngine:
         self._cum: list[int] = [0]
         self._group_saved: dict[int, int] = {}
         self._known_groups = 0
+        #: ``ledger.cum[-1]`` when the sums were last patched: the last group may grow (a tool
+        #: result joins its call) without a new group, and its pruned sum must follow.
+        self._known_sum = 0
+        self._since = 0  # first group whose pruned sum the last patch may have changed
         self._age_of_cache = CacheAge(self.config.clock)  # config.cache: is it cold?
         self._cold = True
         # section caps (config.caps): tokens of the held result messages, and their savings
@@ -121,13 +132,16 @@ class PruningEngine:
             for k, (call_id, text, _) in enumerate(rec.results):
                 images = len(rec.images) if k == 0 else 0
                 name = self._call_name.get(call_id, rec.name or "")
+                chars = utf16_len(text) + images * cfg.image_chars
+                # A result its placeholder would not shorten is left as it is (never longer).
+                shrinks = chars > self._cleared_chars
                 result = _Result(
                     seq,
                     call_id,
                     name,
-                    utf16_len(text) + images * cfg.image_chars,
+                    chars,
                     images,
-                    not protected and cfg.prunable(name),
+                    shrinks and not protected and cfg.prunable(name),
                 )
                 self._results.append(result)
                 self._result_seqs.append(seq)
@@ -229,6 +243,8 @@ class PruningEngine:
                 start = min(start, g)
                 self._group_saved[g] = self._group_saved.get(g, 0) + delta
         self._delta = {}
+        self._known_sum = cum[-1]
+        self._since = start
         if not self._saved:
             self._known_groups = groups
             self._cum = cum
@@ -284,7 +300,11 @@ class PruningEngine:
                     r.eligible
                     and r.state == _INTACT
                     and (
-                        r.chars - r.images * cfg.image_chars > cfg.max_chars
+                        # over max_chars, and its head + tail + marker is shorter
+                        (
+                            r.chars - r.images * cfg.image_chars > cfg.max_chars
+                            and self._soft_chars(r) < r.chars
+                        )
                         or (r.images and cfg.images == "clear")
                     )
                 ):
@@ -316,13 +336,20 @@ class PruningEngine:
                 new_cleared, at_least_skip = self._clear(
                     ledger, counter, window, held, dirty, by_ratio or by_tokens, budget
                 )
-        if dirty or id(ledger) != self._ledger_id or len(ledger.group_start) != self._known_groups:
+        if (
+            dirty
+            or id(ledger) != self._ledger_id
+            or len(ledger.group_start) != self._known_groups
+            or ledger.cum[-1] != self._known_sum  # the last group grew (or was pinned)
+        ):
             cum = self._patch_cum(ledger, dirty)
+            since = self._since
         else:
             cum = self._cum if self._saved else ledger.cum
+            since = len(cum) - 1  # no group's sum changed since the last plan
         report = self._report(new_trimmed, new_cleared, at_least_skip)
         self.last_report = report
-        return PrunePlan(self._repl, cum, self._saved_total, report)
+        return PrunePlan(self._repl, cum, self._saved_total, report, since)
 
     def _forget_evicted(self, ledger: Ledger) -> None:
         """Drop savings of messages evicted (FIFO, compaction) so usage is not under-counted."""
