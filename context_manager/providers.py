@@ -57,6 +57,7 @@ from typing import Any, Literal
 
 from .errors import ConfigurationError, InvalidMessageError
 from .messages import Message, message_list, normalize
+from .messages.gemini import answered_calls
 from .messages.shapes import joined_responses, part_kinds, same_shape, shape_of
 
 __all__ = [
@@ -157,7 +158,7 @@ def _pairing(given: Sequence[Any], records: Sequence[Message], out: list[Problem
 
     for i, rec in enumerate(records):
         mismatch = None
-        for rid in rec.result_ids:
+        for rid in answered_calls(rec.result_ids, pending):
             if rid not in pending:
                 out.append(Problem(i, "tool-pairing", f"tool result {rid!r} answers no open call"))
                 continue
@@ -188,10 +189,14 @@ def _one_response_turn(
     calls: calls answered only by a later response content (the responses split in two) are a
     problem (ones never answered are the pairing rule's). Reads only that run of contents."""
     index, first = body[at]
-    answered, later = set(first.result_ids), set[str]()
+    open_calls = dict.fromkeys(caller.call_ids)
+    answered, later = set(answered_calls(first.result_ids, open_calls)), set[str]()
+    open_calls = {c: None for c in open_calls if c not in answered}
     k = at + 1
     while k < len(body) and body[k][1].result_ids:
-        later.update(body[k][1].result_ids)
+        ids = answered_calls(body[k][1].result_ids, open_calls)
+        later.update(ids)
+        open_calls = {c: None for c in open_calls if c not in later}
         k += 1
     split = [c for c in caller.tool_calls if c.id not in answered and c.id in later]
     if split:  # an id-less call (``~name~k``) is named by its function

@@ -15,7 +15,7 @@ ids that start with ``~`` to), so every rule pairs them like any other id.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import InvalidMessageError
@@ -23,7 +23,7 @@ from .media import add_blob
 from .record import Image, Media, Message, ToolCall, ToolResult, to_json_text
 from .sdk import as_part
 
-__all__ = ["from_content", "is_gemini_content", "positional_ids"]
+__all__ = ["answered_calls", "from_content", "is_gemini_content", "positional_ids"]
 
 
 def is_gemini_content(message: Mapping[str, Any]) -> bool:
@@ -42,6 +42,33 @@ def positional_ids(entries: list[tuple[str, Any]]) -> list[str]:
         k = seen[name] = seen.get(name, 0) + 1
         out.append(f"~{name}" if k == 1 else f"~{name}~{k}")
     return out
+
+
+def _place(call_id: str) -> tuple[str, int]:
+    """``~name~k`` as ``(name, k)`` (``~name``: k = 1); Gemini function names hold no ``~``."""
+    name, _, k = call_id[1:].rpartition("~")
+    return (name, int(k)) if name and k.isdigit() else (call_id[1:], 1)
+
+
+def answered_calls(result_ids: tuple[str, ...], pending: Iterable[str]) -> tuple[str, ...]:
+    """The open calls (ids in ``pending``, in call order) that one message's results answer:
+    an id-less response ``~name~k`` answers the k-th still-open id-less call to ``name`` (what
+    it answers when Gemini reads the contents joined); any other id stands for itself, and so
+    does one with no such open call (the protocol then names the problem)."""
+    if not any(rid[:1] == "~" for rid in result_ids):
+        return result_ids
+    open_by_name: dict[str, list[str]] = {}
+    for call_id in pending:
+        if call_id[:1] == "~":
+            open_by_name.setdefault(_place(call_id)[0], []).append(call_id)
+    out = []
+    for rid in result_ids:
+        if rid[:1] == "~":
+            name, k = _place(rid)
+            calls = open_by_name.get(name, ())
+            rid = calls[k - 1] if k <= len(calls) else rid
+        out.append(rid)
+    return tuple(out)
 
 
 def from_content(message: Mapping[str, Any], index: int | None) -> Message:

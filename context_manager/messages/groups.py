@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import InvalidMessageError
+from .gemini import answered_calls
 from .normalize import normalize
 from .record import Message, ToolCall
 from .results import without_results
@@ -108,8 +109,10 @@ class ToolProtocol:
     def _verdict(self, rec: Message, result_ids: tuple[str, ...]) -> str | bool:
         """Why ``rec`` cannot come next (a text), else whether it joins the open group: the
         protocol's rules, in one place (:meth:`problem`, :meth:`check`, :meth:`accept` and
-        :meth:`replay` ask here)."""
+        :meth:`replay` ask here). Id-less Gemini responses answer by their place
+        (:func:`~.gemini.answered_calls`)."""
         pending = self.pending
+        result_ids = answered_calls(result_ids, pending)
         # The usual message is settled by two lookups (one pending result, or one new call);
         # anything else takes the full reading below, which names the problem.
         if result_ids:
@@ -205,6 +208,7 @@ class ToolProtocol:
 
     def _commit(self, rec: Message, result_ids: tuple[str, ...]) -> None:
         pending = self.pending
+        result_ids = answered_calls(result_ids, pending)
         for rid in result_ids:
             del pending[rid]
             self._answered.add(rid)
@@ -300,7 +304,9 @@ class Repairer:
         result_ids = rec.result_ids
         if self.protocol.pending and not result_ids and not self.protocol._more_calls(rec, ()):
             out.extend(self.finish())  # not a result, nor a parallel call item of the group
-        stale = {r for r in rec.result_ids if r not in self.protocol.pending}
+        pending = self.protocol.pending
+        answers = zip(result_ids, answered_calls(result_ids, pending), strict=True)
+        stale = {given for given, call in answers if call not in pending}
         if stale:
             self.dropped += 1
             fixed = _without_stale_results(original, rec, stale)

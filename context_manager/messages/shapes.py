@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidMessageError
-from .gemini import is_gemini_content, positional_ids
-from .record import Message, ToolCall
+from .gemini import is_gemini_content
+from .record import Message, ToolCall, to_json_text
 from .responses import ITEM_TYPES
 from .sdk import family, field, is_pydantic_ai_dict, sdk_dict
 
@@ -174,21 +174,31 @@ _RESPONSE_KEYS = frozenset(("function_response", "functionResponse"))
 
 def joined_responses(a: Any, b: Any) -> Any | None:
     """Two Gemini user contents holding only function responses, as one content (``a``'s
-    parts, then ``b``'s) in their own shape: a ``types.Content`` when both are, a dict when both
-    are dicts of ``role`` and ``parts`` only; None for anything else.
+    parts, then ``b``'s) in ``a``'s form: a ``types.Content`` when ``a`` is one, else a dict of
+    ``role`` and ``parts``; None for anything else (a content with text, another key, ...).
 
     Gemini wants the content after a function-call turn to hold a response for each of its
     calls, and the responses to one turn can arrive apart (a parallel call answered, the rest
-    closed by the library when the person interrupted). The parts are the caller's own objects,
-    in order, so a response's place (how an id-less one pairs) is as Gemini reads it.
+    closed by the library when the person interrupted), in either form the SDK accepts (the
+    call turn a ``Content`` as the SDK returned it, the responses the caller's dicts). The parts
+    are the caller's own objects, in order, so a response's place (how an id-less one pairs) is
+    as Gemini reads it; only a part joining the other form is rewritten in that form (a dict
+    part read into a ``types.Part``, a ``Part`` dumped to its dict, bytes kept as bytes).
     """
-    if type(a) is not type(b) or not (_responses_only(a) and _responses_only(b)):
+    if not (_responses_only(a) and _responses_only(b)):
         return None
     if isinstance(a, Mapping):
-        return {"role": "user", "parts": [*a["parts"], *b["parts"]]}
+        if isinstance(b, Mapping):
+            return {"role": "user", "parts": [*a["parts"], *b["parts"]]}
+        dumped = [p.model_dump(exclude_none=True) for p in b.parts]
+        return {"role": "user", "parts": [*a["parts"], *dumped]}
     from google.genai import types
 
-    return types.Content(role="user", parts=[*a.parts, *b.parts])
+    parts = [*a.parts, *field(b, "parts")]
+    return types.Content(
+        role="user",
+        parts=[types.Part.model_validate(p) if isinstance(p, Mapping) else p for p in parts],
+    )
 
 
 def _responses_only(message: Any) -> bool:
@@ -263,6 +273,14 @@ def _responses_output(caller: Any, call: ToolCall, text: str) -> Any:
     elif kind == "shell_call":
         outcome = {"type": "exit", "exit_code": 1}
         item["output"] = [{"stdout": "", "stderr": text, "outcome": outcome}]
+    elif kind == "local_shell_call":  # named by ``id`` (the call's call_id), output a JSON text
+        output = to_json_text({"error": text})
+        item = {"type": "local_shell_call_output", "id": call.id, "output": output}
+    elif kind == "computer_call":  # its output is a screenshot: no text can stand for one
+        raise InvalidMessageError(
+            f"computer_call {call.id!r} has no output, and only a screenshot can answer it",
+            hint="add its computer_call_output (a computer_screenshot) before the next message",
+        )
     if isinstance(caller, Mapping):
         return item
     from openai.types.responses import ResponseCustomToolCallOutput
@@ -276,14 +294,14 @@ def _responses_output(caller: Any, call: ToolCall, text: str) -> Any:
 
 
 def _gemini_results(caller: Any, calls: Sequence[ToolCall], text: str) -> Any:
-    """One user content answering ``calls`` in order. A call without an API id is answered by
-    position (the response's place among those to its function); where that place would read
-    as another call's (some of the turn's calls were answered already), the id is given."""
-    ids = positional_ids([(c.name, None) for c in calls])
+    """One user content answering ``calls`` in order. A call without an API id is answered
+    without one, by position, as Gemini reads the responses to a turn joined (the k-th
+    response to a function answers its k-th call still open: :func:`.gemini.answered_calls`),
+    so no id the API never gave is sent. A call whose record is gone (no name) keeps its id."""
     entries = []
-    for call, place in zip(calls, ids, strict=True):
+    for call in calls:
         entry: dict[str, Any] = {"name": call.name, "response": {"error": text}}
-        if not call.id.startswith("~") or call.id != place:
+        if not call.id.startswith("~") or not call.name:
             entry["id"] = call.id
         entries.append(entry)
     if isinstance(caller, Mapping):

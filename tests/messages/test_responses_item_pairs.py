@@ -79,7 +79,11 @@ def test_a_call_the_user_interrupted_is_closed_by_an_output_of_its_own_type() ->
     manager.add({"role": "user", "content": "never mind"})
     closure = manager.get_context()[2]
     assert closure["type"] == "local_shell_call_output"
-    assert closure["call_id"] == "call_l"
+    assert closure["id"] == "call_l"  # LocalShellCallOutput names its call by ``id`` only
+    from openai.types.responses import ResponseInputItemParam
+    from pydantic import TypeAdapter
+
+    assert TypeAdapter(ResponseInputItemParam).validate_python(closure) == closure
 
 
 def test_items_the_sdk_added_are_read_and_counted() -> None:

@@ -108,19 +108,23 @@ def test_gemini_camel_case_contents_get_camel_case_responses() -> None:
     assert validate(manager.get_context(), "gemini") == []
 
 
-def test_gemini_calls_answered_in_part_get_the_rest_by_id() -> None:
-    """Two id-less calls to one function, the first answered: the closure's response would read
-    as the first's by position, so it names the call it answers."""
+def test_gemini_calls_answered_in_part_get_the_rest_by_place() -> None:
+    """Two id-less calls to one function, the first answered: the closure's response carries
+    no id the API never gave; it answers the second call by its place once the responses are
+    sent joined, as Gemini reads them."""
     from google.genai import types
 
     shape = SHAPES["gemini"]()
-    manager = MessageContextManager(10_000, counter="chars")
+    manager = MessageContextManager(10_000, counter="chars", provider="gemini")
     manager.add(shape.user("go"))
     manager.add(shape.calls(1, [("", "read", {"p": 1}), ("", "read", {"p": 2})])[0])
     manager.add(shape.results([("", "read", "first")])[0])
     (closure,) = manager.close_pending_tool_calls()
     assert isinstance(closure, types.Content)
-    assert normalize(closure).result_ids == ("~read~2",)
+    assert [p.function_response.id for p in closure.parts] == [None]
+    context = manager.get_context()
+    assert len(context) == 3 and normalize(context[2]).result_ids == ("~read", "~read~2")
+    assert validate(context, "gemini") == []
 
 
 def test_pydantic_ai_calls_are_closed_by_a_model_request_of_tool_returns() -> None:
