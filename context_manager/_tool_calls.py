@@ -41,9 +41,15 @@ class ToolCalls:
         return tuple(self.protocol.pending)
 
     def closures(self, ledger: Ledger, text: str) -> list[Any]:
-        """Results answering every open call with ``text``, each in its caller's shape."""
+        """Results answering every open call with ``text``, each in its caller's shape. The
+        repairer is shown them too: it follows the same stream, and a closure it did not see
+        would leave the calls open for it, so it would answer them a second time."""
         ids = self.pending
-        return missing_results(open_callers(ledger, ids), ids, text) if ids else []
+        results = missing_results(open_callers(ledger, ids), ids, text) if ids else []
+        if self.repair and self.repairer is not None:
+            for result in results:
+                self.repairer.feed(result)
+        return results
 
     def repaired(self, message: Any, index: int, rec: Message) -> list[tuple[Any, Message]]:
         """What to store instead of ``message``: the repairer's answer (usually the message)."""

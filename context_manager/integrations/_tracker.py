@@ -15,6 +15,14 @@ framework adds it itself.
 Several conversations may share one hook or middleware (a compiled graph serves many threads,
 an agent many users): each conversation, recognised by the key of its first message, keeps its
 own manager in a small LRU, so switching between them does not recount anything.
+
+A list is taken as it is, never refused for its tool protocol: the state may have been edited
+(LangGraph's ``RemoveMessage`` can take away the turn that closed a call, or a call whose result
+stays), so a message that breaks the protocol is added with the manager's ``repair`` on (its
+repairer closes the open calls or drops the orphan result); the manager's own rules (a user turn
+closes the calls it interrupted) apply to every other message. And since a context is asked for
+right before the model is called, a call still open then will never get its result: it is
+closed (``close_pending_tool_calls``) rather than left out with its group.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, InvalidMessageError
 from ..manager import MessageContextManager
 from ..messages import normalize
 
@@ -157,9 +165,10 @@ class ContextTracker:
             for i in range(len(seen), len(messages)):
                 message = messages[i]
                 pinned = i == 0 and (self.pin_first or _is_system(message))
-                manager.add(message, pinned=pinned)
+                _add_mended(manager, message, pinned)
                 position[id(message)] = i
                 seen.append(message)
+            manager.close_pending_tool_calls()  # the model is called now: no result will come
             out = manager.get_context()
         if conv.system is not None and out and out[0] is manager.system_message:
             del out[0]
@@ -168,6 +177,21 @@ class ContextTracker:
             if at is not None and seen[at] is sent:
                 out[k] = messages[at]
         return out
+
+
+def _add_mended(manager: MessageContextManager, message: Any, pinned: bool) -> None:
+    """Add ``message``; if it breaks the tool protocol (a refused add changes nothing), add it
+    again through the manager's repairer, which mends the exchange instead of refusing it."""
+    try:
+        manager.add(message, pinned=pinned)
+    except InvalidMessageError:
+        if manager.repair:
+            raise  # unreadable, not a protocol break: repair cannot help
+        manager.repair = True
+        try:
+            manager.add(message, pinned=pinned)
+        finally:
+            manager.repair = False
 
 
 def _is_system(message: Any) -> bool:

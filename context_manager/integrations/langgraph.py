@@ -3,9 +3,11 @@
 ``pre_model_hook(tools=tools, prompt=prompt, max_tokens=...)`` returns ``state ->
 {"llm_input_messages": [...]}``: the model sees a context that keeps a leading system message,
 starts on a human message, ends with the newest message, never orphans a ``ToolMessage`` (a call
-an interrupt left unanswered gets a synthetic ``ToolMessage``), cuts an oversized newest tool
-result head+tail instead of failing, and fits the budget together with ``prompt`` and the tool
-schemas, which the agent sends apart from the messages. The graph state keeps the whole history.
+an interrupt left unanswered, or still open when the model is called, gets a synthetic
+``ToolMessage``; a state ``RemoveMessage`` broke is mended, not refused), cuts an oversized
+newest tool result head+tail instead of failing, and fits the budget together with ``prompt``
+and the tool schemas, which the agent sends apart from the messages. The graph state keeps the
+whole history.
 
 Use it in your own ``StateGraph`` node (``hook(state)["llm_input_messages"]``, then call the model
 with ``[SystemMessage(prompt), *those]``), or as ``create_react_agent(..., pre_model_hook=hook)``

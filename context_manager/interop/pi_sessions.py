@@ -8,7 +8,8 @@ skipped, v1/v2 files are migrated to v3, and the leaf is the last entry indexed.
 the model then sees is Pi's ``buildSessionContext``, implemented once in :mod:`.pi`
 (:func:`~context_manager.compaction.pi_rules.build_session_context`).
 
-Known gaps, none of which Pi writes: non-object JSON lines are skipped (Pi would index them as
+Known gaps, none of which Pi writes: non-object JSON lines and lines nested deeper than
+Python's JSON parser goes (about a thousand levels) are skipped (Pi would index them as
 entries), timestamps JS would read as local time (non-ISO text) become ``null`` here, and a
 ``parentId`` cycle raises ``InvalidMessageError`` (Pi would loop forever).
 """
@@ -38,7 +39,7 @@ def parse_session_lines(text: str) -> list[dict[str, Any]]:
             continue
         try:
             value = json.loads(line, parse_constant=_reject_constant)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than Python's parser goes
             continue
         if isinstance(value, dict):
             entries.append(value)

@@ -27,7 +27,7 @@ from typing import Any
 
 from .gemini import positional_ids
 from .record import Message, ToolResult, to_json_text
-from .sdk import family, field, is_pydantic_ai_dict, text_of
+from .sdk import answers_a_call, family, field, is_pydantic_ai_dict, text_of
 
 __all__ = ["DROP", "IMAGE_MARKER", "TextRule", "edit_results", "rewrite_results", "without_results"]
 
@@ -261,7 +261,7 @@ def _edit_pydantic_ai(message: Any, edit: Edit) -> Any:
     changed = False
     for part in parts:
         call_id = field(part, "tool_call_id")
-        returns = field(part, "part_kind") in ("tool-return", "retry-prompt") and call_id
+        returns = answers_a_call(part, field(part, "part_kind"))
         new = edit(str(call_id), text_of(field(part, "content", "")), 0) if returns else None
         if new is None:
             new_parts.append(part)

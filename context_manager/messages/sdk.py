@@ -185,11 +185,11 @@ def pydantic_ai_record(message: Any, index: int | None) -> Message:
             text = args if isinstance(args, str) else to_json_text(_jsonable(args or {}))
             call_id, name = str(field(part, "tool_call_id")), str(field(part, "tool_name"))
             calls.append(ToolCall(call_id, name, text))
-        elif part_kind in ("tool-return", "retry-prompt") and field(part, "tool_call_id"):
+        elif answers_a_call(part, part_kind):
             is_error = part_kind == "retry-prompt"
             content = text_of(field(part, "content", ""))
             results.append(ToolResult(str(field(part, "tool_call_id")), content, is_error))
-        elif part_kind == "retry-prompt":
+        elif part_kind in ("retry-prompt", "retry-feedback"):  # feedback to the model, no tool
             texts.append(text_of(field(part, "content", "")))
     role = "assistant" if kind == "response" else ("system" if system_only else "user")
     return Message(
@@ -201,4 +201,15 @@ def pydantic_ai_record(message: Any, index: int | None) -> Message:
         thinking="\n".join(thinking),
         media=tuple(media),
         signed=signed,
+    )
+
+
+def answers_a_call(part: Any, part_kind: object) -> bool:
+    """A pydantic-ai request part that answers a tool call: a tool return, or a retry prompt
+    naming its tool (one without ``tool_name`` is feedback, sent to the model as user text,
+    though an in-memory one still carries a generated ``tool_call_id``)."""
+    if not field(part, "tool_call_id"):
+        return False
+    return part_kind == "tool-return" or (
+        part_kind == "retry-prompt" and bool(field(part, "tool_name"))
     )
