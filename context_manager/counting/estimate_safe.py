@@ -20,11 +20,13 @@ features that BPE pre-tokenizers share, each measured with C-level passes over t
   Hebrew/Armenian, Arabic, Indic, Thai, CJK, Hangul, symbols, astral/emoji, ...), with extra
   weight for upper-case Cyrillic and the Persian/Urdu Arabic letters;
 * **costly characters** inside those groups, from the shipped list :func:`char_classes`: the
-  few hundred ideographs every reference tokenizer reads as one token (``cjk_cheap``), the
+  few hundred ideographs every reference tokenizer reads as one token (``cjk_cheap``: cheaper
+  than other ideographs, never under a token, which each costs when no neighbour merges it), the
   ideographs that cost 3 tokens in one of them (``cjk_costly``: CJK Extension A and most rare
   BMP ideographs, e.g. the newer element names), the Thai letters and signs that cost 2
   (``thai_rare``), plus astral ideographs (Extension B on, 4 tokens) and Braille patterns
-  (3 tokens a cell) by their bytes;
+  (3 tokens a cell) by their bytes; a space before any of these wide characters (``space_wide``:
+  word-segmented Chinese, spaced Thai or Braille) is a token of its own;
 * square roots of the non-ASCII, rare-word-letter and punctuation counts: short texts vary more
   around the average than long ones, and the margin shrinks (relatively) as a text grows.
 
@@ -95,6 +97,7 @@ FEATURES = (
     "astral_cjk",
     "thai_rare",
     "braille",
+    "space_wide",
     "sqrt_nonascii",
     "sqrt_rare",
     "sqrt_punct",
@@ -102,48 +105,49 @@ FEATURES = (
 
 #: Tokens per unit of each feature (``tests/counting/fit_safe_estimate.py`` prints this tuple).
 WEIGHTS = (
-    0.05,  # const
-    1.0218,  # common_words
-    1.0482,  # rare_words
-    0.4779,  # rare_b3
-    0.4837,  # rare_b5
-    0.3937,  # space_upper
-    1.5051,  # camel
-    0.1883,  # allcaps
+    0.1276,  # const
+    1.0182,  # common_words
+    1.0712,  # rare_words
+    0.4782,  # rare_b3
+    0.502,  # rare_b5
+    0.4224,  # space_upper
+    1.4914,  # camel
+    0.1856,  # allcaps
     -0.6,  # contractions
-    1.0906,  # digits
+    1.0912,  # digits
     1.0,  # space_digit
-    0.6671,  # punct
+    0.6681,  # punct
     0.1,  # newlines
-    1.0932,  # newline_runs
+    1.0,  # newline_runs
     1.0,  # space_runs
-    1.9039,  # crlf
+    1.9173,  # crlf
     0.125,  # tabs
     1.0,  # latin1
     1.0,  # latin_ext
-    1.09,  # greek
-    0.5956,  # cyrillic
-    1.2748,  # hebrew
-    0.8648,  # arabic
-    3.0,  # indic
+    1.0947,  # greek
+    0.6121,  # cyrillic
+    1.28,  # hebrew
+    0.8698,  # arabic
+    2.8504,  # indic
     3.0,  # misc3
-    1.0911,  # symbols
-    1.8269,  # cjk
-    1.3464,  # hangul
+    1.0,  # symbols
+    1.7989,  # cjk
+    1.1103,  # hangul
     3.0,  # specials
-    3.0606,  # astral
-    0.9496,  # thai
-    1.1634,  # devanagari
-    0.5736,  # arabic_ext
-    2.0658,  # cyrillic_upper
-    -0.9512,  # cjk_cheap
-    1.4026,  # cjk_costly
-    0.8666,  # astral_cjk
-    1.7788,  # thai_rare
+    2.8478,  # astral
+    0.9479,  # thai
+    1.0067,  # devanagari
+    0.6769,  # arabic_ext
+    1.794,  # cyrillic_upper
+    -0.5925,  # cjk_cheap
+    1.2012,  # cjk_costly
+    1.3902,  # astral_cjk
+    1.2415,  # thai_rare
     2.0,  # braille
-    1.9973,  # sqrt_nonascii
-    0.5829,  # sqrt_rare
-    1.1069,  # sqrt_punct
+    1.0,  # space_wide
+    1.6984,  # sqrt_nonascii
+    0.52,  # sqrt_rare
+    1.1687,  # sqrt_punct
 )
 
 #: UTF-8 lead bytes per character group, in :data:`FEATURES` order from ``latin1`` to ``astral``
@@ -204,6 +208,10 @@ _CYRILLIC_TABLE = _table({0xD0: 68, **{i: 85 for i in range(0x90, 0xB0)}}, 46)
 _ASTRAL_CJK_TABLE = _table({0xF0: 70, **{i: 104 for i in range(0xA0, 0xC0)}}, 46)
 #: Braille patterns (U+2800-28FF): E2 followed by A0-A3.
 _BRAILLE = (b"\xe2\xa0", b"\xe2\xa1", b"\xe2\xa2", b"\xe2\xa3")
+#: A space before a character of 3 or 4 UTF-8 bytes (Indic, Thai, Braille, CJK, Hangul, astral):
+#: ``" W"``. No pre-token joins it to a following ideograph or rare character (cl100k, Qwen and
+#: DeepSeek: word-segmented Chinese costs a token per space), unlike a space before a word.
+_WIDE_TABLE = _table({32: 32, **{i: 87 for i in range(0xE0, 0xF5)}}, 46)
 
 _lock = threading.Lock()
 _words: frozenset[bytes] | None = None
@@ -286,7 +294,7 @@ def _features(text: str, raw: bytes) -> list[float]:
     ]
     nonascii = 0
     if text.isascii():
-        out.extend([0] * (len(_GROUPS) + 9))
+        out.extend([0] * (len(_GROUPS) + 10))
     else:
         lead = raw.translate(_LEAD_TABLE, _NOT_LEAD)
         nonascii = len(lead)
@@ -310,6 +318,8 @@ def _features(text: str, raw: bytes) -> list[float]:
         out.append(raw.translate(_ASTRAL_CJK_TABLE).count(b"Fh") if groups[12] else 0)
         out.append(third)
         out.append(sum(map(raw.count, _BRAILLE)) if groups[8] else 0)
+        wide = sum(groups[6:]) + thai + devanagari
+        out.append(raw.translate(_WIDE_TABLE).count(b" W") if wide and b" " in raw else 0)
     out.extend((math.sqrt(nonascii), math.sqrt(rare_letters), math.sqrt(punct)))
     return out
 

@@ -313,6 +313,81 @@ def _braille(seed: int) -> str:
     )
 
 
+@functools.cache
+def common_cjk() -> tuple[str, str]:
+    """Common ideographs: the characters of Faker's zh_CN words, and the shipped one-token ones."""
+    from faker.providers.lorem.zh_CN import Provider
+
+    from context_manager.counting.estimate_safe import char_classes
+
+    words = "".join(sorted(set("".join(Provider.word_list))))
+    cheap = "".join(sorted(chr(c) for c, mark in char_classes().items() if mark == "\x00"))
+    return words, cheap
+
+
+def _cjk_draws(seed: int) -> str:
+    """Common ideographs in seeded random order (character lists, OCR, shuffled hanzi drills):
+    no word to merge with, so each costs its own token; some lines interleave ASCII digits or
+    punctuation, or full-width commas."""
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(40):
+        pool = rng.choice(common_cjk())
+        chars = [rng.choice(pool) for _ in range(rng.randint(1, 60))]
+        between = rng.choice(("", "", "", "\uff0c", "\u3001"))
+        if rng.random() < 0.2:
+            lines.append("".join(c + rng.choice("0123456789,.;") for c in chars))
+        else:
+            lines.append(between.join(chars))
+    return "\n".join(lines)
+
+
+def _cjk_spaced(seed: int) -> str:
+    """Word-segmented Chinese (the output of a segmenter, tokenized corpora, learners' texts):
+    Faker's zh_CN sentences with a space after each character, its words separated by spaces,
+    and seeded common ideographs each followed by a space."""
+    zh = Faker("zh_CN")
+    zh.seed_instance(seed)
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(40):
+        kind = rng.randrange(3)
+        if kind == 0:
+            lines.append("".join(c + " " for c in zh.sentence(nb_words=rng.randint(2, 12))))
+        elif kind == 1:
+            lines.append(" ".join(zh.words(rng.randint(1, 20))))
+        else:
+            pool = rng.choice(common_cjk())
+            lines.append("".join(rng.choice(pool) + " " for _ in range(rng.randint(1, 60))))
+    return "\n".join(lines)
+
+
+def _spaced(rng: random.Random, ranges: tuple[tuple[int, int], ...]) -> str:
+    """A line of seeded draws from ``ranges``, one or two characters a word, spaces between."""
+    words = [_draws(rng, ranges, rng.choice((1, 1, 1, 2))) for _ in range(rng.randint(1, 50))]
+    return " ".join(words) + rng.choice(("", " "))
+
+
+def _rare_cjk_spaced(seed: int) -> str:
+    """Rare ideographs (:data:`_RARE_CJK`) separated by spaces: lists of names, glossaries."""
+    rng = random.Random(seed)
+    return "\n".join(_spaced(rng, (rng.choice(_RARE_CJK),)) for _ in range(40))
+
+
+def _thai_spaced(seed: int) -> str:
+    """Thai letters and signs separated by spaces (spelling lists, search queries): draws from
+    the whole Thai block and from its marks (tone marks, vowel signs, rare signs)."""
+    rng = random.Random(seed)
+    blocks = (((0x0E01, 0x0E3A), (0x0E3F, 0x0E5B)), ((0x0E31, 0x0E3A), (0x0E47, 0x0E5B)))
+    return "\n".join(_spaced(rng, rng.choice(blocks)) for _ in range(40))
+
+
+def _braille_spaced(seed: int) -> str:
+    """Braille cells one or two at a time, separated by spaces."""
+    rng = random.Random(seed)
+    return "\n".join(_spaced(rng, ((0x2800, 0x28FF),)) for _ in range(40))
+
+
 CLASSES: dict[str, Callable[[int], str]] = {
     "english": _prose("en_US"),
     "english_docs": _docstrings,
@@ -344,6 +419,11 @@ CLASSES: dict[str, Callable[[int], str]] = {
     "elements": _elements,
     "thai_marks": _thai_marks,
     "braille": _braille,
+    "cjk_draws": _cjk_draws,
+    "cjk_spaced": _cjk_spaced,
+    "rare_cjk_spaced": _rare_cjk_spaced,
+    "thai_spaced": _thai_spaced,
+    "braille_spaced": _braille_spaced,
 }
 
 

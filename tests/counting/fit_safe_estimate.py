@@ -26,7 +26,9 @@ the estimator's own framing (5). A linear program then finds weights ``w`` with
 on English (prose, chat, generated English, technical English; each class weighted by its total)
 plus a tenth of that on every other class. Weights are bounded below and above by what a byte-
 level BPE can do: a character never costs more tokens than its UTF-8 bytes, and groups the fit
-corpus barely covers (U+1000-1FFF, U+E000-FFFF) cost their byte count.
+corpus barely covers (U+1000-1FFF, U+E000-FFFF) cost their byte count; a class of characters
+(one-token ideographs, costly ideographs, Thai, Braille) never costs less, group weight plus the
+class's adjustment, than one of its characters costs alone (:data:`FLOORS`).
 """
 
 from __future__ import annotations
@@ -86,6 +88,21 @@ BOUNDS = {
     "astral_cjk": (0.0, 3.0),
     "thai_rare": (0.0, 3.0),
     "braille": (0.0, 2.0),
+    # A space before an ideograph, Thai letter or Braille cell is a token of its own in cl100k,
+    # Qwen and DeepSeek (no pre-token joins them); never more than its one byte.
+    "space_wide": (0.0, 1.0),
+}
+#: What one character of a class costs at least, alone (no neighbour to merge with), in some
+#: reference tokenizer: the sum of its group's weight and the class's adjustment may not go below
+#: it. Without this the fit lowered the one-token ideographs to 0.88 a character (cjk_cheap
+#: -0.95), which Chinese prose allows (common pairs merge) and random or word-segmented
+#: ideographs do not (0.49-0.92x of cl100k).
+FLOORS = {
+    ("cjk", "cjk_cheap"): 1.0,
+    ("cjk", "cjk_costly"): 3.0,
+    ("astral", "astral_cjk"): 4.0,
+    ("thai", "thai_rare"): 2.0,
+    ("symbols", "braille"): 3.0,
 }
 
 
@@ -156,8 +173,16 @@ def fit() -> tuple[float, ...]:
         totals[name] = totals.get(name, 0.0) + target + OVERHEAD
     share = np.array([(1.0 if name in ENGLISH else 0.1) / totals[name] for name, _, _ in data])
     bounds = [BOUNDS.get(name, (0.0, None)) for name in estimate_safe.FEATURES]
+    index = {name: k for k, name in enumerate(estimate_safe.FEATURES)}
+    floors = np.zeros((len(FLOORS), len(index)))
+    for row, pair in enumerate(FLOORS):
+        floors[row, [index[name] for name in pair]] = 1.0
     result = linprog(
-        share @ x, A_ub=-x, b_ub=-((1 + MARGIN) * t - SLACK), bounds=bounds, method="highs"
+        share @ x,
+        A_ub=np.vstack((-x, -floors)),
+        b_ub=np.concatenate((-((1 + MARGIN) * t - SLACK), -np.array(list(FLOORS.values())))),
+        bounds=bounds,
+        method="highs",
     )
     if result.status != 0:
         raise SystemExit(f"no fit: {result.message}")

@@ -9,6 +9,7 @@ DeepSeek V3) on any class; English overcount published in docs/guide/counting.md
 
 from __future__ import annotations
 
+import functools
 import gzip
 import math
 import random
@@ -36,7 +37,16 @@ from context_manager.counting.tiktoken_loader import load_encoding
 from context_manager.messages import Message, ToolCall
 
 from .accuracy_table import Ratios, ratios
-from .corpus import CLASSES, FIT_SEEDS, HELD_BACK, REAL_CLASSES, corpus, messages, real_units
+from .corpus import (
+    CLASSES,
+    FIT_SEEDS,
+    HELD_BACK,
+    REAL_CLASSES,
+    common_cjk,
+    corpus,
+    messages,
+    real_units,
+)
 from .reference_tokenizers import FRAMING, reference_tokenizers
 
 #: What the issue names: the estimate must not be below these where they are installed.
@@ -201,6 +211,49 @@ def test_hostile_inputs(text: str) -> None:
 def test_known_hard_cases_are_not_undercounted(text: str) -> None:
     for name, count in reference_tokenizers().items():
         assert estimate_tokens(text) + 5 >= count(text) + FRAMING[name], name
+
+
+@functools.cache
+def _spaced_and_shuffled() -> dict[str, str]:
+    """A reviewer's repros: ideographs with no neighbour to merge with (random order, a space
+    after each), and the costly classes space-separated."""
+    rng = random.Random(0)
+    by_class: dict[str, list[str]] = {}
+    for code, mark in char_classes().items():
+        by_class.setdefault(mark, []).append(chr(code))
+    cheap, costly, thai = (by_class[mark] for mark in ("\x00", "\x01", "\x02"))
+    common = common_cjk()[0]  # the characters of Faker's zh_CN words
+    braille = [chr(c) for c in range(0x2800, 0x2900)]
+    ext_b = [chr(c) for c in range(0x20000, 0x2A6E0)]
+    return {
+        "random common": "".join(rng.choice(common) for _ in range(3000)),
+        "random one-token": "".join(rng.choice(cheap) for _ in range(2000)),
+        "one-token + digit or punctuation": "".join(
+            rng.choice(cheap) + rng.choice("0123456789,.;") for _ in range(2000)
+        ),
+        "segmented characters": " ".join(rng.choice(common) for _ in range(3000)),
+        "segmented words": " ".join(rng.choice(common) * 2 for _ in range(1500)),
+        **{
+            f"spaced {name}": "".join(rng.choice(chars) + " " for _ in range(2000))
+            for name, chars in (
+                ("one-token", cheap),
+                ("costly", costly),
+                ("thai", thai),
+                ("braille", braille),
+                ("ext B", ext_b),
+            )
+        },
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_spaced_and_shuffled()))
+def test_unmerged_and_word_segmented_text_is_not_undercounted(name: str) -> None:
+    """No character class is priced below the token each of its characters costs when nothing
+    merges it: shuffled common ideographs, word-segmented Chinese, spaced rare characters."""
+    text = _spaced_and_shuffled()[name]
+    estimate = estimate_tokens(text)
+    for ref, count in reference_tokenizers().items():
+        assert estimate >= count(text), (ref, estimate, count(text))
 
 
 def test_message_framing_and_parts() -> None:
