@@ -47,7 +47,9 @@ def positional_ids(entries: list[tuple[str, Any]]) -> list[str]:
 def _place(call_id: str) -> tuple[str, int]:
     """``~name~k`` as ``(name, k)`` (``~name``: k = 1); Gemini function names hold no ``~``."""
     name, _, k = call_id[1:].rpartition("~")
-    return (name, int(k)) if name and k.isdigit() else (call_id[1:], 1)
+    # ASCII digits only ("²" is a digit to str.isdigit, not to int), and few of them
+    ordinal = name and k.isascii() and k.isdigit() and len(k) <= 9
+    return (name, int(k)) if ordinal else (call_id[1:], 1)
 
 
 def answered_calls(result_ids: tuple[str, ...], pending: Iterable[str]) -> tuple[str, ...]:

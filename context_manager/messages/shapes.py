@@ -195,10 +195,14 @@ def joined_responses(a: Any, b: Any) -> Any | None:
     from google.genai import types
 
     parts = [*a.parts, *field(b, "parts")]
-    return types.Content(
-        role="user",
-        parts=[types.Part.model_validate(p) if isinstance(p, Mapping) else p for p in parts],
-    )
+    try:
+        return types.Content(
+            role="user",
+            parts=[types.Part.model_validate(p) if isinstance(p, Mapping) else p for p in parts],
+        )
+    except ValueError:  # a dict part the SDK's model refuses (pydantic's error is a ValueError)
+        dumped = [p if isinstance(p, Mapping) else p.model_dump(exclude_none=True) for p in parts]
+        return {"role": "user", "parts": dumped}  # joined in the form that holds it as given
 
 
 def _responses_only(message: Any) -> bool:

@@ -268,3 +268,36 @@ def test_an_interrupted_computer_call_asks_for_its_screenshot() -> None:
     manager.add(screenshot)
     manager.add({"role": "user", "content": "stop"})
     assert validate(manager.get_context(), "openai-responses") == []
+
+
+def test_gemini_dict_response_the_sdk_model_refuses_is_joined_as_given() -> None:
+    """A dict response whose ``response`` is no object (types.Part refuses it) joins the SDK
+    response in the dict form, kept as given, instead of failing every later request."""
+    call = types.Content(
+        role="model",
+        parts=[
+            types.Part(function_call=types.FunctionCall(name="f", args={})),
+            types.Part(function_call=types.FunctionCall(name="g", args={})),
+        ],
+    )
+    answer = types.FunctionResponse(name="f", response={"ok": 1})
+    first = types.Content(role="user", parts=[types.Part(function_response=answer)])
+    odd = {"role": "user", "parts": [{"function_response": {"name": "g", "response": "done"}}]}
+    manager = MessageContextManager(100_000, counter="chars", provider="gemini")
+    manager.extend([{"role": "user", "parts": [{"text": "go"}]}, call, first, odd])
+    context = manager.get_context()
+    assert len(context) == 3 and context[1] is call
+    joined = context[2]
+    assert joined["parts"][1] is odd["parts"][0]  # the caller's part, as given
+    assert joined["parts"][0]["function_response"]["name"] == "f"
+
+
+def test_gemini_call_id_with_a_non_ascii_digit_is_read_not_raised() -> None:
+    """``str.isdigit`` accepts "²", ``int`` does not: an id or name ending so is an ordinary id."""
+    call = {"role": "model", "parts": [{"function_call": {"name": "f~²", "args": {}}}]}
+    result = {"role": "user", "parts": [{"function_response": {"name": "f~²", "response": {}}}]}
+    messages = [{"role": "user", "parts": [{"text": "go"}]}, call, result]
+    manager = MessageContextManager(100_000, counter="chars", provider="gemini")
+    manager.extend(messages)
+    assert manager.get_context() == messages
+    assert validate(messages, "gemini") == []
