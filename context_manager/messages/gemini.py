@@ -55,8 +55,9 @@ def _place(call_id: str) -> tuple[str, int]:
 def answered_calls(result_ids: tuple[str, ...], pending: Iterable[str]) -> tuple[str, ...]:
     """The open calls (ids in ``pending``, in call order) that one message's results answer:
     an id-less response ``~name~k`` answers the k-th still-open id-less call to ``name`` (what
-    it answers when Gemini reads the contents joined); any other id stands for itself, and so
-    does one with no such open call (the protocol then names the problem)."""
+    it answers when Gemini reads the contents joined); any other id stands for itself. One with
+    no such open call answers nothing: it becomes an id no call has (the protocol then names
+    the problem, and a repair drops that response alone)."""
     if not any(rid[:1] == "~" for rid in result_ids):
         return result_ids
     open_by_name: dict[str, list[str]] = {}
@@ -68,7 +69,9 @@ def answered_calls(result_ids: tuple[str, ...], pending: Iterable[str]) -> tuple
         if rid[:1] == "~":
             name, k = _place(rid)
             calls = open_by_name.get(name, ())
-            rid = calls[k - 1] if k <= len(calls) else rid
+            # no k-th open call: an id no call has (a name holds no "~"), so an extra response
+            # cannot pass for the call another one of this message answers
+            rid = calls[k - 1] if k <= len(calls) else rid + "~"
         out.append(rid)
     return tuple(out)
 

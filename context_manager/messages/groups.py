@@ -261,8 +261,10 @@ def missing_results(
 
 
 def _without_stale_results(original: Any, rec: Message, stale: set[str]) -> Any | None:
-    """A copy of a mixed message without the results that answer nothing (None: drop it)."""
-    keeps_content = rec.text or rec.images or rec.tool_calls
+    """A copy of a message without the results that answer nothing (None: drop it): it stays
+    when something else is left, text, images, calls or results that answer an open call."""
+    answers = any(rid not in stale for rid in rec.result_ids)
+    keeps_content = rec.text or rec.images or rec.tool_calls or answers
     if rec.tool_call_id is not None or not keeps_content:
         return None
     return without_results(original, stale)
@@ -312,9 +314,9 @@ class Repairer:
             fixed = _without_stale_results(original, rec, stale)
             if fixed is None:
                 return out
-            if self.protocol.pending:
-                out.extend(self.finish())
             original, rec = fixed, normalize(fixed, index)
+            if self.protocol.pending and not rec.result_ids:  # it answers nothing: the group ends
+                out.extend(self.finish())
         if self.protocol.problem(rec) is not None:  # e.g. a reused call id: drop the message
             self.dropped += 1
             return out

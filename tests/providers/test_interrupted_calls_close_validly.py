@@ -301,3 +301,29 @@ def test_gemini_call_id_with_a_non_ascii_digit_is_read_not_raised() -> None:
     manager.extend(messages)
     assert manager.get_context() == messages
     assert validate(messages, "gemini") == []
+
+
+def test_gemini_repair_drops_only_the_extra_idless_response() -> None:
+    """Two id-less calls to ``f``; the first answered alone, then a content with two responses
+    to ``f``, one more than is still open. Gemini pairs by place: the first of those answers the
+    open call, the second answers nothing. A repair keeps the real answer, drops the extra."""
+    from context_manager.messages.groups import repair
+
+    call = {"role": "model", "parts": [_fc("f"), _fc("f")]}
+    first = {"role": "user", "parts": [_fr("f", "first")]}
+    late = {"role": "user", "parts": [_fr("f", "second"), _fr("f", "extra")]}
+    history = [{"role": "user", "parts": [{"text": "go"}]}, call, first, late]
+
+    def answers(messages: list[Any]) -> list[Any]:
+        return [
+            p["function_response"]["response"]
+            for m in messages
+            for p in m["parts"]
+            if "function_response" in p
+        ]
+
+    expected = [{"out": "first"}, {"out": "second"}]
+    assert answers(repair(history)) == expected
+    manager = MessageContextManager(100_000, counter="chars", provider="gemini", repair=True)
+    manager.extend(history)
+    assert answers(manager.get_context()) == expected
