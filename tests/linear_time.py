@@ -48,3 +48,24 @@ def assert_linear(
         f"{what}: {elapsed:.3f}s on {len(text):,} chars, baseline {baseline:.4f}s "
         f"(ratio {elapsed / max(baseline, 1e-9):.1f}, bound {ratio:g} x + {CONSTANT_S}s)"
     )
+
+
+def python_calls(run: Callable[[], object]) -> int:
+    """How many calls (Python and C) ``run()`` makes: a cost that does not depend on the machine's
+    load, so growth with history size can be asserted without timing."""
+    import sys
+    from types import FrameType
+
+    calls = 0
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return calls

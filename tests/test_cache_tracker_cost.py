@@ -8,8 +8,6 @@ linear overall. Calls that C code makes (an identity check per held message) are
 
 from __future__ import annotations
 
-import sys
-from types import FrameType
 from typing import Any
 
 from hypothesis import given, settings
@@ -18,27 +16,13 @@ from hypothesis import strategies as st
 from context_manager import MessageContextManager
 from context_manager.prompt_cache import CacheTracker, cache_report, cache_rules, track_cache
 
+from .linear_time import python_calls
+
 Msg = dict[str, Any]
 
 
 def message(i: int) -> Msg:
     return {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " * 20}
-
-
-def python_calls(run: Any) -> int:
-    calls = 0
-
-    def profile(frame: FrameType, event: str, arg: object) -> None:
-        nonlocal calls
-        if event in ("call", "c_call"):
-            calls += 1
-
-    sys.setprofile(profile)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
-    return calls
 
 
 def tracker_request_calls(held: int, provider: str) -> int:

@@ -8,34 +8,18 @@ the same with four times the history held.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from types import FrameType
 
 import pytest
 
 from context_manager import MessageContextManager, ToolResultPruning
 
+from ..linear_time import python_calls
+
 PRESETS: dict[str, Callable[[], ToolResultPruning]] = {
     "anthropic": lambda: ToolResultPruning.anthropic(trigger_tokens=1500),
     "openclaw": ToolResultPruning.openclaw,
 }
-
-
-def calls(run: Callable[[], object]) -> int:
-    count = 0
-
-    def profile(frame: FrameType, event: str, arg: object) -> None:
-        nonlocal count
-        if event in ("call", "c_call"):
-            count += 1
-
-    sys.setprofile(profile)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
-    return count
 
 
 def exchange(manager: MessageContextManager, i: int) -> None:
@@ -71,7 +55,7 @@ def request_calls(preset: str, exchanges: int) -> int:
         manager.get_context()
 
     request()
-    return min(calls(request) for _ in range(5))
+    return min(python_calls(request) for _ in range(5))
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
