@@ -32,16 +32,33 @@ from ..counting import TokenCounter, get_counter
 from ..errors import ConfigurationError, OffloadHandleError, OffloadNotFoundError
 from .slicing import Slice, select
 
-__all__ = ["HANDLE_PREFIX", "BaseArea", "Entry", "OffloadArea", "Slice", "session_tag"]
+__all__ = [
+    "HANDLE_PREFIX",
+    "BaseArea",
+    "Entry",
+    "OffloadArea",
+    "Slice",
+    "sample_handle",
+    "session_tag",
+]
 
 HANDLE_PREFIX = "cm-off:"
 #: A handle (its session tag, its token), alone or in free text (a stub, a message quoting one).
 HANDLE = re.compile(r"cm-off:([0-9a-f]{8})-([0-9a-f]{32})")
+#: Random bytes in a handle's token (its 32 hex digits).
+_TOKEN_BYTES = 16
 
 
 def session_tag(session: str) -> str:
     """The 8 hex digits binding a handle to its session (not a secret: a routing check)."""
     return hashlib.blake2s(session.encode("utf-8"), digest_size=4).hexdigest()
+
+
+def sample_handle(session: str) -> str:
+    """A handle of the form and length every handle of ``session`` has, naming nothing: what
+    a stub is rendered with to be sized before anything is stored (pruning skips a stub that
+    would not be cheaper than its result without storing the result)."""
+    return f"{HANDLE_PREFIX}{session_tag(session)}-{'0' * 2 * _TOKEN_BYTES}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +163,7 @@ class BaseArea(ABC):
             raise ConfigurationError(f"put() takes str or bytes, got {type(data).__name__}")
         if key is not None and (not isinstance(key, str) or not 0 < len(key) <= 200):
             raise ConfigurationError("key must be a str of 1-200 characters or None")
-        return self.handle_of(self._insert(secrets.token_hex(16), raw, key))
+        return self.handle_of(self._insert(secrets.token_hex(_TOKEN_BYTES), raw, key))
 
     def get(
         self,

@@ -24,7 +24,7 @@ from .._config import check_int
 from .._js import utf16_len
 from ..errors import ConfigurationError, ContextManagerError, OffloadError
 from ..messages.truncate import CUT_SEPARATOR, head_tail, rewrite_results
-from .area import HANDLE, BaseArea, OffloadArea
+from .area import HANDLE, BaseArea, OffloadArea, sample_handle
 from .slicing import line_count
 
 __all__ = [
@@ -73,6 +73,12 @@ class Offloader:
         handle = self.area.put(data, key="sha256:" + hashlib.sha256(data).hexdigest())
         return handle, len(data), line_count(data)
 
+    def _sample(self, text: str) -> tuple[str, int, int]:
+        """What :meth:`_put` answers, with a handle of the same form naming nothing (nothing
+        is stored): to size a stub before deciding to store it."""
+        data = text.encode("utf-8", "surrogatepass")
+        return sample_handle(self.area.session), len(data), line_count(data)
+
     def store(self, text: str) -> tuple[str, int, int] | None:
         """``text``'s handle, byte size and line count (stored on first sight); None when the
         area failed."""
@@ -92,14 +98,16 @@ class Offloader:
                 self._known.popitem(last=False)
         return stored
 
-    def stub(self, text: str, head: int, tail: int) -> str | None:
-        """Head + tail of ``text`` and the marker naming its handle (None: the area failed)."""
-        stored = self.store(text)
+    def stub(self, text: str, head: int, tail: int, *, store: bool = True) -> str | None:
+        """Head + tail of ``text`` and the marker naming its handle (None: the area failed).
+        ``store=False``: rendered with a sample handle, nothing stored (to size it)."""
+        stored = self.store(text) if store else self._sample(text)
         return None if stored is None else _stub(text, head, tail, stored)
 
-    def cleared(self, text: str, placeholder: str) -> str | None:
-        """``placeholder`` plus the note naming ``text``'s handle (None: the area failed)."""
-        stored = self.store(text)
+    def cleared(self, text: str, placeholder: str, *, store: bool = True) -> str | None:
+        """``placeholder`` plus the note naming ``text``'s handle (None: the area failed).
+        ``store=False``: rendered with a sample handle, nothing stored (to size it)."""
+        stored = self.store(text) if store else self._sample(text)
         return None if stored is None else placeholder + CLEARED_NOTE.format(handle=stored[0])
 
     def forget(self) -> None:
@@ -163,23 +171,29 @@ def _previews(head: int, tail: int, max_chars: int) -> tuple[int, int]:
     return scaled, max_chars - scaled
 
 
-def clear_rule(area: OffloadArea | None, placeholder: str) -> Callable[[str, int], str]:
-    """Pruning's clear: ``placeholder``, plus the handle of the stored text with an area."""
+def clear_rule(
+    area: OffloadArea | None, placeholder: str, *, store: bool = True
+) -> Callable[[str, int], str]:
+    """Pruning's clear: ``placeholder``, plus the handle of the stored text with an area.
+    ``store=False``: the same text with a sample handle, nothing stored (to size it first)."""
     off = Offloader(area) if area is not None else None
 
     def clear(text: str, _images: int) -> str:
-        stub = off.cleared(text, placeholder) if off is not None else None
+        stub = off.cleared(text, placeholder, store=store) if off is not None else None
         return stub if stub is not None else placeholder
 
     return clear
 
 
-def trim_rule(area: OffloadArea | None, head: int, tail: int, marker: str) -> Callable[[str], str]:
-    """Pruning's soft trim: head + tail + ``marker``; with an area, the offload stub."""
+def trim_rule(
+    area: OffloadArea | None, head: int, tail: int, marker: str, *, store: bool = True
+) -> Callable[[str], str]:
+    """Pruning's soft trim: head + tail + ``marker``; with an area, the offload stub.
+    ``store=False``: the same text with a sample handle, nothing stored (to size it first)."""
     off = Offloader(area) if area is not None else None
 
     def trim(text: str) -> str:
-        stub = off.stub(text, head, tail) if off is not None else None
+        stub = off.stub(text, head, tail, store=store) if off is not None else None
         return stub if stub is not None else head_tail(text, head, tail, marker)
 
     return trim

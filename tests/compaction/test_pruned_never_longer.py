@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from context_manager import MessageContextManager, ToolResultPruning
-from context_manager.offload import MemoryOffload
+from context_manager.offload import MemoryOffload, stub_handle
 
 
 def session(pruning: ToolResultPruning | None, results: list[str]) -> MessageContextManager:
@@ -86,3 +88,93 @@ def test_a_trim_that_would_not_be_shorter_is_not_made() -> None:
     assert manager.get_context() == plain
     report = manager.stats().pruning
     assert report is not None and (report.results_trimmed, report.tokens_freed) == (0, 0)
+
+
+def one_result(pruning: ToolResultPruning | None, text: str, counter: str) -> MessageContextManager:
+    manager = MessageContextManager(
+        100_000,
+        counter=counter,
+        reserve_tokens=0,
+        **({"pruning": pruning} if pruning is not None else {}),
+    )
+    manager.add({"role": "user", "content": "go"})
+    for i in range(5):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        manager.add({"role": "assistant", "content": None, "tool_calls": [call]})
+        manager.add({"role": "tool", "tool_call_id": f"c{i}", "content": text})
+    manager.add({"role": "user", "content": "next"})
+    return manager
+
+
+@pytest.mark.parametrize("size", [101, 192, 300])
+def test_a_trim_whose_offload_stub_would_be_longer_is_not_made(size: int) -> None:
+    """The stub a trim is sent as with an offload area (the note naming the handle, head and
+    tail) is much longer than a plain trim: a result it would not shorten stays whole and
+    nothing is stored for it."""
+    area = MemoryOffload("s")
+    pruning = ToolResultPruning(
+        max_chars=100,
+        head_chars=40,
+        tail_chars=40,
+        soft_ratio=None,
+        hard_clear=False,
+        keep_last=0,
+        offload=area,
+    )
+    text = "x" * size
+    manager = one_result(pruning, text, "chars")
+    plain = one_result(None, text, "chars")
+    assert manager.get_context() == plain.get_context()
+    assert manager.context_tokens() == plain.context_tokens()
+    assert len(area) == 0
+    report = manager.stats().pruning
+    assert report is not None and (report.results_trimmed, report.tokens_freed) == (0, 0)
+
+
+def test_a_long_result_is_still_offloaded_to_a_shorter_stub() -> None:
+    area = MemoryOffload("s")
+    pruning = ToolResultPruning(
+        max_chars=100,
+        head_chars=40,
+        tail_chars=40,
+        soft_ratio=None,
+        hard_clear=False,
+        keep_last=0,
+        offload=area,
+    )
+    text = "word " * 400
+    manager = one_result(pruning, text, "chars")
+    texts = tool_texts(manager.get_context())
+    assert all(len(sent) < len(text) and stub_handle(sent) for sent in texts.values())
+    report = manager.stats().pruning
+    assert report is not None and report.results_trimmed == 5
+    assert manager.context_tokens() < one_result(None, text, "chars").context_tokens()
+
+
+def test_a_placeholder_costing_more_tokens_than_its_result_is_not_sent() -> None:
+    """64 '=' are 64 chars but a handful of o200k tokens, fewer than the 33-char placeholder:
+    clearing them would grow the context. Measured in tokens, they stay as they are."""
+    pytest.importorskip("tiktoken")
+    pruning = ToolResultPruning(
+        max_chars=None,
+        soft_ratio=None,
+        hard_ratio=0.0001,
+        min_prunable_chars=0,
+        keep_last=0,
+        clear_until="all",
+    )
+    counter = "tiktoken:o200k_base"
+    cheap = "=" * 64
+    manager = one_result(pruning, cheap, counter)
+    plain = one_result(None, cheap, counter)
+    assert manager.get_context() == plain.get_context()
+    assert manager.context_tokens() == plain.context_tokens()
+    report = manager.stats().pruning
+    assert report is not None and (report.results_cleared, report.tokens_freed) == (0, 0)
+    # a result its placeholder is cheaper than is still cleared, and frees tokens
+    costly = "listing files " * 10
+    manager = one_result(pruning, costly, counter)
+    assert set(tool_texts(manager.get_context()).values()) == {pruning.placeholder}
+    saved = one_result(None, costly, counter).context_tokens() - manager.context_tokens()
+    report = manager.stats().pruning
+    assert report is not None and report.tokens_freed == saved > 0

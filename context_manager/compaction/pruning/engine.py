@@ -18,15 +18,9 @@ from typing import TYPE_CHECKING, Any
 from ..._js import utf16_len
 from ...budget.pruned import PrunePlan
 from ...messages import normalize
-from ...messages.truncate import (
-    CUT_SEPARATOR,
-    clear_call_inputs,
-    rewrite_results,
-    strip_thinking,
-)
-from ...offload.stub import CLEARED_NOTE, clear_rule, trim_rule
 from .cache_aware import CacheAge, clear_need, sent_saving, worth_of
 from .report import PruningReport
+from .rewrite import rewrite_message, trimmed_chars
 
 if TYPE_CHECKING:
     from ...budget._ledger import Ledger
@@ -34,8 +28,6 @@ if TYPE_CHECKING:
     from .config import ToolResultPruning
 
 _INTACT, _SOFT, _CLEARED = 0, 1, 2
-#: A handle as an offload area writes it (``offload.area.HANDLE``: fixed length), to size stubs.
-_SAMPLE_HANDLE = "cm-off:" + "0" * 8 + "-" + "0" * 32
 #: The state a clear that does not pay for itself is rolled back to.
 _UNDONE = ("_saved_total", "_saved", "_repl", "_aged_chars", "_delta", "_res_saved")
 
@@ -49,6 +41,7 @@ class _Result:
     images: int
     eligible: bool
     state: int = _INTACT
+    trimmed: int = -1  # chars once trimmed, as the trim renders it (-1: not sized yet)
 
 
 class PruningEngine:
@@ -56,11 +49,6 @@ class PruningEngine:
 
     def __init__(self, config: ToolResultPruning) -> None:
         self.config = config
-        #: Chars a cleared result is sent as (the placeholder, and the note naming its handle
-        #: with an offload area): a result no longer than that is never pruned, since its
-        #: replacement would not be shorter.
-        note = CLEARED_NOTE.format(handle=_SAMPLE_HANDLE) if config.offload is not None else ""
-        self._cleared_chars = utf16_len(config.placeholder + note)
         self.reset()
 
     def reset(self) -> None:
@@ -132,16 +120,13 @@ class PruningEngine:
             for k, (call_id, text, _) in enumerate(rec.results):
                 images = len(rec.images) if k == 0 else 0
                 name = self._call_name.get(call_id, rec.name or "")
-                chars = utf16_len(text) + images * cfg.image_chars
-                # A result its placeholder would not shorten is left as it is (never longer).
-                shrinks = chars > self._cleared_chars
                 result = _Result(
                     seq,
                     call_id,
                     name,
-                    chars,
+                    utf16_len(text) + images * cfg.image_chars,
                     images,
-                    shrinks and not protected and cfg.prunable(name),
+                    not protected and cfg.prunable(name),
                 )
                 self._results.append(result)
                 self._result_seqs.append(seq)
@@ -178,42 +163,45 @@ class PruningEngine:
         return min(floors) if floors else self._next_seq
 
     # -- rewriting -------------------------------------------------------------------------
-    def _rebuild(self, seq: int, ledger: Ledger, counter: TokenCounter, dirty: set[int]) -> None:
-        cfg = self.config
+    def _rebuild(
+        self,
+        seq: int,
+        ledger: Ledger,
+        counter: TokenCounter,
+        dirty: set[int],
+        lengths: dict[str, int] | None = None,
+    ) -> bool:
+        """Rewrite message ``seq`` from the state of its results (its reasoning, its call
+        inputs) and send the rewrite only if it costs fewer tokens under ``counter`` than what
+        is sent for it now (the original or an earlier rewrite): the one rule by which a pruned
+        result is never longer, whatever it is replaced by (placeholder, trim, offload stub).
+        False: not taken, nothing counted, the caller rolls back the state it changed.
+        ``lengths``: filled with the chars each rewritten result is sent as."""
         i = bisect_left(ledger.seq, seq)
         if i >= len(ledger.seq) or ledger.seq[i] != seq:
-            return  # no longer held (compacted away)
+            return True  # no longer held (compacted away)
         original = ledger.originals[i]
         if original is None:
-            return  # evicted: nothing to rewrite
-        new: Any = original
-        results = self._by_msg.get(seq)
-        if results:
-            cleared = frozenset(r.call_id for r in results if r.state == _CLEARED)
-            soft = frozenset(r.call_id for r in results if r.state == _SOFT)
-            if cleared:  # with cfg.offload, the full text is stored and the stub names it
-                clear = clear_rule(cfg.offload, cfg.placeholder)
-                new = rewrite_results(new, clear, "clear", cleared) or new
-            if soft:
-                cut = trim_rule(cfg.offload, cfg.head_chars, cfg.tail_chars, cfg.marker)
-
-                def trim(text: str, images: int) -> str | None:
-                    if utf16_len(text) > (cfg.max_chars or 0):
-                        return cut(text)
-                    return text if images and cfg.images == "clear" else None
-
-                new = rewrite_results(new, trim, cfg.images, soft) or new
-        else:
-            if seq in self._thinking_done:
-                new = strip_thinking(new) or new
-            ids = self._inputs_cleared.get(seq)
-            if ids:
-                new = clear_call_inputs(new, frozenset(ids)) or new
+            return True  # evicted: nothing to rewrite
+        results = self._by_msg.get(seq) or []
+        cleared = frozenset(r.call_id for r in results if r.state == _CLEARED)
+        soft = frozenset(r.call_id for r in results if r.state == _SOFT)
+        done = frozenset(() if results else self._inputs_cleared.get(seq, ()))
+        thinking = not results and seq in self._thinking_done
+        sent = ledger.tokens[i] - self._saved.get(seq, 0)
+        if results and self.config.offload is not None:  # sized first: nothing stored
+            probe = rewrite_message(self.config, original, cleared, soft, thinking, done, False)
+            if probe is not original and counter.count_message(normalize(probe)) >= sent:
+                return False
+        new = rewrite_message(self.config, original, cleared, soft, thinking, done, True, lengths)
         if new is original:
             if results:
                 self._skipped += 1
-            return
-        saved = ledger.tokens[i] - counter.count_message(normalize(new))
+            return True
+        cost = counter.count_message(normalize(new))
+        if cost >= sent:
+            return False
+        saved = ledger.tokens[i] - cost
         change = saved - self._saved.get(seq, 0)
         if results:
             self._res_saved += change
@@ -222,6 +210,7 @@ class PruningEngine:
         self._saved[seq] = saved
         self._repl[seq] = new
         dirty.add(seq)
+        return True
 
     # -- prefix sums -----------------------------------------------------------------------
     def _patch_cum(self, ledger: Ledger, changed: set[int]) -> list[int]:
@@ -286,7 +275,8 @@ class PruningEngine:
             )
             for seq in self._thinking[self._thinking_upto : upto]:
                 self._thinking_done.add(seq)
-                self._rebuild(seq, ledger, counter, dirty)
+                if not self._rebuild(seq, ledger, counter, dirty):
+                    self._thinking_done.discard(seq)  # stripping it would not be cheaper
             self._thinking_upto = max(self._thinking_upto, upto)
         if (
             cfg.max_chars is not None
@@ -294,33 +284,33 @@ class PruningEngine:
             and self._soft_upto < self._aged
             and self._soft_pays(ledger, held, budget)
         ):
-            touched: set[int] = set()
+            touched: dict[int, list[_Result]] = {}
             for r in self._results[self._soft_upto : self._aged]:
                 if (
                     r.eligible
                     and r.state == _INTACT
                     and (
-                        # over max_chars, and its head + tail + marker is shorter
-                        (
-                            r.chars - r.images * cfg.image_chars > cfg.max_chars
-                            and self._soft_chars(r) < r.chars
-                        )
+                        r.chars - r.images * cfg.image_chars > cfg.max_chars
                         or (r.images and cfg.images == "clear")
                     )
                 ):
                     r.state = _SOFT
-                    self._count(_SOFT, 1, r)
-                    touched.add(r.seq)
+                    touched.setdefault(r.seq, []).append(r)
             self._soft_upto = self._aged
             before = self._saved_total
             for seq in sorted(touched):
-                for r in self._by_msg[seq]:
-                    if r.state == _SOFT:
-                        old = r.chars
-                        r.chars = self._soft_chars(r)
+                lengths: dict[str, int] = {}
+                if not self._rebuild(seq, ledger, counter, dirty, lengths):
+                    for r in touched[seq]:  # the trim would not be cheaper: sent as it is
+                        r.state = _INTACT
+                    continue
+                for r in touched[seq]:
+                    self._count(_SOFT, 1, r)
+                    new_trimmed += 1
+                    if r.call_id in lengths:
+                        kept = r.images * cfg.image_chars if cfg.images == "keep" else 0
+                        old, r.chars = r.chars, lengths[r.call_id] + kept
                         self._aged_chars += r.chars - old
-                        new_trimmed += 1
-                self._rebuild(seq, ledger, counter, dirty)
             held -= self._saved_total - before
         if cfg.hard_clear and self._clear_upto < self._aged:  # the gate holds all but caps
             by_ratio = (
@@ -373,22 +363,25 @@ class PruningEngine:
                 self._res_tokens -= self._msg_tokens.pop(seq)
         self._ledger_id = 0  # group numbering may have changed: rebuild the sums once
 
-    def _soft_chars(self, r: _Result) -> int:
-        cfg = self.config
-        text_chars = r.chars - r.images * cfg.image_chars
-        if cfg.max_chars is not None and text_chars > cfg.max_chars:
-            marker = cfg.marker.format(
-                head=cfg.head_chars, tail=cfg.tail_chars, total=text_chars, cut=0
-            )
-            text_chars = cfg.head_chars + cfg.tail_chars + len(CUT_SEPARATOR) + utf16_len(marker)
-        return text_chars + (r.images * cfg.image_chars if cfg.images == "keep" else 0)
+    def _trimmed_chars(self, ledger: Ledger, r: _Result) -> int:
+        """Chars ``r`` would be sent as once trimmed, from the renderer that trims it (an
+        offload stub sized with a sample handle, nothing stored): the planner's estimate of a
+        trim before it is built. Sized once per result."""
+        if r.trimmed < 0:
+            cfg = self.config
+            text_chars = trimmed_chars(cfg, ledger, r.seq, r.call_id)
+            if text_chars is None:  # no longer held
+                text_chars = r.chars - r.images * cfg.image_chars
+            r.trimmed = text_chars + (r.images * cfg.image_chars if cfg.images == "keep" else 0)
+        return r.trimmed
 
     def _worthwhile(
         self, ledger: Ledger, held: int, budget: int, soft: bool = False
     ) -> tuple[int, int]:
         """(the fewest sent tokens a clear (``soft``: the pending soft trims) must save to pay
         for the cache it breaks, the most it could save): see ``cache_aware``; the first changed
-        position is the oldest result it rewrites. A trim's saving is estimated from chars."""
+        position is the oldest result it rewrites. A trim's saving is estimated from the chars of
+        the trim as its renderer builds it."""
         cfg = self.config
         if cfg.cache is None or self._cold:
             return 0, 0
@@ -400,7 +393,7 @@ class PruningEngine:
         for r in self._results[self._soft_upto if soft else self._clear_upto : self._aged]:
             if soft and r.eligible and r.state == _INTACT:
                 total = sum(x.chars for x in self._by_msg[r.seq]) or 1
-                cut = r.chars - self._soft_chars(r)
+                cut = r.chars - self._trimmed_chars(ledger, r)
                 if cut > 0 or (r.images and cfg.images == "clear"):
                     pending[r.seq] = pending.get(r.seq, 0.0) + max(cut, 0) / total
             elif not soft and r.eligible and r.state != _CLEARED:
@@ -440,6 +433,7 @@ class PruningEngine:
         snapshot = {name: copy(getattr(self, name)) for name in _UNDONE} if undo else {}
         changed: list[tuple[_Result, int]] = []  # each result cleared, and its state before
         owners: set[int] = set()
+        added: dict[int, set[str]] = {}  # call inputs cleared by this pass, by owner
         pos = self._clear_upto
         while pos < self._aged:
             below = cfg.hard_ratio is not None and held < cfg.hard_ratio * window
@@ -452,15 +446,18 @@ class PruningEngine:
             pos += 1
             if not r.eligible or r.state == _CLEARED:
                 continue
-            changed.append((r, r.state))
-            self._count(r.state, -1, r)
-            self._count(_CLEARED, 1, r)
-            r.state = _CLEARED
-            self._aged_chars -= r.chars
+            prev, r.state = r.state, _CLEARED
             before = self._saved_total
-            self._rebuild(r.seq, ledger, counter, dirty)
+            if not self._rebuild(r.seq, ledger, counter, dirty):
+                r.state = prev  # its placeholder or stub would not be cheaper: sent as it is
+                continue
+            changed.append((r, prev))
+            self._count(prev, -1, r)
+            self._count(_CLEARED, 1, r)
+            self._aged_chars -= r.chars
             if cfg.clear_tool_inputs and r.call_id in self._call_owner:
                 owner = self._call_owner[r.call_id]
+                added.setdefault(owner, set()).add(r.call_id)
                 self._inputs_cleared.setdefault(owner, set()).add(r.call_id)
                 self._n_inputs += 1
                 owners.add(owner)
@@ -483,7 +480,9 @@ class PruningEngine:
             return 0, True
         self._clear_upto = pos
         for owner in sorted(owners):
-            self._rebuild(owner, ledger, counter, dirty)
+            if not self._rebuild(owner, ledger, counter, dirty):
+                self._inputs_cleared[owner] -= added[owner]  # not cheaper: kept as they were
+                self._n_inputs -= len(added[owner])
         return len(changed), False
 
     def _count(self, state: int, sign: int, r: _Result) -> None:
