@@ -191,12 +191,14 @@ def _one_response_turn(
     index, first = body[at]
     open_calls = dict.fromkeys(caller.call_ids)
     answered, later = set(answered_calls(first.result_ids, open_calls)), set[str]()
-    open_calls = {c: None for c in open_calls if c not in answered}
+    for c in answered:
+        open_calls.pop(c, None)
     k = at + 1
     while k < len(body) and body[k][1].result_ids:
         ids = answered_calls(body[k][1].result_ids, open_calls)
         later.update(ids)
-        open_calls = {c: None for c in open_calls if c not in later}
+        for c in ids:  # in place: each content costs its own responses, not the open calls
+            open_calls.pop(c, None)
         k += 1
     split = [c for c in caller.tool_calls if c.id not in answered and c.id in later]
     if split:  # an id-less call (``~name~k``) is named by its function

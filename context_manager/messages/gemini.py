@@ -58,12 +58,27 @@ def answered_calls(result_ids: tuple[str, ...], pending: Iterable[str]) -> tuple
     it answers when Gemini reads the contents joined); any other id stands for itself. One with
     no such open call answers nothing: it becomes an id no call has (the protocol then names
     the problem, and a repair drops that response alone)."""
-    if not any(rid[:1] == "~" for rid in result_ids):
+    wanted: dict[str, int] = {}  # function name -> the most open calls to it needed
+    for rid in result_ids:
+        if rid[:1] == "~":
+            name, k = _place(rid)
+            wanted[name] = max(wanted.get(name, 0), k)
+    if not wanted:
         return result_ids
-    open_by_name: dict[str, list[str]] = {}
+    # the open calls in call order, read only as far as needed (responses usually answer the
+    # oldest open calls, so a message costs its own responses, not every call still open)
+    open_by_name: dict[str, list[str]] = {name: [] for name in wanted}
+    short = len(wanted)
     for call_id in pending:
         if call_id[:1] == "~":
-            open_by_name.setdefault(_place(call_id)[0], []).append(call_id)
+            name = _place(call_id)[0]
+            calls = open_by_name.get(name)
+            if calls is not None and len(calls) < wanted[name]:
+                calls.append(call_id)
+                if len(calls) == wanted[name]:
+                    short -= 1
+                    if not short:
+                        break
     out = []
     for rid in result_ids:
         if rid[:1] == "~":

@@ -327,3 +327,27 @@ def test_gemini_repair_drops_only_the_extra_idless_response() -> None:
     manager = MessageContextManager(100_000, counter="chars", provider="gemini", repair=True)
     manager.extend(history)
     assert answers(manager.get_context()) == expected
+
+
+def _idless_answered_apart(n: int) -> list[Any]:
+    """One model turn of ``n`` id-less calls to one function, each answered in its own content."""
+    call = {"role": "model", "parts": [_fc("f") for _ in range(n)]}
+    answers = [{"role": "user", "parts": [_fr("f", str(k))]} for k in range(n)]
+    return [{"role": "user", "parts": [{"text": "go"}]}, call, *answers]
+
+
+def test_idless_responses_answered_apart_cost_what_they_are() -> None:
+    """Adding and validating n responses costs O(n) calls, not O(n^2): each response content
+    reads the open calls only as far as its own place."""
+    from ..linear_time import python_calls
+
+    def cost(n: int) -> tuple[int, int]:
+        messages = _idless_answered_apart(n)
+        manager = MessageContextManager(10**7, counter="chars", provider="gemini")
+        return (
+            python_calls(lambda: manager.extend(messages)),
+            python_calls(lambda: validate(messages, "gemini")),
+        )
+
+    (add_small, check_small), (add_big, check_big) = cost(200), cost(800)
+    assert add_big < 6 * add_small and check_big < 6 * check_small  # 4x the input, not 16x
