@@ -83,10 +83,10 @@ def answered_calls(result_ids: tuple[str, ...], pending: Iterable[str]) -> tuple
     for rid in result_ids:
         if rid[:1] == "~":
             name, k = _place(rid)
-            calls = open_by_name.get(name, ())
+            found = open_by_name[name]
             # no k-th open call: an id no call has (a name holds no "~"), so an extra response
             # cannot pass for the call another one of this message answers
-            rid = calls[k - 1] if k <= len(calls) else rid + "~"
+            rid = found[k - 1] if k <= len(found) else rid + "~"
         out.append(rid)
     return tuple(out)
 
