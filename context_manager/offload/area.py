@@ -38,6 +38,7 @@ __all__ = [
     "Entry",
     "OffloadArea",
     "Slice",
+    "keyed_token",
     "sample_handle",
     "session_tag",
 ]
@@ -52,6 +53,15 @@ _TOKEN_BYTES = 16
 def session_tag(session: str) -> str:
     """The 8 hex digits binding a handle to its session (not a secret: a routing check)."""
     return hashlib.blake2s(session.encode("utf-8"), digest_size=4).hexdigest()
+
+
+def keyed_token(session: str, key: str) -> str:
+    """The token of a put with ``key`` (the offloader's key is the text's SHA-256): derived,
+    not drawn, so a stub can be rendered with its exact handle before anything is stored, and
+    the same text gets the same handle again after an eviction (a prompt cache keeps the stub).
+    It tells nothing the caller did not know: finding it takes the text itself."""
+    material = f"{session}\0{key}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(material).hexdigest()[: 2 * _TOKEN_BYTES]
 
 
 def sample_handle(session: str) -> str:
@@ -163,7 +173,15 @@ class BaseArea(ABC):
             raise ConfigurationError(f"put() takes str or bytes, got {type(data).__name__}")
         if key is not None and (not isinstance(key, str) or not 0 < len(key) <= 200):
             raise ConfigurationError("key must be a str of 1-200 characters or None")
-        return self.handle_of(self._insert(secrets.token_hex(_TOKEN_BYTES), raw, key))
+        return self.handle_of(self._insert(self._token(key), raw, key))
+
+    def _token(self, key: str | None) -> str:
+        return secrets.token_hex(_TOKEN_BYTES) if key is None else keyed_token(self._session, key)
+
+    def handle_for(self, key: str) -> str:
+        """The handle a put with ``key`` gets, without storing anything (a put of a key already
+        stored under another token, by an older version, keeps that token)."""
+        return self.handle_of(self._token(key))
 
     def get(
         self,

@@ -70,14 +70,17 @@ class Offloader:
 
     def _put(self, text: str) -> tuple[str, int, int]:
         data = text.encode("utf-8", "surrogatepass")
-        handle = self.area.put(data, key="sha256:" + hashlib.sha256(data).hexdigest())
+        handle = self.area.put(data, key=_key(data))
         return handle, len(data), line_count(data)
 
     def _sample(self, text: str) -> tuple[str, int, int]:
-        """What :meth:`_put` answers, with a handle of the same form naming nothing (nothing
-        is stored): to size a stub before deciding to store it."""
+        """What :meth:`_put` answers, nothing stored: to size a stub before deciding to store
+        it. The library's areas derive a keyed handle, so this is the handle the put will give;
+        another area's handle is stood for by one of the library's form."""
         data = text.encode("utf-8", "surrogatepass")
-        return sample_handle(self.area.session), len(data), line_count(data)
+        area = self.area
+        handle = area.handle_for(_key(data)) if isinstance(area, BaseArea) else None
+        return handle or sample_handle(area.session), len(data), line_count(data)
 
     def store(self, text: str) -> tuple[str, int, int] | None:
         """``text``'s handle, byte size and line count (stored on first sight); None when the
@@ -114,6 +117,11 @@ class Offloader:
         """Drop the cache (the area was retired; the next store revives by key)."""
         with self._guard:
             self._known.clear()
+
+
+def _key(data: bytes) -> str:
+    """The key a result is stored under: its SHA-256 (the same text, the same entry)."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def _stub(text: str, head: int, tail: int, stored: tuple[str, int, int]) -> str:

@@ -178,3 +178,30 @@ def test_a_placeholder_costing_more_tokens_than_its_result_is_not_sent() -> None
     saved = one_result(None, costly, counter).context_tokens() - manager.context_tokens()
     report = manager.stats().pruning
     assert report is not None and report.tokens_freed == saved > 0
+
+
+def test_an_offloaded_result_is_stored_only_when_its_stub_is_sent() -> None:
+    """The stub is sized with the handle the put will give (derived from the text), so a clear
+    that would not be cheaper stores nothing: no entry the request does not name. Sizes around
+    the break-even point under o200k, where a handle's digits decide."""
+    from context_manager import ToolResultPruning, trim
+    from context_manager.offload import MemoryOffload
+
+    for n in range(150, 400, 7):
+        area = MemoryOffload()
+        messages: list[dict[str, object]] = [{"role": "user", "content": "go"}]
+        for i in range(3):
+            call = {
+                "id": f"c{i}",
+                "type": "function",
+                "function": {"name": "read", "arguments": "{}"},
+            }
+            content = ("word " * 400)[:n] if i == 0 else "x"
+            messages += [
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"c{i}", "content": content},
+            ]
+        pruning = ToolResultPruning.anthropic(trigger_tokens=1, keep_last=1, offload=area)
+        sent = repr(trim(messages, 100_000, pruning=pruning, counter="tiktoken:o200k_base"))
+        stored = {entry.token for entry in area.entries()}
+        assert all(token in sent for token in stored), n
