@@ -12,12 +12,12 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from .messages import Message
-from .messages.groups import Repairer, ToolProtocol, missing_results
+from .messages.groups import Repairer, ToolProtocol, interrupted, missing_results
 
 if TYPE_CHECKING:
     from .budget._ledger import Ledger
 
-__all__ = ["ToolCalls", "interrupts"]
+__all__ = ["ToolCalls"]
 
 
 class ToolCalls:
@@ -40,11 +40,17 @@ class ToolCalls:
         """Ids of the calls still awaiting results, in order."""
         return tuple(self.protocol.pending)
 
-    def closures(self, ledger: Ledger, text: str) -> list[Any]:
-        """Results answering every open call with ``text``, each in its caller's shape. The
-        repairer is shown them too: it follows the same stream, and a closure it did not see
-        would leave the calls open for it, so it would answer them a second time."""
-        ids = self.pending
+    def interrupted(self, rec: Message) -> tuple[str, ...]:
+        """The open calls the user turn ``rec`` interrupts, to close right before it
+        (:func:`~.messages.groups.interrupted`: none answered, or some answered and more said)."""
+        return interrupted(rec, self.protocol.pending) if self.protocol.pending else ()
+
+    def closures(self, ledger: Ledger, text: str, ids: Collection[str] | None = None) -> list[Any]:
+        """Results answering the open calls ``ids`` (default: all) with ``text``, each in its
+        caller's shape. The repairer is shown them too: it follows the same stream, and a
+        closure it did not see would leave the calls open for it, so it would answer them a
+        second time."""
+        ids = self.pending if ids is None else tuple(ids)
         results = missing_results(open_callers(ledger, ids), ids, text) if ids else []
         if self.repair and self.repairer is not None:
             for result in results:
@@ -78,8 +84,3 @@ def open_callers(ledger: Ledger, ids: Collection[str]) -> list[tuple[Any, Messag
                 found.append((originals[i], rec))
     found.reverse()
     return found
-
-
-def interrupts(rec: Message) -> bool:
-    """A user turn that answers none of the open calls: the person moved on."""
-    return rec.role == "user" and not rec.result_ids

@@ -22,7 +22,7 @@ from ._config import (
     options_from_config,
 )
 from ._hub import ExtensionHub, ReadOnly
-from ._tool_calls import ToolCalls, interrupts
+from ._tool_calls import ToolCalls
 from .budget._ledger import Ledger
 from .budget.calibration import Calibration
 from .budget.compacted import sent_summary
@@ -239,8 +239,8 @@ class MessageContextManager(ExtensionHub):
                 for item, item_rec in self._calls.repaired(message, index, rec):
                     tokens = self._store(item, item_rec, self._added, priority, bool(pinned), None)
                 return tokens
-            if self._calls.protocol.pending and self.close_interrupted and interrupts(rec):
-                self._close_pending(self.interrupted_result)
+            if self.close_interrupted and (cut := self._calls.interrupted(rec)):
+                self._close_pending(self.interrupted_result, cut)
                 index = self._added
             return self._store(message, rec, index, priority, bool(pinned), tokens)
 
@@ -311,8 +311,8 @@ class MessageContextManager(ExtensionHub):
         with self._lock:
             return self._close_pending(reason or self.interrupted_result)
 
-    def _close_pending(self, text: str) -> list[Any]:
-        ids, results = self._calls.pending, self._calls.closures(self._ledger, text)
+    def _close_pending(self, text: str, cut: tuple[str, ...] | None = None) -> list[Any]:
+        ids, results = cut or self._calls.pending, self._calls.closures(self._ledger, text, cut)
         for result in results:
             self._store(result, normalize(result), self._added, 0, False, None)
         if ids and self._listeners:

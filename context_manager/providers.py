@@ -117,7 +117,9 @@ PROVIDERS: dict[str, ProviderRules] = {
         thinking_first=True,
         reasoning="anthropic",
     ),
-    "bedrock": ProviderRules("bedrock", first_user=True, alternate=True, strict=True),
+    "bedrock": ProviderRules(
+        "bedrock", first_user=True, alternate=True, strict=True, results_first=True
+    ),
     "gemini": ProviderRules(
         "gemini", first_user=True, alternate=True, one_response_turn=True, reasoning="gemini"
     ),
@@ -257,12 +259,13 @@ def validate(
                     "a function call must follow a user turn or a function response",
                 )
             )
+    said = False  # the user turn so far (consecutive user turns merged) has non-result content
     for i, message in enumerate(given):
         kinds = part_kinds(message) if rules.results_first or rules.thinking_first else []
-        if rules.results_first and "tool_result" in kinds and "text" in kinds:
-            last_result = max(k for k, t in enumerate(kinds) if t == "tool_result")
-            if kinds.index("text") < last_result:
-                problems.append(Problem(i, "results-first", "text comes before a tool_result"))
+        if rules.results_first and _turn_role(records[i]) == "user":
+            said = _results_first(i, kinds or _kinds(records[i]), said, problems)
+        elif records[i].role not in ("system", "developer"):
+            said = False
         if rules.thinking_first and records[i].role == "assistant":
             first = next((k for k, t in enumerate(kinds) if t in _THINKING), None)
             if first not in (None, 0):
@@ -275,6 +278,30 @@ def validate(
 
 
 _THINKING = ("thinking", "redacted_thinking")
+
+
+def _kinds(rec: Message) -> list[str]:
+    """A turn's part kinds when its content has no parts (a text content, a tool message)."""
+    if rec.tool_call_id is not None:  # its text is the result's
+        return ["tool_result"]
+    return ["tool_result"] * len(rec.tool_results) + (["text"] if rec.text else [])
+
+
+def _results_first(i: int, kinds: list[str], said: bool, out: list[Problem]) -> bool:
+    """Anthropic and Bedrock merge consecutive user turns, and the merged turn after a call
+    turn must begin with its results ("Messages following tool_use blocks must begin with a
+    matching number of tool_result blocks"): a result after text, an image or a document of
+    the same merged turn is a problem. ``said``: such content came before in the merged turn;
+    returns whether it has by the end of this one. (A call left unanswered by that turn is the
+    pairing rule's.)"""
+    for kind in kinds:
+        if kind != "tool_result":
+            said = True
+        elif said:
+            out.append(Problem(i, "results-first", "text comes before a tool_result"))
+            break
+    return said
+
 
 #: Which provider rule sets read a native compaction made by which provider.
 _COMPACTION_READERS = {"openai": ("openai-responses",), "anthropic": ("anthropic",)}

@@ -68,6 +68,27 @@ def joins_previous(prev: Message | None, rec: Message) -> bool | None:
     return is_glue(prev)
 
 
+def interrupted(rec: Message, pending: Iterable[str]) -> tuple[str, ...]:
+    """The open calls (ids in ``pending``) that the user turn ``rec`` interrupts: they are
+    closed right before it. A user turn that answers none of them interrupts them all (the
+    person moved on); one that answers some and also carries other content (text, images,
+    media) interrupts the rest. Anthropic and Bedrock merge consecutive user turns and want
+    every result of the call turn before any other content ("Messages following tool_use
+    blocks must begin with a matching number of tool_result blocks"): a closure sent after
+    such a turn would land behind its text, one sent before it lands in front. The one home
+    of the interruption rule (the manager, ``trim()`` and :func:`repair` ask here)."""
+    if rec.role != "user":
+        return ()
+    result_ids = rec.result_ids
+    if not result_ids:
+        return tuple(pending)
+    if not (rec.text or rec.images or rec.media or rec.other):
+        return ()
+    pending = tuple(pending)
+    answered = set(answered_calls(result_ids, pending))
+    return tuple(c for c in pending if c not in answered)
+
+
 def _error(reason: str, index: int | None) -> InvalidMessageError:
     return InvalidMessageError(
         reason, index=index, hint="add every tool result right after its call, or pass repair=True"
@@ -275,7 +296,8 @@ class Repairer:
 
     Orphan, duplicate and late results are dropped (a mixed user turn keeps its other content);
     calls whose results never arrived get a synthetic error result right before the next
-    unrelated message (or at the end, via ``finish``).
+    unrelated message, or before a user turn that answers some of them and says more
+    (:func:`interrupted`), or at the end, via ``finish``.
     """
 
     def __init__(self) -> None:
@@ -320,6 +342,8 @@ class Repairer:
         if self.protocol.problem(rec) is not None:  # e.g. a reused call id: drop the message
             self.dropped += 1
             return out
+        if self.protocol.pending and rec.result_ids:
+            out.extend(self.finish(interrupted(rec, self.protocol.pending)))
         opens = not self.protocol.pending
         self.protocol.accept(rec, index)
         if rec.tool_calls:
@@ -329,12 +353,14 @@ class Repairer:
         out.append((original, rec))
         return out
 
-    def finish(self) -> list[tuple[Any, Message]]:
-        """Close the open group with synthetic results (if any are missing)."""
-        if not self.protocol.pending:
+    def finish(self, ids: Iterable[str] | None = None) -> list[tuple[Any, Message]]:
+        """Close the open group with synthetic results (if any are missing); ``ids``: only
+        those open calls (the ones a user turn interrupts, :func:`interrupted`)."""
+        ids = list(self.protocol.pending if ids is None else ids)
+        if not ids:
             return []
-        fillers = missing_results(self._callers, list(self.protocol.pending))
-        self.inserted += len(self.protocol.pending)
+        fillers = missing_results(self._callers, ids)
+        self.inserted += len(ids)
         out = []
         for filler in fillers:
             rec = normalize(filler)
