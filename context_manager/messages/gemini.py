@@ -58,13 +58,13 @@ def answered_calls(result_ids: tuple[str, ...], pending: Iterable[str]) -> tuple
     it answers when Gemini reads the contents joined); any other id stands for itself. One with
     no such open call answers nothing: it becomes an id no call has (the protocol then names
     the problem, and a repair drops that response alone)."""
+    if not any(rid[:1] == "~" for rid in result_ids):
+        return result_ids  # every provider but Gemini without ids: nothing to read
     wanted: dict[str, int] = {}  # function name -> the most open calls to it needed
     for rid in result_ids:
         if rid[:1] == "~":
             name, k = _place(rid)
             wanted[name] = max(wanted.get(name, 0), k)
-    if not wanted:
-        return result_ids
     # the open calls in call order, read only as far as needed (responses usually answer the
     # oldest open calls, so a message costs its own responses, not every call still open)
     open_by_name: dict[str, list[str]] = {name: [] for name in wanted}

@@ -124,16 +124,16 @@ class ToolProtocol:
 
     def problem(self, rec: Message) -> str | None:
         """Why ``rec`` cannot come next, or None when it can (nothing is changed)."""
-        verdict = self._verdict(rec, rec.result_ids)
+        verdict = self._verdict(rec, answered_calls(rec.result_ids, self.pending))
         return verdict if isinstance(verdict, str) else None
 
     def _verdict(self, rec: Message, result_ids: tuple[str, ...]) -> str | bool:
         """Why ``rec`` cannot come next (a text), else whether it joins the open group: the
         protocol's rules, in one place (:meth:`problem`, :meth:`check`, :meth:`accept` and
-        :meth:`replay` ask here). Id-less Gemini responses answer by their place
-        (:func:`~.gemini.answered_calls`)."""
+        :meth:`replay` ask here). ``result_ids``: the calls ``rec`` answers, as
+        :func:`~.gemini.answered_calls` reads them (an id-less Gemini response by its place),
+        worked out once by the caller for this check and the commit after it."""
         pending = self.pending
-        result_ids = answered_calls(result_ids, pending)
         # The usual message is settled by two lookups (one pending result, or one new call);
         # anything else takes the full reading below, which names the problem.
         if result_ids:
@@ -176,7 +176,7 @@ class ToolProtocol:
             and not rec.tool_results
         ):
             return False  # the common case: a plain message outside any tool exchange
-        return self._check(rec, index, rec.result_ids)
+        return self._check(rec, index, answered_calls(rec.result_ids, self.pending))
 
     def _check(self, rec: Message, index: int | None, result_ids: tuple[str, ...]) -> bool:
         verdict = self._verdict(rec, result_ids)
@@ -190,7 +190,7 @@ class ToolProtocol:
 
     def accept(self, rec: Message, index: int | None = None) -> bool:
         """Record ``rec``; True when it joins the open group. Raises on protocol errors."""
-        result_ids = rec.result_ids  # read once: a property that builds a tuple
+        result_ids = answered_calls(rec.result_ids, self.pending)  # once, for both steps
         joins = self._check(rec, index, result_ids)
         self._commit(rec, result_ids)
         return joins
@@ -210,7 +210,7 @@ class ToolProtocol:
         append, outside, verdict, commit = out.append, self.outside, self._verdict, self._commit
         for k, rec in enumerate(recs, index):
             if rec.tool_call_id is not None or rec.tool_results:
-                result_ids = rec.result_ids
+                result_ids = answered_calls(rec.result_ids, self.pending)
             elif outside(rec):
                 append(False)
                 continue
@@ -225,11 +225,11 @@ class ToolProtocol:
 
     def commit(self, rec: Message) -> None:
         """Record a message :meth:`check` accepted."""
-        self._commit(rec, rec.result_ids)
+        self._commit(rec, answered_calls(rec.result_ids, self.pending))
 
     def _commit(self, rec: Message, result_ids: tuple[str, ...]) -> None:
+        """Record ``rec``, answering ``result_ids`` (as :meth:`_verdict` was given them)."""
         pending = self.pending
-        result_ids = answered_calls(result_ids, pending)
         for rid in result_ids:
             del pending[rid]
             self._answered.add(rid)
