@@ -23,7 +23,7 @@ from typing import Any
 from .._config import check_int
 from .._js import utf16_len
 from ..errors import ConfigurationError, ContextManagerError, OffloadError
-from ..messages.truncate import CUT_SEPARATOR, head_tail, rewrite_results
+from ..messages.truncate import head_tail, rewrite_results
 from .area import HANDLE, BaseArea, OffloadArea, sample_handle
 from .slicing import line_count
 
@@ -164,12 +164,6 @@ def stub_handle(text: str) -> str | None:
     return found.group("handle") if found is not None else None
 
 
-#: What a stub costs beyond its previews, at the least (every number one digit, no handle).
-_STUB_FLOOR = utf16_len(CUT_SEPARATOR) + utf16_len(
-    OFFLOAD_MARKER.format(head=0, tail=0, total=0, bytes=0, lines=0, handle="")
-)
-
-
 def _previews(head: int, tail: int, max_chars: int) -> tuple[int, int]:
     """``head`` and ``tail`` scaled down in proportion so together they stay within
     ``max_chars``: a lower threshold must never make a larger stub."""
@@ -249,9 +243,13 @@ def offload_results(
     head, tail = _previews(head_chars, tail_chars, max_chars)
 
     def over(text: str) -> bool:
-        """Whether ``text`` is stored: over the threshold, and a stub could be shorter."""
+        """Whether ``text`` is stored: over the threshold, and its stub (rendered with the
+        handle the put will give, nothing stored) is shorter."""
         total = utf16_len(text)
-        return total > max_chars and head + tail + _STUB_FLOOR < total
+        if total <= max_chars:
+            return False
+        sized = offloader.stub(text, head, tail, store=False)
+        return sized is not None and utf16_len(sized) < total
 
     capacity = offloader.area.capacity if isinstance(offloader.area, BaseArea) else None
     if capacity is not None:
@@ -262,6 +260,7 @@ def offload_results(
             return None  # nothing stored
         # errors propagate (see the docstring): no cache, no fallback
         stub = _stub(text, head, tail, offloader._put(text))
+        # as sized, except with an area of another handle form (sized with one of ours)
         return stub if utf16_len(stub) < utf16_len(text) else None
 
     new = rewrite_results(message, rule, "keep")

@@ -34,13 +34,13 @@ def anthropic_results(*texts: str) -> dict[str, Any]:
 def test_a_call_whose_results_cannot_all_be_kept_raises_and_keeps_nothing() -> None:
     area = MemoryOffload("s", max_bytes=1_000)
     older = area.put("o" * 300)
-    message = anthropic_results("a" * 400, "b" * 400, "c" * 400)  # 1,200 bytes together
+    message = anthropic_results("a" * 450, "b" * 450, "c" * 450)  # 1,350 bytes together
     with pytest.raises(OffloadError, match="do not fit"):
         offload_results(message, area, max_chars=100)
     # nothing of the call was kept, and the call evicted nothing either
     assert len(area) == 1 and area.stored_bytes == 300
     assert recall(area, older).text == "o" * 300
-    assert message["content"][0]["content"] == "a" * 400  # the message is untouched
+    assert message["content"][0]["content"] == "a" * 450  # the message is untouched
 
 
 def test_a_call_never_evicts_what_it_just_stored() -> None:
