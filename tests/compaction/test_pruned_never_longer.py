@@ -106,13 +106,9 @@ def one_result(pruning: ToolResultPruning | None, text: str, counter: str) -> Me
     return manager
 
 
-@pytest.mark.parametrize("size", [101, 192, 300])
-def test_a_trim_whose_offload_stub_would_be_longer_is_not_made(size: int) -> None:
-    """The stub a trim is sent as with an offload area (the note naming the handle, head and
-    tail) is much longer than a plain trim: a result it would not shorten stays whole and
-    nothing is stored for it."""
-    area = MemoryOffload("s")
-    pruning = ToolResultPruning(
+def trim_to_stub(area: MemoryOffload) -> ToolResultPruning:
+    """Trim every result over 100 chars to 40 + 40, as an offload stub in ``area``."""
+    return ToolResultPruning(
         max_chars=100,
         head_chars=40,
         tail_chars=40,
@@ -121,6 +117,15 @@ def test_a_trim_whose_offload_stub_would_be_longer_is_not_made(size: int) -> Non
         keep_last=0,
         offload=area,
     )
+
+
+@pytest.mark.parametrize("size", [101, 192, 300])
+def test_a_trim_whose_offload_stub_would_be_longer_is_not_made(size: int) -> None:
+    """The stub a trim is sent as with an offload area (the note naming the handle, head and
+    tail) is much longer than a plain trim: a result it would not shorten stays whole and
+    nothing is stored for it."""
+    area = MemoryOffload("s")
+    pruning = trim_to_stub(area)
     text = "x" * size
     manager = one_result(pruning, text, "chars")
     plain = one_result(None, text, "chars")
@@ -133,15 +138,7 @@ def test_a_trim_whose_offload_stub_would_be_longer_is_not_made(size: int) -> Non
 
 def test_a_long_result_is_still_offloaded_to_a_shorter_stub() -> None:
     area = MemoryOffload("s")
-    pruning = ToolResultPruning(
-        max_chars=100,
-        head_chars=40,
-        tail_chars=40,
-        soft_ratio=None,
-        hard_clear=False,
-        keep_last=0,
-        offload=area,
-    )
+    pruning = trim_to_stub(area)
     text = "word " * 400
     manager = one_result(pruning, text, "chars")
     texts = tool_texts(manager.get_context())
