@@ -23,12 +23,13 @@ other message is the caller's own object. Nothing given is ever mutated.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import accumulate
 from typing import Any, Literal
 
 from ._config import check_int
 from .counting import TokenCounter, get_counter
 from .errors import ConfigurationError, InvalidMessageError
-from .messages import normalize
+from .messages import Message, normalize
 from .prompt_cache.report import default_marks
 from .prompt_cache.rules import ANTHROPIC_MAX_BREAKPOINTS, cache_rules
 
@@ -88,14 +89,11 @@ def mark_cache_breakpoints(
         return out
     first_short = next((i for i, long in own if not long), len(out))
     last_long = max((i for i, long in own if long), default=-1)
-    tokens = get_counter(counter)
-    prefix: list[int] = []  # tokens up to and including each message
-    total = 0
-    for message in out:
-        total += tokens.count_message(normalize(message))
-        prefix.append(total)
+    records = [normalize(message, i) for i, message in enumerate(out)]
+    # tokens up to and including each message
+    prefix = list(accumulate(get_counter(counter).message_costs(records)))
     marked = 0
-    for i in _candidates(out):
+    for i in _candidates(out, records):
         if marked == room:
             break
         if prefix[i] < min_tokens:
@@ -166,11 +164,11 @@ def _check_shape(message: Any, index: int) -> None:
         )
 
 
-def _candidates(messages: list[Any]) -> list[int]:
+def _candidates(messages: list[Any], records: list[Message]) -> list[int]:
     """Message positions worth a breakpoint, most useful first, without repeats."""
     system = 1 if messages[0].get("role") in ("system", "developer") else None
-    users = [i for i, m in enumerate(messages) if normalize(m).is_user_turn]
-    marks = default_marks(len(messages), system, users[-1] if users else None)
+    last_user = next((i for i in range(len(records) - 1, -1, -1) if records[i].is_user_turn), None)
+    marks = default_marks(len(messages), system, last_user)
     return [b - 1 for b in marks]  # the message ending at each boundary
 
 
