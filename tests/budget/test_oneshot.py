@@ -125,9 +125,10 @@ def test_trim_equals_manager(strategy: str, cached: bool, data: Any) -> None:
     if isinstance(expected, tuple):
         assert got == expected
     else:
+        # A message either call built (a tool result cut to fit) is compared by value.
         ids = {id(m): i for i, m in enumerate(reloaded)}
         old = {id(m): i for i, m in enumerate(messages)}
-        assert [ids[id(m)] for m in got] == [old[id(m)] for m in expected]
+        assert [ids.get(id(m), m) for m in got] == [old.get(id(m), m) for m in expected]
     assert messages == before, "input mutated"
 
 
