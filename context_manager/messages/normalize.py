@@ -474,7 +474,7 @@ def with_index(exc: InvalidMessageError, index: int | None) -> InvalidMessageErr
 
 def _read(message: Any, index: int | None) -> Message:
     if isinstance(message, Message):
-        return message
+        return message.checked(index)
     if isinstance(message, Mapping):
         return _from_mapping(message, index)
     sdk = family(message)

@@ -100,6 +100,7 @@ def test_own_message_passes_through() -> None:
     ("message", "fragment"),
     [
         ({"role": "wizard", "content": "x"}, "unknown role 'wizard'"),
+        (Message("wizard", "x"), "unknown role 'wizard'"),  # a caller's own record
         ({"role": "user", "content": 42}, "content must be a string or a list"),
         ({"role": "tool", "content": "x"}, "tool_call_id"),
         (
