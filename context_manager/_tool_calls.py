@@ -57,11 +57,14 @@ class ToolCalls:
                 self.repairer.feed(result)
         return results
 
-    def repaired(self, message: Any, index: int, rec: Message) -> list[tuple[Any, Message]]:
-        """What to store instead of ``message``: the repairer's answer (usually the message)."""
+    def repaired(
+        self, message: Any, index: int, rec: Message, interrupted_text: str
+    ) -> list[tuple[Any, Message]]:
+        """What to store instead of ``message``: the repairer's answer (usually the message);
+        calls a user turn interrupts are closed with ``interrupted_text``."""
         if self.repairer is None:
             self.repairer = Repairer()  # sees the same stream, so its state mirrors ours
-        return self.repairer.feed(message, index, rec)
+        return self.repairer.feed(message, index, rec, interrupted_text)
 
     def reset(self) -> None:
         self.protocol.reset()

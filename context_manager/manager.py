@@ -236,7 +236,8 @@ class MessageContextManager(ExtensionHub):
                 return tokens
             if self._calls.repair:
                 tokens = 0
-                for item, item_rec in self._calls.repaired(message, index, rec):
+                fed = self._calls.repaired(message, index, rec, self.interrupted_result)
+                for item, item_rec in fed:
                     tokens = self._store(item, item_rec, self._added, priority, bool(pinned), None)
                 return tokens
             if self.close_interrupted and (cut := self._calls.interrupted(rec)):

@@ -26,6 +26,8 @@ from .shapes import render_results
 
 #: Text of the result inserted for a call whose result never arrived.
 MISSING_RESULT_TEXT = "Error: no result was recorded for this tool call."
+#: Text of the result that closes a call a new user turn interrupted.
+INTERRUPTED_RESULT = "Error: the tool call was interrupted before it returned a result."
 
 
 def is_glue(rec: Message) -> bool:
@@ -254,10 +256,6 @@ class ToolProtocol:
         self._issuing = self.glue = False
 
 
-#: Text of the result that closes a call a new user turn interrupted.
-INTERRUPTED_RESULT = "Error: the tool call was interrupted before it returned a result."
-
-
 def missing_results(
     callers: Iterable[tuple[Any, Message]],
     call_ids: Iterable[str],
@@ -318,16 +316,26 @@ class Repairer:
         return fixer
 
     def feed(
-        self, original: Any, index: int | None = None, rec: Message | None = None
+        self,
+        original: Any,
+        index: int | None = None,
+        rec: Message | None = None,
+        interrupted_text: str = INTERRUPTED_RESULT,
     ) -> list[tuple[Any, Message]]:
         """What to store for ``original``, as (message, record) pairs: records are reused, so a
-        caller that already normalized ``original`` passes ``rec`` and nothing is parsed twice."""
+        caller that already normalized ``original`` passes ``rec`` and nothing is parsed twice.
+
+        Calls a user turn interrupts (:func:`interrupted`) are closed with ``interrupted_text``
+        (the manager passes its ``interrupted_result``, so a closure reads the same with repair
+        on or off); calls closed for any other reason say no result was recorded."""
         if rec is None:
             rec = normalize(original, index)
         out: list[tuple[Any, Message]] = []
         result_ids = rec.result_ids
         if self.protocol.pending and not result_ids and not self.protocol._more_calls(rec, ()):
-            out.extend(self.finish())  # not a result, nor a parallel call item of the group
+            # Not a result, nor a parallel call item of the group: the group ends here.
+            cut = interrupted(rec, self.protocol.pending)
+            out.extend(self.finish(cut, interrupted_text) if cut else self.finish())
         pending = self.protocol.pending
         answers = zip(result_ids, answered_calls(result_ids, pending), strict=True)
         stale = {given for given, call in answers if call not in pending}
@@ -343,7 +351,7 @@ class Repairer:
             self.dropped += 1
             return out
         if self.protocol.pending and rec.result_ids:
-            out.extend(self.finish(interrupted(rec, self.protocol.pending)))
+            out.extend(self.finish(interrupted(rec, self.protocol.pending), interrupted_text))
         opens = not self.protocol.pending
         self.protocol.accept(rec, index)
         if rec.tool_calls:
@@ -353,13 +361,15 @@ class Repairer:
         out.append((original, rec))
         return out
 
-    def finish(self, ids: Iterable[str] | None = None) -> list[tuple[Any, Message]]:
-        """Close the open group with synthetic results (if any are missing); ``ids``: only
-        those open calls (the ones a user turn interrupts, :func:`interrupted`)."""
+    def finish(
+        self, ids: Iterable[str] | None = None, text: str = MISSING_RESULT_TEXT
+    ) -> list[tuple[Any, Message]]:
+        """Close the open group with synthetic results saying ``text`` (if any are missing);
+        ``ids``: only those open calls (the ones a user turn interrupts, :func:`interrupted`)."""
         ids = list(self.protocol.pending if ids is None else ids)
         if not ids:
             return []
-        fillers = missing_results(self._callers, ids)
+        fillers = missing_results(self._callers, ids, text)
         self.inserted += len(ids)
         out = []
         for filler in fillers:

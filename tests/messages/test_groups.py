@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from context_manager import InvalidMessageError, MessageContextManager, repair
-from context_manager.messages.groups import MISSING_RESULT_TEXT
+from context_manager.messages.groups import INTERRUPTED_RESULT, MISSING_RESULT_TEXT
 
 
 def call(*ids: str) -> dict[str, Any]:
@@ -61,7 +61,8 @@ def test_repair_drops_orphans_and_fills_missing_results() -> None:
     fixed = repair(broken)
     assert fixed[0] is USER
     assert fixed[1] is broken[2] and fixed[2] is broken[3]
-    assert fixed[3] == {"role": "tool", "tool_call_id": "b", "content": MISSING_RESULT_TEXT}
+    # The user turn interrupted call "b": its closure says so.
+    assert fixed[3] == {"role": "tool", "tool_call_id": "b", "content": INTERRUPTED_RESULT}
     assert fixed[4] is USER and len(fixed) == 5  # late "b" result and the orphan are gone
     manager = MessageContextManager(10_000)
     manager.extend(fixed)  # valid now
@@ -93,4 +94,20 @@ def test_manager_repair_option() -> None:
     manager.extend([USER, result("ghost"), call("a"), USER])
     ctx = manager.get_context()
     assert [m.get("tool_call_id") for m in ctx] == [None, None, "a", None]
-    assert ctx[2]["content"] == MISSING_RESULT_TEXT
+    assert ctx[2]["content"] == INTERRUPTED_RESULT
+
+
+def test_repair_closes_an_interrupted_call_with_the_managers_text() -> None:
+    """``interrupted_result`` names the closure a user turn causes, with repair on or off; a
+    call closed for another reason (the stream ends, an assistant turn follows) says no result
+    was recorded."""
+    for repairing in (True, False):
+        manager = MessageContextManager(
+            10_000, repair=repairing, interrupted_result="Cancelled by the user."
+        )
+        manager.extend([USER, call("a"), USER])
+        assert manager.get_context()[2]["content"] == "Cancelled by the user."
+    before_assistant = repair([USER, call("a"), {"role": "assistant", "content": "done"}])
+    assert before_assistant[2]["content"] == MISSING_RESULT_TEXT
+    at_the_end = repair([USER, call("a")])
+    assert at_the_end[2]["content"] == MISSING_RESULT_TEXT
