@@ -141,9 +141,11 @@ class ToolProtocol:
         if result_ids:
             if len(result_ids) == 1 and result_ids[0] in pending and not rec.tool_calls:
                 return True  # one result for an open call: it joins
-            for k, rid in enumerate(result_ids):
-                if k and rid in result_ids[:k]:
+            answered: set[str] = set()
+            for rid in result_ids:
+                if rid in answered:
                     return f"duplicate result for tool call {rid!r}"
+                answered.add(rid)
                 if rid in pending:
                     continue
                 if rid in self._answered and not rid.startswith("~"):

@@ -129,10 +129,16 @@ def from_item(item: Mapping[str, Any], index: int | None) -> Message:
             tool_call_id=_call_id(item, index),
         )
     if kind == "reasoning":
-        summary = item.get("summary") or []
-        texts = [p.get("text", "") for p in summary if isinstance(p, Mapping)]
-        content = item.get("content") or []
-        texts += [p.get("text", "") for p in content if isinstance(p, Mapping)]
+        texts = []
+        for key in ("summary", "content"):
+            parts = item.get(key) or []
+            if not isinstance(parts, list | tuple):
+                raise InvalidMessageError(
+                    f"a reasoning item's {key!r} must be a list of parts, got "
+                    f"{type(parts).__name__}",
+                    index=index,
+                )
+            texts += [p.get("text", "") for p in parts if isinstance(p, Mapping)]
         encrypted = item.get("encrypted_content")
         return Message(
             "assistant",

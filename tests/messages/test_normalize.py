@@ -101,6 +101,8 @@ def test_own_message_passes_through() -> None:
     [
         ({"role": "wizard", "content": "x"}, "unknown role 'wizard'"),
         (Message("wizard", "x"), "unknown role 'wizard'"),  # a caller's own record
+        ({"type": "reasoning", "summary": 5}, "'summary' must be a list of parts"),
+        ({"type": "reasoning", "summary": [], "content": "x"}, "'content' must be a list"),
         ({"role": "user", "content": 42}, "content must be a string or a list"),
         ({"role": "tool", "content": "x"}, "tool_call_id"),
         (
