@@ -17,6 +17,7 @@ from ..errors import ContextManagerError, StoreCorruptionError
 from ..events import Compacted
 from ..host import ManagerHost
 from ..messages.codec import decode, encode
+from ..messages.nesting import short_repr
 from ._lines import corrupt_line, message_problem
 from .records import CHECKPOINT, COMPACTION, SYSTEM_PROMPT, USAGE
 from .replayer import RestoredLog, StoredMessage
@@ -195,19 +196,19 @@ def _replay_compaction(
     apply = manager.apply_compaction
     fields = {k: v for k, v in item.items() if k not in ("role", "content", "_line")}
     kept = fields.get("first_kept_index")
-    if not isinstance(kept, int) or isinstance(kept, bool) or kept < 0:
-        logger.warning(
-            "%s: line %s: compaction without a valid first_kept_index; ignored",
-            path,
-            item.get("_line"),
-        )
-        return
+    # A compaction names a message line of this file before it (or the end: none kept). One
+    # that names none, or a line past the end, cannot be applied without losing messages it
+    # never covered: the line is rejected like any other (strict raises, else a warning).
+    if not isinstance(kept, int) or isinstance(kept, bool) or not 0 <= kept <= len(added_before):
+        raise ValueError(f"compaction with an invalid first_kept_index {short_repr(kept)}")
     first_kept = added_before[kept] if kept < len(added_before) else added
     summary = fields.get("summary_message")
     if isinstance(summary, dict) and summary.keys() == {"type", "payload"}:
         summary = decode(summary["payload"], summary["type"])  # an SDK object, as written
-    elif not isinstance(summary, dict):
+    elif summary is None:  # Kimi CLI writes the summary text alone
         summary = {"role": "user", "content": str(fields.get("summary", ""))}
+    elif not isinstance(summary, dict):
+        raise ValueError(f"compaction with an invalid summary_message {short_repr(summary)}")
     from ..compaction.manifest import watch
 
     watch(manager)  # so compactions(manager) lists every compaction of the session

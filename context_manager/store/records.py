@@ -294,7 +294,10 @@ def parse_record(raw: bytes, *, check_message: bool = True) -> dict[str, Any]:
     (``_replay.replay`` reports a message it cannot read as this function would, by line), so
     a restore into a manager normalizes each message once.
     """
-    text = raw.decode("utf-8", errors="replace")
+    try:  # our writers only write UTF-8: other bytes are damage, never replaced silently
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Invalid(f"invalid UTF-8 at byte {exc.start}") from None
     try:
         value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
