@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import InvalidMessageError
 from .gemini import answered_calls
+from .listing import message_list
 from .normalize import normalize
 from .record import Message, ToolCall
 from .results import without_results
@@ -385,7 +386,7 @@ def repair(messages: Iterable[Any]) -> list[Any]:
     """Return a protocol-valid copy of ``messages`` (input untouched; see :class:`Repairer`)."""
     fixer = Repairer()
     out: list[Any] = []
-    for i, message in enumerate(messages):
+    for i, message in enumerate(message_list(messages)):
         out.extend(original for original, _ in fixer.feed(message, i))
     out.extend(original for original, _ in fixer.finish())
     return out

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from context_manager import InvalidMessageError, MessageContextManager, repair
+from context_manager.errors import ConfigurationError
 from context_manager.messages.groups import INTERRUPTED_RESULT, MISSING_RESULT_TEXT
 
 
@@ -111,3 +112,9 @@ def test_repair_closes_an_interrupted_call_with_the_managers_text() -> None:
     assert before_assistant[2]["content"] == MISSING_RESULT_TEXT
     at_the_end = repair([USER, call("a")])
     assert at_the_end[2]["content"] == MISSING_RESULT_TEXT
+
+
+@pytest.mark.parametrize("value", [None, 5, "text", {"role": "user", "content": "x"}])
+def test_repair_refuses_a_value_that_is_not_a_list_of_messages(value: Any) -> None:
+    with pytest.raises(ConfigurationError, match="must be a list of messages"):
+        repair(value)
