@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import sys
@@ -213,7 +214,12 @@ def _dump(message: Any, tag: str) -> Any:
     return message.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
+@functools.cache
 def _part_adapter(tag: str) -> Any:
+    """The validator of one SDK part type, built once per tag: a constant of the SDK's schema,
+    like the SDK's own module-level adapters (the keys are the fixed :data:`_PART_TAGS`, no
+    caller data is kept). Building one costs tens of milliseconds of schema generation, and
+    built per part it made opening a 200-turn Anthropic session of SDK blocks take minutes."""
     from pydantic import TypeAdapter
 
     module, name = _PART_TAGS[tag]
