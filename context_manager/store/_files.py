@@ -11,6 +11,9 @@ Why one module: the guarantees below only hold if every open uses them, so no ot
   caller's choice of where the data lives. Except below a store root: a session directory
   (``<root>/<session>``) that is a link is refused too (:func:`check_below`), else a planted
   link would send a session's data outside the root.
+- Only regular files are read or written: a FIFO, socket, device or directory at a log's or a
+  lock's path is a :class:`~context_manager.errors.StoreError` naming it (opened with
+  ``O_NONBLOCK`` and checked with ``fstat``, so a planted FIFO cannot make an open wait forever).
 - Atomic replace: content goes to ``.<name>.<random>.tmp`` in the same directory (128 random
   bits from :mod:`secrets`, created ``O_EXCL | O_NOFOLLOW``, so a planted file or link is never
   written through), is fsynced, renamed over the target and the directory is fsynced. At every
@@ -40,6 +43,7 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 #: ``link`` errors meaning "this file system has no hard links" (FAT, some FUSE mounts).
 _NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
 
@@ -132,6 +136,18 @@ def openable(root: Path | None, path: Path) -> bool:
         return False
 
 
+def stat_or_none(path: Path, doing: str) -> os.stat_result | None:
+    """``os.stat(path)`` (links followed), None when nothing is there; any other failure (a
+    name over the file system's limit, no permission) is a typed error, where ``Path.exists``
+    raises the bare ``OSError``."""
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise _typed(exc, path, doing) from exc
+
+
 def ensure_directory(directory: Path, root: Path | None = None) -> None:
     """Create ``directory`` (and parents) as ``0700`` when missing; with ``root``, a link in
     any directory below it is refused (:func:`check_below`)."""
@@ -139,7 +155,7 @@ def ensure_directory(directory: Path, root: Path | None = None) -> None:
     check_below(root, directory)
     missing = []
     current = Path(directory)
-    while not current.exists() and current != current.parent:
+    while current != current.parent and stat_or_none(current, "create the directory") is None:
         missing.append(current)
         current = current.parent
     try:  # os.makedirs applies the mode to the leaf only; every created level is private here
@@ -153,13 +169,75 @@ def ensure_directory(directory: Path, root: Path | None = None) -> None:
 
 def open_file(path: Path, flags: int, root: Path | None = None) -> int:
     """``os.open`` with ``O_NOFOLLOW | O_CLOEXEC`` and mode ``0600``; typed errors; with
-    ``root``, a link in a directory below it is refused (:func:`check_below`)."""
+    ``root``, a link in a directory below it is refused (:func:`check_below`). Only a regular
+    file is opened (:func:`_open_regular`)."""
     check_path(path)
     check_below(root, path.parent)
+    return _open_regular(path, flags, "open")
+
+
+def _open_regular(path: Path, flags: int, doing: str) -> int:
+    """Open ``path`` only if it is a regular file: anything else is a typed error naming it.
+
+    Why: a FIFO planted at a log's path made every open wait forever for a writer (and a
+    device or socket is no log either). ``O_NONBLOCK`` makes opening a FIFO return at once (or
+    fail with ``ENXIO`` for writing with no reader); ``fstat`` then refuses whatever is not a
+    regular file, and a regular file's descriptor is put back to blocking (it never blocks
+    anyway; this keeps the flag from leaking to the caller's use).
+    """
     try:
-        return os.open(path, flags | _NOFOLLOW | _CLOEXEC, FILE_MODE)
+        fd = os.open(path, flags | _NONBLOCK | _NOFOLLOW | _CLOEXEC, FILE_MODE)
     except OSError as exc:
-        raise _typed(exc, path, "open") from exc
+        raise _open_error(exc, path, doing) from exc
+    return _regular(fd, path, doing)
+
+
+def _open_error(exc: OSError, path: Path, doing: str) -> StoreError:
+    if exc.errno in (errno.ENXIO, errno.EISDIR) and _kind(path) != "a regular file":
+        return not_regular_error(path)  # a FIFO without reader (write), a directory (write)
+    return _typed(exc, path, doing)
+
+
+def _regular(fd: int, path: Path, doing: str) -> int:
+    """``fd`` back in blocking mode if it is a regular file; else closed, and a typed error."""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise not_regular_error(path, st.st_mode)
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException as exc:
+        os.close(fd)
+        if isinstance(exc, OSError):
+            raise _typed(exc, path, doing) from exc
+        raise
+    return fd
+
+
+def not_regular_error(path: Path, mode: int | None = None) -> StoreError:
+    kind = _kind(path) if mode is None else _KINDS.get(stat.S_IFMT(mode), "a special file")
+    return StoreError(
+        f"{path} is {kind}, not a regular file; the store only reads and writes regular files. "
+        "Remove it or point the store elsewhere."
+    )
+
+
+_KINDS = {
+    stat.S_IFREG: "a regular file",
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFLNK: "a symbolic link",
+}
+
+
+def _kind(path: Path) -> str:
+    try:
+        return _KINDS.get(stat.S_IFMT(os.lstat(path).st_mode), "a special file")
+    except OSError:
+        return "a special file"
 
 
 def read_bytes(path: Path, root: Path | None = None) -> bytes | None:
@@ -175,11 +253,12 @@ def read_from(path: Path, offset: int, root: Path | None = None) -> tuple[int, i
     check_path(path)
     check_below(root, path.parent)
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _NOFOLLOW | _CLOEXEC)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise _typed(exc, path, "read") from exc
+        raise _open_error(exc, path, "read") from exc
+    fd = _regular(fd, path, "read")  # a FIFO opened without waiting, then refused
     try:
         st = os.fstat(fd)
         chunks: list[bytes] = []

@@ -24,14 +24,18 @@ import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, unquote, unquote_plus
+from urllib.parse import parse_qsl, quote, unquote, unquote_plus
 
 from ..errors import ConfigurationError
 
 __all__ = [
+    "LIBPQ_KEYWORDS",
     "REDACTED",
     "StoreUrl",
     "describe",
+    "libpq_pairs",
+    "libpq_target",
+    "libpq_url",
     "postgres_url",
     "redact",
     "redis_url",
@@ -43,10 +47,32 @@ __all__ = [
 REDACTED = "***"
 
 # Query / key=value parameters whose value is a credential (password=, sslpassword=, token=...).
-_SECRET_KEY = re.compile(r"pass|pwd|secret|token", re.IGNORECASE)
+_SECRET_KEY = re.compile(r"pass|pwd|secret|token|scram_(?:client|server)_key", re.IGNORECASE)
 _QUERY_PARAM = re.compile(r"(?:^|[?&;])([^=&;?#]*)=([^&;#]*)")
-# libpq key=value form: password=xyz or password='x y\'z'.
-_DSN_PARAM = re.compile(r"([A-Za-z_]+)\s*=\s*('(?:[^'\\]|\\.)*'?|\S*)")
+# libpq key=value form anywhere in a text: password=xyz or password='x y\'z'. A key starts where
+# a run of letters starts (the lookbehind) and nothing gives back (possessive): every character
+# is looked at a bounded number of times, where plain ``[A-Za-z_]+`` retried each letter of a
+# long run as a key start (quadratic: 64k letters in one CLI argument took a minute).
+_DSN_PARAM = re.compile(r"(?<![A-Za-z_])([A-Za-z_]++)\s*+=\s*+('(?:[^'\\]|\\.)*+'?|\S*+)")
+# One pair of a whole libpq key=value string, as libpq reads it: a quoted value ends at its
+# closing quote (an unclosed one runs to the end), an unquoted one at whitespace; \ escapes.
+_LIBPQ_PAIR = re.compile(
+    r"\s*+([^\s=]++)\s*+=\s*+(?:'((?:[^'\\]|\\[\s\S])*+)(?:'|\Z)|((?:[^\s\\]|\\[\s\S]?)*+))"
+)
+_BLANK_END = re.compile(r"\s*+\Z")
+_ESCAPED = re.compile(r"\\([\s\S])")
+#: libpq's connection keywords (PostgreSQL 18, ``PQconndefaults``, plus the old ``requiressl``).
+LIBPQ_KEYWORDS = frozenset(
+    """application_name channel_binding client_encoding connect_timeout dbname
+    fallback_application_name gssdelegation gssencmode gsslib host hostaddr keepalives
+    keepalives_count keepalives_idle keepalives_interval krbsrvname load_balance_hosts
+    max_protocol_version min_protocol_version oauth_client_id oauth_client_secret oauth_issuer
+    oauth_scope options passfile password port replication require_auth requirepeer requiressl
+    scram_client_key scram_server_key service ssl_max_protocol_version ssl_min_protocol_version
+    sslcert sslcertmode sslcompression sslcrl sslcrldir sslkey sslkeylogfile sslmode
+    sslnegotiation sslpassword sslrootcert sslsni target_session_attrs tcp_user_timeout
+    user""".split()  # noqa: SIM905 (52 words read better as text)
+)
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
@@ -124,6 +150,9 @@ def secrets_in(text: str) -> tuple[str, ...]:
                 found.add(value)
                 if value.startswith("'"):
                     found.add(re.sub(r"\\(.)", r"\1", value.strip("'")))
+        for key, raw, value in _libpq_values(text):  # as libpq reads it: x\ y is "x y"
+            if _SECRET_KEY.search(key):
+                found |= {raw, value}
     return tuple(sorted((s for s in found if s), key=len, reverse=True))
 
 
@@ -148,6 +177,62 @@ def safe_cause(exc: BaseException, secrets: Iterable[str]) -> BaseException | No
 def describe(text: str) -> str:
     """Any target text, safe to show: the credentials it holds replaced by ``***``."""
     return redact(text, secrets_in(text))
+
+
+def libpq_pairs(text: str) -> list[tuple[str, str]] | None:
+    """``text``'s ``(key, value)`` pairs when the whole of it reads as a libpq key=value
+    connection string whose keys are all libpq keywords (in any case), else None.
+
+    Why: such a string is a PostgreSQL target written without a URL; taken as a path, it would
+    name a directory after its password. Keys come lowercased, values as libpq reads them
+    (quotes and backslash escapes removed). One pass: each pair is matched where the last ended.
+    """
+    found = _libpq_values(text)
+    return [(key, value) for key, _, value in found] if found else None
+
+
+def _libpq_values(text: str) -> list[tuple[str, str, str]]:
+    """:func:`libpq_pairs` with each value as written too: ``(key, raw, value)``; [] if not one."""
+    found: list[tuple[str, str, str]] = []
+    pos = 0
+    while not _BLANK_END.match(text, pos):
+        match = _LIBPQ_PAIR.match(text, pos)
+        if match is None or match.group(1).lower() not in LIBPQ_KEYWORDS:
+            return []
+        quoted, plain = match.group(2), match.group(3)
+        raw = quoted if quoted is not None else plain
+        found.append((match.group(1).lower(), raw, _ESCAPED.sub(r"\1", raw)))
+        pos = match.end()
+    return found
+
+
+def libpq_target(text: str) -> str | None:
+    """The ``postgresql://`` URL (password left out) to suggest when ``text`` is a libpq
+    key=value connection string given where a path or URL goes, else None.
+
+    Two pairs or more (``host=db dbname=chat``), or any credential (``password=...``): one pair
+    of another keyword stays a path, as a directory named like a partition (``service=prod/``,
+    ``user=alice``) is more likely than a connection string of one setting.
+    """
+    pairs = libpq_pairs(text)
+    if not pairs or (len(pairs) < 2 and not any(_SECRET_KEY.search(k) for k, _ in pairs)):
+        return None
+    return libpq_url(pairs)
+
+
+def libpq_url(pairs: Iterable[tuple[str, str]]) -> str:
+    """The ``postgresql://`` URL of a libpq key=value string's user, hosts, ports and database,
+    without its password (what an error suggests writing instead)."""
+    given = dict(pairs)
+    secrets = {value for key, value in given.items() if _SECRET_KEY.search(key) and value}
+    hosts = given.get("host") or given.get("hostaddr") or ""
+    shown = ",".join(
+        (f"[{h}]" if ":" in h else quote(h, safe="")) + (f":{quote(p, safe='')}" if p else "")
+        for h, p in zip(hosts.split(","), _spread(given.get("port", ""), hosts), strict=True)
+    )
+    user = f"{quote(given['user'], safe='')}@" if given.get("user") else ""
+    url = f"postgresql://{user}{shown}/{quote(given.get('dbname', ''), safe='')}"
+    return redact(url, secrets | {quote(s, safe="") for s in secrets})
 
 
 def _scrub(text: str, secrets: Iterable[str]) -> str:

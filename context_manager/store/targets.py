@@ -8,6 +8,9 @@
 ``postgresql://u:p@host/db``   PostgreSQL (``postgres://`` too)
 =============================  ==========================================================
 
+A libpq key=value string (``host=db password=... dbname=chat``) is neither: it is refused
+(:func:`not_libpq`) rather than made a directory named after its password.
+
 Database targets hold many sessions; ``session=`` picks one (default ``"default"``). Backend
 modules (and their client libraries) are imported only when their scheme is used.
 """
@@ -16,11 +19,12 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from typing import Any
 
 from ..errors import ConfigurationError
-from ._files import check_path
-from ._urls import describe, redis_url
+from ._files import check_path, stat_or_none
+from ._urls import describe, libpq_target, redis_url
 from .handle import StoreHandle, jsonl_handle, shared_handle
 from .jsonl import FsyncMode, JsonlLog
 from .log import SessionLog, StoreLog
@@ -80,7 +84,7 @@ def open_store(
         raise ConfigurationError(
             f"{describe(text)}: unknown scheme; use a path or one of {_SCHEMES}"
         )
-    check_path(text)
+    check_path(not_libpq(text) if isinstance(target, str) else text)
     strict = options.pop("strict", False)
     integrity = options.pop("integrity", False)
     if options:
@@ -160,12 +164,32 @@ def connect(
         raise ConfigurationError(
             f"{describe(probe)}: unknown scheme; use a path or one of {_SCHEMES}"
         )
-    root = check_path(probe)
-    if root.exists() and not root.is_dir():
+    root = check_path(not_libpq(probe) if isinstance(target, str) else probe)
+    found = stat_or_none(root, "inspect")
+    if found is not None and not stat.S_ISDIR(found.st_mode):
         raise ConfigurationError(f"{root}: connect() needs a directory of JSONL sessions")
     return jsonl_handle(
         str(root), lambda s: open_store(root, session=s, fsync=fsync, **options), cache
     )
+
+
+def not_libpq(text: str) -> str:
+    """``text``, refused when it is a libpq key=value connection string rather than a path.
+
+    Taken as a path, ``host=db user=app password=pw dbname=chat`` became a directory named after
+    the password (and ``store.target``, ``repr`` and ``sessions list`` showed it). The targets
+    are paths and URLs, so the error names the URL to write, without the password. Only text is
+    checked: a ``Path`` object is a path by the caller's own word.
+    """
+    url = libpq_target(text)
+    if url is not None:
+        raise ConfigurationError(
+            "a libpq key=value connection string (host=... dbname=...) is not a store target; "
+            f"for PostgreSQL write it as a URL: {url} (a password goes after the user, "
+            "percent-encoded: postgresql://user:password@host/db). A directory whose name "
+            "reads like one: give it as ./name"
+        )
+    return text
 
 
 def sqlite_path(text: str) -> str:
