@@ -8,16 +8,21 @@ protocol and the repairer), reached from ``add`` only off its common path.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from .messages import Message
-from .messages.groups import Repairer, ToolProtocol, interrupted, missing_results
+from .messages.groups import Repairer, ToolProtocol, closes_after, interrupted, missing_results
 
 if TYPE_CHECKING:
     from .budget._ledger import Ledger
 
 __all__ = ["ToolCalls"]
+
+#: The manager's store step for one message and its record (returns its count).
+Store = Callable[[Any, Message], int]
+#: The manager's closing step for the open calls with the given ids.
+Close = Callable[[tuple[str, ...]], object]
 
 
 class ToolCalls:
@@ -57,14 +62,34 @@ class ToolCalls:
                 self.repairer.feed(result)
         return results
 
-    def repaired(
-        self, message: Any, index: int, rec: Message, interrupted_text: str
-    ) -> list[tuple[Any, Message]]:
-        """What to store instead of ``message``: the repairer's answer (usually the message);
-        calls a user turn interrupts are closed with ``interrupted_text``."""
+    def store_repaired(
+        self, message: Any, index: int, rec: Message, interrupted_text: str, store: Store
+    ) -> int:
+        """Store through ``store`` what the repairer makes of ``message`` (usually the message;
+        the calls a user turn interrupts are closed with ``interrupted_text``, before it or
+        after a Gemini turn's responses). Returns the count of the last entry stored for the
+        message (a closure's before it when it was dropped), as ``add`` reports."""
         if self.repairer is None:
             self.repairer = Repairer()  # sees the same stream, so its state mirrors ours
-        return self.repairer.feed(message, index, rec, interrupted_text)
+        fed = self.repairer.feed(message, index, rec, interrupted_text)
+        tokens, own = 0, len(fed) - self.repairer.closed_after
+        for k, (item, item_rec) in enumerate(fed):
+            counted = store(item, item_rec)
+            tokens = counted if k < own else tokens
+        return tokens
+
+    def interrupt(self, message: Any, rec: Message, store: Store, close: Close) -> int:
+        """Store the user turn ``message`` (through ``store``), closing the open calls it
+        interrupts (through ``close``) before it, or right after it for a Gemini turn that
+        answers some of them (:func:`~.messages.groups.closes_after`); its count."""
+        cut = self.interrupted(rec)
+        after = bool(cut) and closes_after(message, rec)
+        if cut and not after:
+            close(cut)
+        tokens = store(message, rec)
+        if after:
+            close(cut)
+        return tokens
 
     def reset(self) -> None:
         self.protocol.reset()

@@ -226,24 +226,22 @@ class MessageContextManager(ExtensionHub):
         with self._lock:
             index = self._added
             rec = normalize(message, index)
-            if (
-                rec.role in ("system", "developer")
-                and self._system is None
-                and not self._ledger.next_seq  # nothing added since the start or a clear
-            ):
+            first = self._system is None and not self._ledger.next_seq  # since start or clear
+            if rec.role in ("system", "developer") and first:
                 tokens = self._install_system(message, rec)
                 self._added += 1
                 return tokens
-            if self._calls.repair:
-                tokens = 0
-                fed = self._calls.repaired(message, index, rec, self.interrupted_result)
-                for item, item_rec in fed:
-                    tokens = self._store(item, item_rec, self._added, priority, bool(pinned), None)
-                return tokens
-            if self.close_interrupted and (cut := self._calls.interrupted(rec)):
-                self._close_pending(self.interrupted_result, cut)
-                index = self._added
-            return self._store(message, rec, index, priority, bool(pinned), tokens)
+
+            def store(item: Any, item_rec: Message) -> int:  # at the end, counted unless known
+                n = tokens if item is message else None
+                return self._store(item, item_rec, self._added, priority, bool(pinned), n)
+
+            text, calls = self.interrupted_result, self._calls
+            if calls.repair:
+                return calls.store_repaired(message, index, rec, text, store)
+            if not self.close_interrupted:
+                return store(message, rec)
+            return calls.interrupt(message, rec, store, lambda cut: self._close_pending(text, cut))
 
     def _store(
         self, message: Any, rec: Message, index: int, priority: int, pinned: bool, n: int | None

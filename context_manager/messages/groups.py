@@ -23,7 +23,7 @@ from .listing import message_list
 from .normalize import normalize
 from .record import Message, ToolCall
 from .results import without_results
-from .shapes import render_results
+from .shapes import GEMINI, joined_responses, render_results, shape_of
 
 #: Text of the result inserted for a call whose result never arrived.
 MISSING_RESULT_TEXT = "Error: no result was recorded for this tool call."
@@ -90,6 +90,17 @@ def interrupted(rec: Message, pending: Iterable[str]) -> tuple[str, ...]:
     pending = tuple(pending)
     answered = set(answered_calls(result_ids, pending))
     return tuple(c for c in pending if c not in answered)
+
+
+def closes_after(original: Any, rec: Message) -> bool:
+    """Whether the closure of the calls the user turn ``rec`` interrupts (:func:`interrupted`)
+    goes right after the turn instead of before it: for a Gemini content that answers some
+    calls and says more. Gemini reads the responses to a call turn from the one content after
+    it, in order (an id-less response answers the first open call of its name, as
+    :func:`~.gemini.answered_calls` pairs them), so the closure follows the turn's own responses
+    and the two are sent as one content (:func:`~.shapes.joined_responses`). Anthropic and
+    Bedrock want every result before any text: there it goes before."""
+    return bool(rec.result_ids) and shape_of(original) == GEMINI
 
 
 def _error(reason: str, index: int | None) -> InvalidMessageError:
@@ -307,6 +318,8 @@ class Repairer:
         self._callers: list[tuple[Any, Message]] = []
         self.dropped = 0
         self.inserted = 0
+        #: How many closures the last :meth:`feed` put after its message (a Gemini turn's).
+        self.closed_after = 0
 
     @classmethod
     def resuming(cls, protocol: ToolProtocol, callers: Iterable[tuple[Any, Message]]) -> Repairer:
@@ -334,6 +347,7 @@ class Repairer:
         if rec is None:
             rec = normalize(original, index)
         out: list[tuple[Any, Message]] = []
+        self.closed_after = 0
         result_ids = rec.result_ids
         if self.protocol.pending and not result_ids and not self.protocol._more_calls(rec, ()):
             # Not a result, nor a parallel call item of the group: the group ends here.
@@ -353,8 +367,11 @@ class Repairer:
         if self.protocol.problem(rec) is not None:  # e.g. a reused call id: drop the message
             self.dropped += 1
             return out
-        if self.protocol.pending and rec.result_ids:
-            out.extend(self.finish(interrupted(rec, self.protocol.pending), interrupted_text))
+        pending = self.protocol.pending
+        cut = interrupted(rec, pending) if pending and rec.result_ids else ()
+        after = bool(cut) and closes_after(original, rec)
+        if cut and not after:
+            out.extend(self.finish(cut, interrupted_text))
         opens = not self.protocol.pending
         self.protocol.accept(rec, index)
         if rec.tool_calls:
@@ -362,6 +379,10 @@ class Repairer:
                 self._callers = []
             self._callers.append((original, rec))
         out.append((original, rec))
+        if after:
+            closures = self.finish(cut, interrupted_text)
+            out.extend(closures)
+            self.closed_after = len(closures)
         return out
 
     def finish(
@@ -388,5 +409,21 @@ def repair(messages: Iterable[Any]) -> list[Any]:
     out: list[Any] = []
     for i, message in enumerate(message_list(messages)):
         out.extend(original for original, _ in fixer.feed(message, i))
+        if fixer.closed_after:  # a Gemini turn, then the closure of the calls it interrupted
+            _join_closures(out, fixer.closed_after)
     out.extend(original for original, _ in fixer.finish())
     return out
+
+
+def _join_closures(out: list[Any], closures: int) -> None:
+    """The last ``closures`` entries of ``out`` joined into the turn before them, as Gemini
+    wants the responses to one call turn in one content (the manager joins them when it sends,
+    with the provider's rules; :func:`repair` knows no provider, so it joins what it made)."""
+    turn = out[-closures - 1]
+    for closure in out[-closures:]:
+        joined = joined_responses(turn, closure)
+        if joined is None:
+            return  # left apart, as given
+        turn = joined
+    del out[-closures:]
+    out[-1] = turn

@@ -173,28 +173,30 @@ _RESPONSE_KEYS = frozenset(("function_response", "functionResponse"))
 
 
 def joined_responses(a: Any, b: Any) -> Any | None:
-    """Two Gemini user contents holding only function responses, as one content (``a``'s
-    parts, then ``b``'s) in ``a``'s form: a ``types.Content`` when ``a`` is one, else a dict of
-    ``role`` and ``parts``; None for anything else (a content with text, another key, ...).
+    """Two Gemini user contents answering one call turn, as one content in ``a``'s form: a
+    ``types.Content`` when ``a`` is one, else a dict of ``role`` and ``parts``; None for
+    anything else (a content with no response, another key, ...).
 
     Gemini wants the content after a function-call turn to hold a response for each of its
     calls, and the responses to one turn can arrive apart (a parallel call answered, the rest
     closed by the library when the person interrupted), in either form the SDK accepts (the
-    call turn a ``Content`` as the SDK returned it, the responses the caller's dicts). The parts
-    are the caller's own objects, in order, so a response's place (how an id-less one pairs) is
-    as Gemini reads it; only a part joining the other form is rewritten in that form (a dict
-    part read into a ``types.Part``, a ``Part`` dumped to its dict, bytes kept as bytes).
+    call turn a ``Content`` as the SDK returned it, the responses the caller's dicts). One of
+    the two may carry more after its responses (the person's text, in the turn that answered
+    some calls and interrupted the rest, which the closure follows: :func:`~.groups.
+    closes_after`): the joined content holds every response in the order given, then that
+    text. The parts are the caller's own objects, so a response's place (how an id-less one
+    pairs) is as Gemini reads it; only a part joining the other form is rewritten in that form
+    (a dict part read into a ``types.Part``, a ``Part`` dumped to its dict, bytes kept).
     """
-    if not (_responses_only(a) and _responses_only(b)):
+    split_a, split_b = _responses_then_rest(a), _responses_then_rest(b)
+    if split_a is None or split_b is None or (split_a[1] and split_b[1]):
         return None
+    parts = [*split_a[0], *split_b[0], *split_a[1], *split_b[1]]
     if isinstance(a, Mapping):
-        if isinstance(b, Mapping):
-            return {"role": "user", "parts": [*a["parts"], *b["parts"]]}
-        dumped = [p.model_dump(exclude_none=True) for p in b.parts]
-        return {"role": "user", "parts": [*a["parts"], *dumped]}
+        dumped = [p if isinstance(p, Mapping) else p.model_dump(exclude_none=True) for p in parts]
+        return {"role": "user", "parts": dumped}
     from google.genai import types
 
-    parts = [*a.parts, *field(b, "parts")]
     try:
         return types.Content(
             role="user",
@@ -205,24 +207,35 @@ def joined_responses(a: Any, b: Any) -> Any | None:
         return {"role": "user", "parts": dumped}  # joined in the form that holds it as given
 
 
-def _responses_only(message: Any) -> bool:
+def _responses_then_rest(message: Any) -> tuple[list[Any], list[Any]] | None:
+    """A Gemini user content's function responses and the parts after them, or None when it is
+    no such content (no response first, a response after other parts, another key)."""
     if isinstance(message, Mapping):
         if message.get("role") != "user" or not message.keys() <= {"role", "parts"}:
-            return False
+            return None
         parts = message.get("parts")
     elif family(message) == "gemini" and type(message).__name__ == "Content":
-        parts = field(_data(message), "parts")
         if field(message, "role") != "user":
-            return False
+            return None
+        parts = list(field(message, "parts") or ())
     else:
-        return False
+        return None
     if not isinstance(parts, list) or not parts:
-        return False
+        return None
+    answers = 0
     for part in parts:
         data = _data(part)
-        if not isinstance(data, Mapping) or not data or not data.keys() <= _RESPONSE_KEYS:
-            return False
-    return True
+        if not isinstance(data, Mapping) or not data.keys() <= _RESPONSE_KEYS or not data:
+            break
+        answers += 1
+    if not answers:
+        return None
+    rest = parts[answers:]
+    for part in rest:
+        data = _data(part)
+        if isinstance(data, Mapping) and not _RESPONSE_KEYS.isdisjoint(data):
+            return None  # a response after the text: not joined (its place would move)
+    return parts[:answers], rest
 
 
 # -- rendering results ----------------------------------------------------------------------

@@ -19,7 +19,7 @@ from google.genai import types
 from openai.types.responses import ResponseInputItemParam
 from pydantic import TypeAdapter
 
-from context_manager import MessageContextManager, trim
+from context_manager import MessageContextManager, repair, trim
 from context_manager.errors import InvalidMessageError
 from context_manager.providers import validate
 
@@ -157,6 +157,57 @@ def test_gemini_idless_interruption_after_one_of_two_same_name_calls() -> None:
     sent = manager.get_context()
     assert validate(sent, "gemini") == []
     _gemini_turns_ok(sent)
+
+
+def _repaired_context(held: list[Any]) -> list[Any]:
+    manager = MessageContextManager(6000, counter="chars", provider="gemini", repair=True)
+    manager.extend(held)
+    return manager.get_context()
+
+
+def _answers_one_and_speaks(sdk: bool, ids: bool) -> list[Any]:
+    """Two parallel calls to one function; the next user content answers the first and says
+    more (what ``chat.send_message([response_part, text])`` sends): the second is interrupted."""
+    first, second = _fc("read"), _fc("read")
+    answer = _fr("read", "a = 1")
+    if ids:
+        first["function_call"]["id"], second["function_call"]["id"] = "c0", "c1"
+        answer["function_response"]["id"] = "c0"
+    held: list[Any] = [
+        {"role": "user", "parts": [{"text": "Compare a and b."}]},
+        {"role": "model", "parts": [first, second]},
+        {"role": "user", "parts": [answer, {"text": "Skip b, tell me about a."}]},
+    ]
+    return [types.Content.model_validate(m) for m in held] if sdk else held
+
+
+@pytest.mark.parametrize("ids", [False, True])
+@pytest.mark.parametrize("sdk", [False, True])
+def test_gemini_turn_answering_some_calls_and_speaking_is_one_content_with_the_closure(
+    sdk: bool, ids: bool
+) -> None:
+    """The closure of the interrupted call follows the turn's own response and both are sent
+    as one content, the text last: Gemini reads every response from the content after the call
+    turn, and an id-less response answers the first open call of its name, so the given answer
+    stays first (it answers the first call) and the closure answers the second."""
+    held = _answers_one_and_speaks(sdk, ids)
+    repaired = repair(held)
+    for how, sent in (
+        ("manager", manager_context(held, 6000, "gemini")),
+        ("repair", _repaired_context(held)),
+        ("repair()", repaired),
+        ("trim(repair=True)", trim(held, 6000, counter="chars", provider="gemini", repair=True)),
+    ):
+        assert len(sent) == 3, how
+        _gemini_turns_ok(sent)
+        turn = _as_content(sent[2])
+        kinds = ["response" if p.function_response else "text" for p in turn.parts or []]
+        assert kinds == ["response", "response", "text"], how
+        first, second = (p.function_response for p in (turn.parts or [])[:2])
+        assert first.response == {"out": "a = 1"}, how  # the given answer, to the first call
+        assert "error" in (second.response or {}), how  # the closure, to the second
+        assert turn.parts[2].text == "Skip b, tell me about a.", how
+        assert validate(sent, "gemini") == [], how
 
 
 # -- Anthropic ------------------------------------------------------------------------------
