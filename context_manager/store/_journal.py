@@ -12,7 +12,10 @@ on an :class:`~.async_session.AsyncLog`). The flows:
   raised. If the rebuild fails too, or the commit was interrupted (a cancelled task), the
   journal is *stale*: the next reload rebuilds from every record, and a sync write refuses
   until then. A write whose outcome is unknown and that the rebuild found stored is
-  remembered, so :meth:`landed` answers yes for it afterwards;
+  remembered, so :meth:`landed` answers yes for it afterwards. A reload or a revert is stale
+  too from the step that moves the store's view (a read, a revert) until memory applied it:
+  interrupted in between (a cancelled task whose step ran to its end in a worker thread, a
+  replay error), the store would accept writes on top of records memory never took in;
 - :meth:`JournalCore._open_flow`, :meth:`JournalCore._resume_flow` (a manager parked in a
   ``warm.SessionCache``, caught up) and :meth:`JournalCore._revert_flow`.
 
@@ -189,9 +192,9 @@ class JournalCore:
 
     def _open_flow(self, cls: type[M], options: dict[str, Any]) -> Flow[tuple[M, Any]]:
         """Read the session and build a manager from it (no journal attached yet)."""
-        restored, sequence = yield Op("read")
+        restored, sequence = yield from self._moving(Op("read"))
         self.restored = restored
-        return restore_manager(
+        built = restore_manager(
             cls,
             sequence,
             strict=self.log.strict,
@@ -199,6 +202,21 @@ class JournalCore:
             options=options,
             restored=restored,
         )
+        self.stale = False
+        return built
+
+    def _moving(self, op: Op) -> Flow[Any]:
+        """Perform ``op``, a step that moves the store's view (a read, a revert), leaving the
+        journal stale until the caller has applied what it did to memory (and cleared it): a
+        cancellation thrown in here comes after the step ran (a worker thread is waited for),
+        and a failure after it (a replay error) would otherwise leave the view ahead of
+        memory. A step that itself raised an ``Exception`` moved nothing: stale as before."""
+        was, self.stale = self.stale, True
+        try:
+            return (yield op)
+        except Exception:
+            self.stale = was
+            raise
 
     def _resume_flow(
         self, cls: type[M], options: dict[str, Any], parked: Parked | None
@@ -211,6 +229,7 @@ class JournalCore:
                 self.restored = parked.restored
                 manager: M = parked.manager
                 self._apply(manager, sequence, fresh=False)
+                self.stale = False
                 system_prompt = options.pop("system_prompt", None)
                 set_hooks(manager, options)
                 return manager, system_prompt
@@ -219,7 +238,7 @@ class JournalCore:
     def _records_after(self, head: Head) -> Flow[Sequence_ | None]:
         """The records written after ``head``, when they can be applied on top of memory that
         stood there (None: the session was rewritten since, or a compaction is among them)."""
-        batch = yield Op("load_after", (head,))
+        batch = yield from self._moving(Op("load_after", (head,)))
         if batch is None or batch.torn_tail:
             return None
         sequence = Replayer.of_rows(self.target, batch.lines, strict=self.log.strict).sequence
@@ -236,15 +255,16 @@ class JournalCore:
             sequence = yield from self._records_after(head)
             if sequence is not None:
                 self._apply(manager, sequence, fresh=False)
+                self.stale = False
                 return recovered or _holds(sequence, wanted)
-        restored, sequence = yield Op("read")
+        restored, sequence = yield from self._moving(Op("read"))
         self.restored = restored
         self._apply(manager, sequence, fresh=True)
         self.stale = False
         return recovered or _holds(sequence, wanted)
 
     def _revert_flow(self, manager: ManagerHost, checkpoint_id: int) -> Flow[None]:
-        yield Op("revert_to", (checkpoint_id,))
+        yield from self._moving(Op("revert_to", (checkpoint_id,)))
         yield from self._reload_flow(manager, (), full=True)
 
     def _rebuild_flow(self) -> Flow[None]:

@@ -17,7 +17,10 @@ forms are :meth:`AsyncSessionStore.acheckpoint`, :meth:`~AsyncSessionStore.areve
 
 Batches of one journal run one at a time (an ``asyncio.Lock``); a batch cancelled while its
 append is in flight (or while it rebuilds memory) leaves the journal *stale*: the next batch
-first rebuilds memory from every record, so whatever the store holds is what memory holds.
+first rebuilds memory from every record, so whatever the store holds is what memory holds. A
+store that runs its operations in a worker thread (SQLite, JSONL) raises the cancellation only
+once the thread's write has finished (``async_targets.in_thread``), so the turn is released
+and the rebuild reads a store that write can no longer change.
 Every rule (encoding, replay, catching up, committing) is ``_journal.py``'s, shared with the
 sync :class:`~.session.SessionStore`.
 """

@@ -6,21 +6,27 @@
 ``postgresql://``       :class:`~.postgres_async.AsyncPostgresStore` on psycopg's
                         ``AsyncConnection`` (a pool of them for a handle)
 ``sqlite:///``, paths   the sync store (``targets.py``) in a worker thread:
-                        :class:`ThreadedStore` (``asyncio.to_thread`` per operation)
+                        :class:`ThreadedStore` (a worker thread per operation)
 ======================  ==============================================================
 
 SQLite and JSONL have no async client worth the name (aiosqlite is a thread too): a thread per
 operation keeps their locking, WAL and file rules exactly the sync ones, and the event loop
 free while a write waits for a lock. A sync ``Store`` or ``StoreHandle`` of any backend is
 accepted the same way. Option names and meanings are the sync ones.
+
+A thread cannot be stopped, so a cancelled operation is not abandoned: the cancellation waits
+until the thread's call has finished, then is raised (:func:`in_thread`). Whatever the call
+wrote is in the store before the caller (a journal releasing its batch, a rebuild) goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ConfigurationError, StoreError
 from .handle import StoreHandle
@@ -43,10 +49,46 @@ __all__ = ["AsyncStoreHandle", "ThreadedStore", "aconnect", "aopen_store"]
 _REDIS = ("redis://", "rediss://")
 _POSTGRES = ("postgresql://", "postgres://")
 
+T = TypeVar("T")
+
+
+async def in_thread(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``func(*args, **kwargs)`` in a worker thread (``asyncio.to_thread``'s executor and
+    context), awaited to its end even when the caller is cancelled.
+
+    Why: a cancelled ``to_thread`` returns at once while its thread goes on. A journal would
+    then release its batch and rebuild memory from a store the abandoned write can still
+    change; the write lands after the rebuild, passes its conflict check against the view the
+    rebuild set, and memory misses it for good. Here a cancellation (each one, if repeated)
+    waits for the thread, then is raised: the thread's result or error is dropped, what it
+    wrote is stored, and the caller's cleanup runs after it."""
+    loop = asyncio.get_running_loop()
+    call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
+    future = loop.run_in_executor(None, call)
+    cancelled: asyncio.CancelledError | None = None
+    while True:
+        try:
+            result = await asyncio.shield(future)
+        except asyncio.CancelledError as exc:
+            if future.cancelled():  # the executor's future itself (a closing loop)
+                raise
+            cancelled = exc
+            if not future.done():
+                continue  # the thread still runs: wait for it
+        except BaseException:
+            if cancelled is None:
+                raise
+        if cancelled is not None:
+            if future.done() and not future.cancelled():
+                future.exception()  # retrieved: the caller hears of its cancellation instead
+            raise cancelled
+        return result
+
 
 class ThreadedStore:
     """A sync :class:`~.protocol.Store` as an :class:`~.protocol.AsyncStore`: each operation
-    runs in a worker thread (``asyncio.to_thread``), so the sync store's locks and rules hold."""
+    runs in a worker thread (:func:`in_thread`: a cancelled one still runs to its end before
+    the cancellation is raised), so the sync store's locks and rules hold."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -69,34 +111,34 @@ class ThreadedStore:
         return self._store.head
 
     async def load(self, start: int = 0) -> Batch:
-        return await asyncio.to_thread(self._store.load, start)
+        return await in_thread(self._store.load, start)
 
     async def load_after(self, head: Head) -> Batch | None:
-        return await asyncio.to_thread(self._store.load_after, head)
+        return await in_thread(self._store.load_after, head)
 
     async def append(
         self, records: Sequence[Mapping[str, Any]], *, durable: bool = False
     ) -> list[int]:
-        return await asyncio.to_thread(self._store.append, records, durable=durable)
+        return await in_thread(self._store.append, records, durable=durable)
 
     async def checkpoint(self) -> int:
-        return await asyncio.to_thread(self._store.checkpoint)
+        return await in_thread(self._store.checkpoint)
 
     async def revert_to(self, checkpoint_id: int) -> object:
-        return await asyncio.to_thread(self._store.revert_to, checkpoint_id)
+        return await in_thread(self._store.revert_to, checkpoint_id)
 
     async def clear(self) -> None:
-        await asyncio.to_thread(self._store.clear)
+        await in_thread(self._store.clear)
 
     async def sessions(self) -> list[str]:
-        return await asyncio.to_thread(self._store.sessions)
+        return await in_thread(self._store.sessions)
 
     async def delete(self) -> bool:
         """The sync store's ``delete`` (a :class:`~.protocol.DeletableStore`), in the thread."""
         store = self._store
         if not isinstance(store, DeletableStore):
             raise ConfigurationError(f"a {type(store).__name__} store cannot delete its session")
-        return await asyncio.to_thread(store.delete)
+        return await in_thread(store.delete)
 
     async def read_log(
         self, strict: bool
@@ -106,11 +148,11 @@ class ThreadedStore:
         store = self._store
         if isinstance(store, JsonlLog):
             store.strict = store.strict or strict
-            return await asyncio.to_thread(store.read)
-        return await asyncio.to_thread(StoreLog(store, strict=strict).read)
+            return await in_thread(store.read)
+        return await in_thread(StoreLog(store, strict=strict).read)
 
     async def aclose(self) -> None:
-        await asyncio.to_thread(self._store.close)
+        await in_thread(self._store.close)
 
     async def __aenter__(self) -> ThreadedStore:
         return self
@@ -167,11 +209,9 @@ class AsyncStoreHandle:
 
 def _threaded_handle(handle: StoreHandle) -> AsyncStoreHandle:
     async def make(session: str) -> AsyncStore:
-        return ThreadedStore(await asyncio.to_thread(handle.session, session))
+        return ThreadedStore(await in_thread(handle.session, session))
 
-    return AsyncStoreHandle(
-        handle.target, make, lambda: asyncio.to_thread(handle.close), handle.cache
-    )
+    return AsyncStoreHandle(handle.target, make, lambda: in_thread(handle.close), handle.cache)
 
 
 async def aconnect(
@@ -219,7 +259,7 @@ async def aconnect(
         return AsyncStoreHandle(pool.target, postgres_session, pool.aclose, cache)
     from .targets import connect
 
-    handle = await asyncio.to_thread(connect, target, fsync=fsync, cache=cache, **options)
+    handle = await in_thread(connect, target, fsync=fsync, cache=cache, **options)
     return _threaded_handle(handle)
 
 
@@ -255,7 +295,7 @@ async def aopen_store(
         return await AsyncPostgresStore.open(text, check_session_id(name), **options)
     from .targets import open_store
 
-    store = await asyncio.to_thread(open_store, target, session=session, fsync=fsync, **options)
+    store = await in_thread(open_store, target, session=session, fsync=fsync, **options)
     return ThreadedStore(store)
 
 

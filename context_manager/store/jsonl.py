@@ -57,6 +57,7 @@ from ..errors import (
     StoreOutcomeUnknownError,
 )
 from . import _files, _remove
+from ._checkpoint_ids import next_checkpoint_id
 from ._tail import (
     SEARCH_BACK,
     TAIL_BYTES,
@@ -127,11 +128,8 @@ class JsonlLog(RecordWriter):
             raise ConfigurationError(
                 f"fsync={fsync!r} is not a mode; use one of {', '.join(FSYNC_MODES)}"
             )
-        for name, flag in (
-            ("strict", strict),
-            ("integrity", integrity),
-            ("detect_conflicts", detect_conflicts),
-        ):
+        flags = {"strict": strict, "integrity": integrity, "detect_conflicts": detect_conflicts}
+        for name, flag in flags.items():
             if not isinstance(flag, bool):
                 raise ConfigurationError(f"{name} must be True or False, got {flag!r:.60}")
         #: With ``session``: the directory holding one sub-directory per session.
@@ -160,9 +158,8 @@ class JsonlLog(RecordWriter):
     @property
     def next_checkpoint_id(self) -> int:
         """The id :meth:`checkpoint` hands out next (last marker in the file + 1)."""
-        if self._next_checkpoint_id is None:
+        while self._next_checkpoint_id is None:  # not learned yet: read the file once
             self.read()
-        assert self._next_checkpoint_id is not None
         return self._next_checkpoint_id
 
     # ------------------------------------------------------------------ reading
@@ -184,17 +181,16 @@ class JsonlLog(RecordWriter):
                 self._swept = True
             kept, unfinished = self._read_all()
             replayer = self._replayer(kept, unfinished, defer_messages=defer_messages)
-            self._next_checkpoint_id = replayer.state.next_checkpoint_id
         return replayer.state, replayer.sequence
 
     def _read_all(self) -> tuple[bytes, bool]:
         """The file's stored bytes (:func:`~._tail.stored`) and whether a batch left unfinished
-        was cut from them; also records the file as this object's view (call under the lock)."""
+        was cut from them; also sets this object's view and next checkpoint id (under the lock)."""
         data = _files.read_bytes(self.path, self.root)
         inode = self._now()[0] if data is not None else None
-        data = data or b""
-        kept, unfinished = stored(data)
+        kept, unfinished = stored(data := data or b"")
         self._view = view_of(inode, data, kept)
+        self._next_checkpoint_id = next_checkpoint_id(kept, 0)
         return kept, unfinished
 
     # ------------------------------------------------------------------ Store protocol
@@ -245,6 +241,7 @@ class JsonlLog(RecordWriter):
             base = head.offset - start
             new, unfinished = stored(data[base:])
             self._view = view_of(inode, data, new, base=base, at=head.offset, lines=head.position)
+            self._learn(new)
             now = self.head
         assert now is not None
         batch = Batch(now, torn_tail=unfinished)
@@ -297,12 +294,13 @@ class JsonlLog(RecordWriter):
         """Append the next checkpoint marker and return its id (0, 1, 2, ...)."""
         with self._lock.held(), _io(self.path, "write a checkpoint"):
             if self.detect_conflicts and self._view is not None:
-                self._check_view()  # before next_checkpoint_id reads (and catches up)
+                self._check_view()  # the cached id describes this view: no one wrote since
+            elif self._view is None or self._moved():
+                self._read_all()  # first use, or a blind writer: the id as the file has it now
             checkpoint_id = self.next_checkpoint_id
             record = {"role": CHECKPOINT, "id": checkpoint_id}
             self._append(encode_meta(record, integrity=self.integrity), durable=True)
-            self._next_checkpoint_id = checkpoint_id + 1
-            return checkpoint_id
+            return checkpoint_id  # _append learned the next id from the marker it wrote
 
     def _append(self, line: bytes, *, durable: bool, rid: str | None = None) -> int:
         """Write ``line`` (one or more records); returns the position of the first one."""
@@ -320,7 +318,7 @@ class JsonlLog(RecordWriter):
             lines = repair_tail(fd, self._view.lines, self.path)  # cut what a killed writer left
             start = os.fstat(fd).st_size
             try:
-                _write_all(fd, line)
+                _files.write_all(fd, line)
                 if self.fsync == "always" or (durable and self.fsync == "checkpoint"):
                     os.fsync(fd)
             except OSError as exc:
@@ -340,9 +338,9 @@ class JsonlLog(RecordWriter):
                         ) from None
                 raise
             st = os.fstat(fd)
-            after = lines + line.count(b"\n")
-            end_mark = mark_at(fd, st.st_size)
+            end_mark, after = mark_at(fd, st.st_size), lines + line.count(b"\n")
             self._view = View(st.st_ino, st.st_size, end_mark, after, st.st_size, end_mark)
+            self._learn(line)
             self._last_batch = (rid, lines) if rid is not None else None
             return lines
 
@@ -368,10 +366,15 @@ class JsonlLog(RecordWriter):
         first, end = found
         position = lines - region[: stored_end - start].count(b"\n")
         position += region[:first].count(b"\n")
-        if start + end > stored_end:
+        if start + end > stored_end:  # the view moves over lines it had not seen: learn them
             end_mark = mark_at(fd, start + end)
             self._view = View(inode, start + end, end_mark, position + count, start + end, end_mark)
+            self._learn(region[stored_end - start : end])
         return position
+
+    def _learn(self, lines: bytes) -> None:
+        """The view moved over ``lines`` (complete ones): a marker among them sets the next id."""
+        self._next_checkpoint_id = next_checkpoint_id(lines, self._next_checkpoint_id)
 
     def _now(self) -> tuple[int | None, int]:
         try:
@@ -478,7 +481,7 @@ class JsonlLog(RecordWriter):
             except OSError as exc:
                 if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
                     raise
-                if _copy_exclusive(self.path, target):
+                if _files.copy_exclusive(self.path, target):
                     return target
                 number += 1
 
@@ -514,7 +517,3 @@ class JsonlLog(RecordWriter):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-_write_all = _files.write_all
-_copy_exclusive = _files.copy_exclusive
