@@ -10,7 +10,7 @@ from typing import Any
 
 from .errors import ConfigurationError
 from .messages.nesting import MAX_DEPTH, short_repr, too_deep
-from .models import get_model
+from .models import SAFE_INT, get_model
 
 __all__ = [
     "CONFIG_KEYS",
@@ -26,9 +26,6 @@ __all__ = [
 
 #: Context window used when neither ``max_tokens`` nor ``model`` is given.
 DEFAULT_MAX_TOKENS = 128_000
-#: Largest integer a budget, count or priority may be: float-exact, and read alike by JSON
-#: readers and JavaScript (2**53).
-SAFE_INT = 2**53
 
 CONFIG_KEYS = {
     "max_tokens": "max_tokens",
@@ -91,7 +88,7 @@ def window_for(max_tokens: Any, model: Any) -> int:
     silently shrink or grow a budget.
     """
     if model is not None and not isinstance(model, str):
-        raise ConfigurationError(f"model must be a model name, got {model!r}")
+        raise ConfigurationError(f"model must be a model name, got {short_repr(model, 60)}")
     limit = get_model(model).context_window if model else None
     if max_tokens is None:
         return limit or DEFAULT_MAX_TOKENS
@@ -113,11 +110,13 @@ def budget_options(
     window = window_for(max_tokens, model)
     if reserve_tokens is None:
         if not _number(reserve_ratio) or not 0 <= reserve_ratio < 1:
-            raise ConfigurationError(f"reserve_ratio must be in [0, 1), got {reserve_ratio!r}")
+            raise ConfigurationError(
+                f"reserve_ratio must be in [0, 1), got {short_repr(reserve_ratio, 60)}"
+            )
         reserve_tokens = int(window * reserve_ratio)
     reserve_tokens = check_int("reserve_tokens", reserve_tokens, 0, window - 1)
     if not _number(warn_ratio) or not 0 < warn_ratio <= 1:
-        raise ConfigurationError(f"warn_ratio must be in (0, 1], got {warn_ratio!r}")
+        raise ConfigurationError(f"warn_ratio must be in (0, 1], got {short_repr(warn_ratio, 60)}")
     return window, reserve_tokens
 
 
@@ -151,7 +150,7 @@ def check_tool_nesting(tools: Sequence[Any]) -> None:
 
 def checked_hook(name: str, hook: Any) -> Any:
     if hook is not None and not callable(hook):
-        raise ConfigurationError(f"{name} must be callable, got {hook!r}")
+        raise ConfigurationError(f"{name} must be callable, got {short_repr(hook, 60)}")
     return hook
 
 
@@ -164,7 +163,8 @@ def options_from_config(config: Mapping[str, Any]) -> dict[str, Any]:
         target = CONFIG_KEYS.get(key) if isinstance(key, str) else None
         if target is None:
             raise ConfigurationError(
-                f"unknown config key {key!r}; known keys: {', '.join(sorted(CONFIG_KEYS))}"
+                f"unknown config key {short_repr(key, 60)}; known keys: "
+                f"{', '.join(sorted(CONFIG_KEYS))}"
             )
         options[target] = value
     return options
@@ -174,5 +174,5 @@ def check_priority(priority: Any) -> int:
     """A message priority: exactly an int (bool and other int subclasses are refused, so the
     manager's ``type(priority) is int`` fast path and this check agree)."""
     if type(priority) is not int:
-        raise ConfigurationError(f"priority must be an int, got {priority!r}")
+        raise ConfigurationError(f"priority must be an int, got {short_repr(priority, 60)}")
     return priority

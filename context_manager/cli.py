@@ -480,21 +480,25 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _emit(out: str, err: str, status: int) -> int:
-    """Write the finished output in one go; a closed pipe ends the command quietly."""
+    """Write the finished output in one go; a closed pipe ends the command quietly. Another
+    failure to write stdout (``> /dev/full``) is one error line on stderr and exit status 2;
+    stdout then points at /dev/null, so the final flush of what is buffered cannot raise."""
     try:
         if out:
             sys.stdout.write(out)
             sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader is gone (``| head``). Point stdout at /dev/null so the interpreter's final
-        # flush does not raise again, and skip the summary: nobody asked for more.
+    except BrokenPipeError:  # the reader is gone (``| head``): nobody asked for more
         _silence_stdout()
         return EXIT_PIPE_CLOSED
+    except OSError as exc:
+        _silence_stdout()
+        err += f"context-manager: error: cannot write the output: {_one_line(exc)}\n"
+        status = 2
     if err:
         try:
             sys.stderr.write(err)
             sys.stderr.flush()
-        except BrokenPipeError:
+        except OSError:  # stderr is gone or full too: nowhere left to report it
             pass
     return status
 

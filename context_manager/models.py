@@ -20,11 +20,19 @@ tags (``llama3.1:8b``, ``qwen3:8b``) resolve by prefix to the family; Ollama's d
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import ConfigurationError
+from .messages.nesting import short_repr
+
+#: Largest integer a budget, count, window or priority may be: float-exact, and read alike by
+#: JSON readers and JavaScript (2**53). Defined here, the lowest layer that needs it (a model's
+#: window); ``_config`` and the counters use the same constant.
+SAFE_INT = 2**53
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,14 +70,59 @@ _MODELS: dict[str, ModelInfo] = {}
 _lock = threading.Lock()
 
 
-def register_model(info: ModelInfo) -> None:
-    """Add or replace a model; later registrations win over built-ins."""
-    if info.context_window <= 0 or info.max_output_tokens < 0:
+def check_chars_per_token(value: Any, where: str = "chars_per_token") -> float:
+    """``value`` if it is a finite number > 0 (bool refused), else a ``ConfigurationError``:
+    the one check of an estimate's ratio (``ModelInfo`` and ``CharEstimator`` alike). NaN,
+    infinity and an int too large for a float would only fail later, inside a count."""
+    if type(value) is float and 0 < value < math.inf:  # the common case (NaN fails both)
+        return value
+    ok = not isinstance(value, bool) and isinstance(value, int | float)
+    if ok:
+        try:
+            ok = math.isfinite(value) and value > 0 and float(value) > 0
+        except OverflowError:  # an int beyond float range
+            ok = False
+    if not ok:
         raise ConfigurationError(
-            f"model {info.name!r}: context_window must be > 0 and max_output_tokens >= 0"
+            f"{where} must be a finite number > 0, got {short_repr(value, 60)}"
         )
-    if info.chars_per_token <= 0:
-        raise ConfigurationError(f"model {info.name!r}: chars_per_token must be > 0")
+    return value  # type: ignore[no-any-return]
+
+
+def _whole(name: str, field: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= SAFE_INT:
+        raise ConfigurationError(
+            f"model {name}: {field} must be an int from {minimum} to 2**53, "
+            f"got {short_repr(value, 60)}"
+        )
+
+
+def register_model(info: ModelInfo) -> None:
+    """Add or replace a model; later registrations win over built-ins.
+
+    Every field is checked here, once: a registered model is read by every manager, ``trim()``
+    and counter built for it, where a NaN window or a string overhead would fail far from
+    the mistake (or not at all).
+    """
+    if not isinstance(info, ModelInfo):
+        raise ConfigurationError(f"register_model takes a ModelInfo, got {short_repr(info, 60)}")
+    if not isinstance(info.name, str) or not info.name.strip():
+        raise ConfigurationError(f"model name must be a non-empty str, got {short_repr(info.name)}")
+    name = short_repr(info.name, 60)
+    _whole(name, "context_window", info.context_window, 1)
+    for field in ("max_output_tokens", "message_overhead", "prompt_overhead", "image_tokens"):
+        _whole(name, field, getattr(info, field), 0)
+    check_chars_per_token(info.chars_per_token, f"model {name}: chars_per_token")
+    for field in ("encoding", "tokenizer"):
+        value = getattr(info, field)
+        if value is not None and not isinstance(value, str):
+            raise ConfigurationError(
+                f"model {name}: {field} must be a str or None, got {short_repr(value, 60)}"
+            )
+    if not isinstance(info.provider, str):
+        raise ConfigurationError(
+            f"model {name}: provider must be a str, got {short_repr(info.provider, 60)}"
+        )
     with _lock:
         _MODELS[info.name.lower()] = info
 
@@ -245,6 +298,8 @@ def find_model(name: str) -> ModelInfo | None:
     (LiteLLM / OpenRouter / Hugging Face style) is dropped when the full name is not registered,
     and so are a Bedrock model id's region and vendor (``us.anthropic.claude-sonnet-4-5-...``).
     """
+    if not isinstance(name, str):
+        raise ConfigurationError(f"a model name must be a str, got {short_repr(name, 60)}")
     name = name.lower()
     info = _MODELS.get(name)
     if info is not None:
@@ -271,7 +326,7 @@ def unknown_model_error(name: str, hint: str) -> ConfigurationError:
     """The error for a name no registered model matches, with the closest names."""
     matches = close_matches(name)
     also = f" (did you mean {', '.join(repr(m) for m in matches)}?)" if matches else ""
-    return ConfigurationError(f"unknown model {name!r}{also}: {hint}")
+    return ConfigurationError(f"unknown model {short_repr(name, 80)}{also}: {hint}")
 
 
 def get_model(name: str) -> ModelInfo:

@@ -47,6 +47,7 @@ from .counting import MessageCountCache, TokenCounter, get_counter
 from .errors import ConfigurationError, InvalidMessageError
 from .manager import MessageContextManager
 from .messages import message_list
+from .messages.nesting import short_repr
 from .providers import ProviderRules, fuse_turns, get_provider
 
 _FIFO_IN_TRIM = (
@@ -112,18 +113,22 @@ def trim(
     ``pruning``, ``truncate_newest``: as for the manager (pruning ratios are of ``budget_tokens``).
     """
     if validate not in ("kept", "all"):
-        raise ConfigurationError(f"validate must be 'kept' or 'all', got {validate!r}")
+        raise ConfigurationError(
+            f"validate must be 'kept' or 'all', got {short_repr(validate, 60)}"
+        )
     if not isinstance(messages, list | tuple):
         messages = message_list(messages)
     if priorities is not None and (
         isinstance(priorities, str | bytes) or not isinstance(priorities, Sequence)
     ):
-        raise ConfigurationError(f"priorities must be a list of ints, got {priorities!r}")
+        raise ConfigurationError(
+            f"priorities must be a list of ints, got {short_repr(priorities, 60)}"
+        )
     try:
         pinned = frozenset(pinned)
     except TypeError:
         raise ConfigurationError(
-            f"pinned must be a collection of message indices, got {pinned!r}"
+            f"pinned must be a collection of message indices, got {short_repr(pinned, 60)}"
         ) from None
     if priorities is not None and len(priorities) != len(messages):
         raise ConfigurationError(

@@ -58,6 +58,7 @@ from typing import Any, Literal
 from .errors import ConfigurationError, InvalidMessageError
 from .messages import Message, message_list, normalize
 from .messages.gemini import answered_calls
+from .messages.nesting import short_repr
 from .messages.shapes import joined_responses, part_kinds, same_shape, shape_of
 
 __all__ = [
@@ -132,7 +133,7 @@ def get_provider(name: str | ProviderRules | None) -> ProviderRules | None:
     rules = PROVIDERS.get(name) if isinstance(name, str) else None
     if rules is None:
         raise ConfigurationError(
-            f"unknown provider {name!r}; use one of {', '.join(PROVIDERS)} or None"
+            f"unknown provider {short_repr(name, 60)}; use one of {', '.join(PROVIDERS)} or None"
         )
     return rules
 

@@ -28,6 +28,7 @@ from typing import ClassVar
 
 from .._config import check_int
 from ..errors import ConfigurationError
+from ..messages.nesting import short_repr
 from .fit import window
 from .scattered import Scattered, Slices, group_runs, is_scattered
 from .view import LedgerView
@@ -259,7 +260,7 @@ def _check_ratio(ratio: float | None) -> float | None:
         return None
     if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 < ratio < 1:
         raise ConfigurationError(
-            f"retention_ratio must be a number strictly between 0 and 1, got {ratio!r}"
+            f"retention_ratio must be a number strictly between 0 and 1, got {short_repr(ratio)}"
         )
     return float(ratio)
 

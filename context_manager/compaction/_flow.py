@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 from .._flows import adrive, drive
 from ..errors import ConfigurationError
+from ..messages.nesting import short_repr
 
 T = TypeVar("T")
 
@@ -37,6 +38,15 @@ class Call:
     awaitable: Literal["block", "pass", "refuse"] = "block"
     thread: bool = False
     refusal: str = ""
+
+    def __post_init__(self) -> None:
+        # Checked where the step is made, so a ``send`` or summarizer that is not a function
+        # fails as a typed error under both drivers, not as a TypeError from the call.
+        if not callable(self.fn):
+            raise ConfigurationError(
+                f"{short_repr(self.fn, 60)} is not callable: send, a summarizer, a compactor "
+                "and hooks must be functions"
+            )
 
 
 @dataclass(frozen=True, slots=True)

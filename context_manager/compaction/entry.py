@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import CompactionError
+from ..messages.nesting import short_repr
 from .facts import KINDS, Fact
 
 #: Why a compaction ran (Pi's event reasons).
@@ -84,7 +85,9 @@ class CompactionManifest:
     def from_dict(cls, data: Any) -> CompactionManifest:
         """Rebuild from :meth:`to_dict` output; a malformed one raises ``CompactionError``."""
         if not isinstance(data, Mapping):
-            raise CompactionError(f"a compaction manifest must be an object, got {data!r:.80}")
+            raise CompactionError(
+                f"a compaction manifest must be an object, got {short_repr(data, 80)}"
+            )
         keys = ("first_index", "end_index", "messages", "tokens", "untracked")
         numbers = [data.get(k, 0 if k == "untracked" else None) for k in keys]
         if not all(type(n) is int for n in numbers):
@@ -187,7 +190,7 @@ class CompactionEntry:
         ):
             raise CompactionError(
                 "compaction record has wrong types: summary must be a string, "
-                f"first_kept_index and tokens_before ints; got {data!r}"
+                f"first_kept_index and tokens_before ints; got {short_repr(data, 60)}"
             )
         details = data.get("details") or {}
         if not isinstance(details, Mapping):

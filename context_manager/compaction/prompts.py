@@ -9,6 +9,9 @@ instruction with an optional ``Additional focus:`` line, and the summary message
 
 from __future__ import annotations
 
+from ..errors import ConfigurationError
+from ..messages.nesting import short_repr
+
 SUMMARY_SECTIONS = (
     "Goal",
     "Constraints & Preferences",
@@ -117,6 +120,9 @@ def turn_prefix_request_text(conversation: str) -> str:
 
 
 def summary_message_text(summary: str) -> str:
+    """The text of the message that carries ``summary`` (``summary_message`` builds on it)."""
+    if not isinstance(summary, str):
+        raise ConfigurationError(f"a summary must be a str, got {short_repr(summary, 60)}")
     return SUMMARY_MESSAGE_PREFIX + summary + SUMMARY_MESSAGE_SUFFIX
 
 

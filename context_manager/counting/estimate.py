@@ -17,8 +17,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from .._config import SAFE_INT, check_int
 from .._js import utf16_len
 from ..messages import Message
+from ..models import check_chars_per_token
 from .base import TokenCounter
 
 
@@ -87,6 +89,13 @@ class CharEstimator(TokenCounter):
         prompt_overhead: int = 3,
         image_tokens: int = 85,
     ) -> None:
+        for what, value in (
+            ("message_overhead", message_overhead),
+            ("prompt_overhead", prompt_overhead),
+            ("image_tokens", image_tokens),
+        ):
+            if type(value) is not int or not 0 <= value <= SAFE_INT:  # get_counter makes one a call
+                check_int(what, value, 0, SAFE_INT)
         self.chars_per_token = chars_per_token
         self.message_overhead = message_overhead
         self.prompt_overhead = prompt_overhead
@@ -99,10 +108,7 @@ class CharEstimator(TokenCounter):
 
     @chars_per_token.setter
     def chars_per_token(self, value: float) -> None:
-        if value <= 0:
-            from ..errors import ConfigurationError
-
-            raise ConfigurationError(f"chars_per_token must be > 0, got {value}")
+        check_chars_per_token(value)
         self._chars_per_token = value
         # A whole ratio divides with integer ceil division (no float rounding at the boundary);
         # worked out here, once, rather than on every count.

@@ -27,6 +27,8 @@ closed (``close_pending_tool_calls``) rather than left out with its group.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -35,8 +37,9 @@ from typing import Any
 from ..errors import ConfigurationError, InvalidMessageError
 from ..manager import MessageContextManager
 from ..messages import normalize
+from ..messages.nesting import short_repr
 
-__all__ = ["ContextTracker"]
+__all__ = ["ContextTracker", "check_messages"]
 
 #: Conversations followed at once by one tracker (least recently used dropped first).
 MAX_CONVERSATIONS = 32
@@ -49,6 +52,21 @@ def message_key(message: Any) -> Any:
     if isinstance(given, str | int):
         return given
     return hash(repr(message)) if isinstance(message, Mapping) else id(message)
+
+
+@functools.cache
+def _manager_options() -> frozenset[str]:
+    """The keyword options ``MessageContextManager`` takes (what a tracker passes on to it)."""
+    parameters = inspect.signature(MessageContextManager.__init__).parameters
+    return frozenset(parameters) - {"self"}
+
+
+def check_messages(messages: object) -> None:
+    """The list a framework hands over: a sequence of messages (not a dict or a string)."""
+    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
+        raise ConfigurationError(
+            f"the messages must be a list of messages, got {type(messages).__name__}"
+        )
 
 
 class _Conversation:
@@ -88,6 +106,14 @@ class ContextTracker:
     def __init__(
         self, *, pin_first: bool = False, key: Callable[[Any], Any] | None = None, **options: Any
     ) -> None:
+        unknown = sorted(set(options) - _manager_options())
+        if unknown:
+            raise ConfigurationError(
+                f"unknown option {', '.join(short_repr(name, 60) for name in unknown[:5])}; "
+                f"the options are the manager's: {', '.join(sorted(_manager_options()))}"
+            )
+        if key is not None and not callable(key):
+            raise ConfigurationError(f"key must be callable, got {short_repr(key, 60)}")
         self.pin_first = pin_first
         self.key = key or message_key
         self.options = options
@@ -126,8 +152,7 @@ class ContextTracker:
         ``tools``: the tool definitions sent with the request (OpenAI or Anthropic dicts).
         None of them is returned.
         """
-        if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
-            raise ConfigurationError("the state's messages must be a list of messages")
+        check_messages(messages)
         defs = tuple(tools) if tools else None
         with self._lock:
             extra = sum(self._latest.manager.count_message(m) for m in extra_system)

@@ -31,7 +31,7 @@ from typing import Any
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelRequest, SystemPromptPart
 
-from ._tracker import MAX_CONVERSATIONS, ContextTracker
+from ._tracker import MAX_CONVERSATIONS, ContextTracker, check_messages
 
 __all__ = ["ContextManagerCapability", "history_processor", "process_history"]
 
@@ -110,6 +110,7 @@ class _Trimmer:
         extra_system: Sequence[Any] = (),
         tools: Sequence[Any] | None = None,
     ) -> list[Any]:
+        check_messages(messages)
         split = self._split(messages[0]) if messages else None
         fed = [split[1], split[2], *messages[1:]] if split else messages
         out = self.tracker.context(fed, system=system, extra_system=extra_system, tools=tools)

@@ -17,11 +17,14 @@ entries), timestamps JS would read as local time (non-ISO text) become ``null`` 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from .._js import js_trim
 from ..compaction.pi_rules import build_session_context
+from ..errors import ConfigurationError, StoreError
+from ..messages.nesting import short_repr
 
 _MISSING: Any = object()  # an omitted argument or key (JS ``undefined``), unlike None (``null``)
 
@@ -100,5 +103,20 @@ def session_context_from_text(text: str, leaf_id: Any = _MISSING) -> dict[str, A
 
 
 def read_pi_session(path: str | Path, leaf_id: Any = _MISSING) -> dict[str, Any]:
-    """``{"messages", "thinkingLevel", "model"}`` for the session file at ``path``."""
-    return session_context_from_text(Path(path).read_text(encoding="utf-8"), leaf_id)
+    """``{"messages", "thinkingLevel", "model"}`` for the session file at ``path``.
+
+    A file that cannot be read (missing, a directory, no permission) raises ``StoreError``
+    (Pi would load a missing file as an empty session, which hides a wrong path). Bytes that
+    are not UTF-8 are decoded as Node's ``readFileSync(path, "utf8")`` does, each invalid
+    sequence as U+FFFD, so a line holding one loads as it does in Pi.
+    """
+    if not isinstance(path, str | os.PathLike):
+        raise ConfigurationError(f"path must be a str or a Path, got {short_repr(path, 60)}")
+    try:
+        raw = Path(path).read_bytes()
+    except (OSError, ValueError, TypeError) as exc:  # ValueError: a NUL in the path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise StoreError(
+            f"cannot read the Pi session file {short_repr(path, 200)}: {reason}"
+        ) from None
+    return session_context_from_text(raw.decode("utf-8", "replace"), leaf_id)

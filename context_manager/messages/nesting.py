@@ -36,14 +36,32 @@ _Link = tuple[Any, Any, Any] | None
 
 
 def short_repr(value: Any, width: int = 40) -> str:
-    """``repr`` cut to ``width`` characters; an integer too long to print is described."""
+    """``repr`` cut to ``width`` characters, for an error message about ``value``.
+
+    It never raises, so it can describe any bad input: an integer too long to print (Python's
+    digit limit) is described by its size, and a value whose ``repr`` fails (one nested past
+    the recursion limit, a class whose ``__repr__`` raises) by its type. A long text is cut
+    before ``repr`` reads it, so describing a huge string costs no copy of it.
+    """
     try:
+        if isinstance(value, str | bytes) and len(value) > width:
+            value = value[:width]
         text = repr(value)
-    except ValueError:  # an int over Python's digit limit cannot be printed at all
-        if isinstance(value, int):
-            return f"<an integer of {value.bit_length()} bits>"
-        return f"<a {type(value).__name__}>"
-    return text if len(text) <= width else text[: width - 3] + "..."
+    except Exception:  # RecursionError, the int digit limit's ValueError, a failing __repr__
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                return f"<an integer of {value.bit_length()} bits>"
+            except Exception:  # an int subclass of user code
+                pass
+        return f"<a {_type_name(type(value))}>"
+    return text if len(text) <= width else text[: max(width - 3, 0)] + "..."
+
+
+def _type_name(kind: type) -> str:
+    """A type's name, cut to 60 characters (a class may be named anything)."""
+    name = getattr(kind, "__name__", "object")
+    name = name if isinstance(name, str) else "object"
+    return name if len(name) <= 60 else name[:57] + "..."
 
 
 class _Attr(str):

@@ -30,6 +30,7 @@ from typing import Protocol, runtime_checkable
 
 from ..counting import TokenCounter, get_counter
 from ..errors import ConfigurationError, OffloadHandleError, OffloadNotFoundError
+from ..messages.nesting import short_repr
 from .slicing import Slice, select
 
 __all__ = [
@@ -127,7 +128,17 @@ class BaseArea(ABC):
 
     def __init__(self, session: str) -> None:
         if not isinstance(session, str) or not session:
-            raise ConfigurationError(f"session must be a non-empty str, got {session!r:.60}")
+            raise ConfigurationError(
+                f"session must be a non-empty str, got {short_repr(session, 60)}"
+            )
+        if not session.isascii():  # a lone surrogate has no UTF-8 form: no store could key it
+            try:
+                session.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ConfigurationError(
+                    f"session must be valid Unicode text, got {short_repr(session, 60)} "
+                    f"(a lone surrogate at index {exc.start})"
+                ) from None
         self._session = session
         self._tag = session_tag(session)
 

@@ -147,6 +147,16 @@ class CacheReport:
 
 def compare(previous: Request | None, current: Request, rules: CacheRules) -> CacheReport:
     """What ``rules``' provider caches of ``current`` after ``previous`` (None: the first)."""
+    for name, value, wanted in (
+        ("previous", previous, "a Request (request_of(messages)) or None"),
+        ("current", current, "a Request (request_of(messages))"),
+        ("rules", rules, "CacheRules (cache_rules(provider, model))"),
+    ):
+        kind = CacheRules if name == "rules" else Request
+        if not isinstance(value, kind) and not (name == "previous" and value is None):
+            raise ConfigurationError(
+                f"compare: {name} must be {wanted}, got {type(value).__name__}"
+            )
     before = None if previous is None else (previous, Layout.of(previous.segments))
     return judge(before, current, Layout.of(current.segments), rules)
 

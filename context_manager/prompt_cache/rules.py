@@ -31,12 +31,14 @@ Costs are in "input tokens at the full price": a cached read of ``n`` tokens cos
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from .._config import check_int
 from ..errors import ConfigurationError
+from ..messages.nesting import short_repr
 
 __all__ = [
     "ANTHROPIC_LOOKBACK_BLOCKS",
@@ -165,7 +167,9 @@ def cache_rules(
     if provider == "anthropic":
         ttl = ttl or "5m"
         if ttl not in ANTHROPIC_TTL_SECONDS:
-            raise ConfigurationError(f"Anthropic ttl must be '5m' or '1h', got {ttl!r}")
+            raise ConfigurationError(
+                f"Anthropic ttl must be '5m' or '1h', got {short_repr(ttl, 60)}"
+            )
         rules = CacheRules(
             "anthropic",
             int(_lookup(model, ANTHROPIC_MODEL_MIN_TOKENS, ANTHROPIC_MIN_TOKENS)),
@@ -180,7 +184,8 @@ def cache_rules(
         ttl = ttl or "in_memory"
         if ttl not in OPENAI_TTL_SECONDS:
             raise ConfigurationError(
-                f"OpenAI prompt_cache_retention must be 'in_memory' or '24h', got {ttl!r}"
+                "OpenAI prompt_cache_retention must be 'in_memory' or '24h', got "
+                f"{short_repr(ttl, 60)}"
             )
         rules = CacheRules(
             "openai",
@@ -202,23 +207,38 @@ def cache_rules(
         )
     else:
         raise ConfigurationError(
-            f"unknown provider {provider!r} for cache rules: use one of {', '.join(PROVIDERS)}"
+            f"unknown provider {short_repr(provider, 60)} for cache rules: use one of "
+            f"{', '.join(PROVIDERS)}"
         )
     return _override(rules, read_price, write_price, min_tokens)
+
+
+def _price(name: str, value: object) -> float | None:
+    """A price multiplier as a float: a finite number >= 0 (NaN, infinity and an int beyond
+    float range would make every cost meaningless)."""
+    if value is None:
+        return None
+    price = None
+    if not isinstance(value, bool) and isinstance(value, int | float):
+        try:
+            price = float(value)
+        except OverflowError:
+            price = None
+    if price is None or not 0 <= price < math.inf:
+        raise ConfigurationError(
+            f"{name} must be a finite number >= 0, got {short_repr(value, 60)}"
+        )
+    return price
 
 
 def _override(
     rules: CacheRules, read: float | None, write: float | None, minimum: int | None
 ) -> CacheRules:
-    for name, value in (("read_price", read), ("write_price", write)):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int | float) or value < 0
-        ):
-            raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
+    read, write = _price("read_price", read), _price("write_price", write)
     return replace(
         rules,
-        read_price=rules.read_price if read is None else float(read),
-        write_price=rules.write_price if write is None else float(write),
+        read_price=rules.read_price if read is None else read,
+        write_price=rules.write_price if write is None else write,
         min_tokens=rules.min_tokens
         if minimum is None
         else max(0, check_int("min_tokens", minimum, None)),

@@ -17,6 +17,7 @@ subscribers, a :class:`~context_manager.events.CacheReported` event.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
@@ -26,7 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._config import checked_tools
 from ..counting import TokenCounter, get_counter
-from ..messages import Message, normalize, to_json_text
+from ..errors import ConfigurationError
+from ..messages import Message, message_list, normalize, to_json_text
+from ..messages.nesting import short_repr
 from .report import CacheReport, Layout, Request, Section, Segment, compare, judge
 from .rules import CacheRules, cache_rules
 
@@ -76,6 +79,31 @@ def _tools_segment(tools: Sequence[Any], counter: TokenCounter) -> Segment:
     )
 
 
+def _check_request_options(
+    cache_key: object, at: object, breakpoints: object
+) -> tuple[int, ...] | None:
+    """The options a :class:`Request` carries, checked where a caller gives them; returns
+    ``breakpoints`` as a tuple (a list is taken too)."""
+    if cache_key is not None and not isinstance(cache_key, str):
+        raise ConfigurationError(
+            f"cache_key must be a str or None, got {short_repr(cache_key, 60)}"
+        )
+    if at is not None and (
+        isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at)
+    ):
+        raise ConfigurationError(f"at must be a finite number or None, got {short_repr(at, 60)}")
+    if breakpoints is None:
+        return None
+    if not isinstance(breakpoints, tuple | list) or not all(
+        type(b) is int and b >= 0 for b in breakpoints
+    ):
+        raise ConfigurationError(
+            "breakpoints must be a tuple of segment counts (ints >= 0) or None, got "
+            f"{short_repr(breakpoints, 60)}"
+        )
+    return tuple(breakpoints)
+
+
 def request_of(
     messages: Sequence[Any],
     *,
@@ -87,6 +115,9 @@ def request_of(
 ) -> Request:
     """A :class:`Request` for ``messages`` (any accepted shape): a leading system or developer
     message is the system prompt; ``tools`` come first, as every provider caches them."""
+    messages = message_list(messages)
+    tools = checked_tools(tools)
+    breakpoints = _check_request_options(cache_key, at, breakpoints)
     count = get_counter(counter)
     segments = [_tools_segment(tools, count)] if tools else []
     for i, message in enumerate(messages):

@@ -31,6 +31,7 @@ from ..errors import ConfigurationError
 from ..interop.langchain import per_message, trim_messages
 from ..manager import MessageContextManager
 from ..messages import message_list, normalize
+from ..messages.nesting import short_repr
 from ..prompt_cache import CacheRules, CacheTracker
 from ..providers import validate
 
@@ -131,7 +132,7 @@ class ReplayResult:
 
 def request_points(messages: Sequence[Any]) -> list[int]:
     """Where requests are made: before each assistant message that follows another role."""
-    roles = [normalize(m, i).role for i, m in enumerate(messages)]
+    roles = [normalize(m, i).role for i, m in enumerate(message_list(messages))]
     return [
         i
         for i in range(1, len(roles))
@@ -151,7 +152,9 @@ def _parse(spec: str) -> dict[str, Any]:
             try:
                 options["retention_ratio"] = float(value)
             except ValueError:
-                raise ConfigurationError(f"retention needs a ratio, got {value!r}") from None
+                raise ConfigurationError(
+                    f"retention needs a ratio, got {short_repr(value, 60)}"
+                ) from None
         elif key == "prune" and value in ("openclaw", "anthropic"):
             preset = (
                 ToolResultPruning.openclaw if value == "openclaw" else ToolResultPruning.anthropic
@@ -161,13 +164,16 @@ def _parse(spec: str) -> dict[str, Any]:
             options["cache_aware"] = True
         else:
             raise ConfigurationError(
-                f"unknown setting {part!r} in {spec!r}: use sliding_window, fifo, langchain, "
+                f"unknown setting {short_repr(part, 60)} in {short_repr(spec, 60)}: use "
+                "sliding_window, fifo, langchain, "
                 "retention=R, prune=openclaw or prune=anthropic, cache_aware, joined with '+'"
             )
     if options.get("langchain") and len(options) > 2:
-        raise ConfigurationError(f"langchain takes no other option, got {spec!r}")
+        raise ConfigurationError(f"langchain takes no other option, got {short_repr(spec, 60)}")
     if options.get("cache_aware") and "pruning" not in options:
-        raise ConfigurationError(f"cache_aware needs prune=openclaw or prune=anthropic: {spec!r}")
+        raise ConfigurationError(
+            f"cache_aware needs prune=openclaw or prune=anthropic: {short_repr(spec, 60)}"
+        )
     return options
 
 
@@ -258,7 +264,7 @@ def replay(
         or not all(isinstance(spec, str) for spec in settings)
     ):
         raise ConfigurationError(
-            f"settings must be a list of setting strings, got {settings!r:.60}"
+            f"settings must be a list of setting strings, got {short_repr(settings, 60)}"
         )
     _non_negative("seconds_between", seconds_between)
     points = request_points(messages)
@@ -298,11 +304,23 @@ def replay(
 def recommend(results: Sequence[ReplayResult]) -> ReplayResult | None:
     """The cheapest setting with no rejected request that keeps at least
     :data:`RECOMMEND_MIN_CONTEXT` of the fullest setting's average context."""
+    results = _results("recommend", results)
     if not results:
         return None
     fullest = max(r.avg_context for r in results)
     fit = [r for r in results if not r.invalid and r.avg_context >= RECOMMEND_MIN_CONTEXT * fullest]
     return min(fit, key=lambda r: r.cost / max(r.requests, 1), default=None)
+
+
+def _results(where: str, results: object) -> list[ReplayResult]:
+    """``results`` as a list of :class:`ReplayResult` (what :func:`replay` returns)."""
+    if not isinstance(results, list | tuple) or not all(
+        isinstance(r, ReplayResult) for r in results
+    ):
+        raise ConfigurationError(
+            f"{where} takes the list replay() returns, got {short_repr(results, 60)}"
+        )
+    return list(results)
 
 
 def _non_negative(name: str, value: float | None) -> None:
@@ -311,11 +329,14 @@ def _non_negative(name: str, value: float | None) -> None:
     if value is not None and (
         isinstance(value, bool) or not (isinstance(value, int | float) and 0 <= value < math.inf)
     ):
-        raise ConfigurationError(f"{name} must be a finite number >= 0, got {value!r:.40}")
+        raise ConfigurationError(
+            f"{name} must be a finite number >= 0, got {short_repr(value, 40)}"
+        )
 
 
 def table(results: Sequence[ReplayResult], price: float | None = None) -> str:
     """A text table: per request averages, and cost against the first setting."""
+    results = _results("table", results)
     _non_negative("price", price)
     base = results[0].cost / max(results[0].requests, 1) if results else 1.0
     unit = "$ / request" if price is not None else "cost / request"
