@@ -26,14 +26,15 @@ from context_manager.store import Batch, Head, Store, ThreadedStore, aopen_store
 
 from .aio import run
 from .backends import Backend, contents, user
+from .forwarding import ForwardingStore
 
 
-class HeldStore:
+class HeldStore(ForwardingStore):
     """A real sync store whose next call of the operation named by :meth:`hold` first waits in
     its worker thread until released (the operation is in flight), then runs."""
 
     def __init__(self, inner: Store) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.started = threading.Event()
         self.release = threading.Event()
         self._armed: str | None = None
@@ -47,45 +48,21 @@ class HeldStore:
             self.started.set()
             assert self.release.wait(60), "the test never released the held operation"
 
-    @property
-    def session(self) -> str:
-        return self.inner.session
-
-    @property
-    def target(self) -> str:
-        return self.inner.target
-
-    @property
-    def head(self) -> Head | None:
-        return self.inner.head
-
     def load(self, start: int = 0) -> Batch:
         self._wait("load")
-        return self.inner.load(start)
+        return super().load(start)
 
     def load_after(self, head: Head) -> Batch | None:
         self._wait("load_after")
-        return self.inner.load_after(head)
+        return super().load_after(head)
 
     def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
         self._wait("append")
-        return self.inner.append(records, durable=durable)
-
-    def checkpoint(self) -> int:
-        return self.inner.checkpoint()
+        return super().append(records, durable=durable)
 
     def revert_to(self, checkpoint_id: int) -> object:
         self._wait("revert_to")
-        return self.inner.revert_to(checkpoint_id)
-
-    def clear(self) -> None:
-        self.inner.clear()
-
-    def sessions(self) -> list[str]:
-        return self.inner.sessions()
-
-    def close(self) -> None:
-        self.inner.close()
+        return super().revert_to(checkpoint_id)
 
 
 def said(manager: MessageContextManager) -> list[Any]:

@@ -10,39 +10,22 @@ import pytest
 
 from context_manager import MessageContextManager
 from context_manager.errors import InvalidMessageError, StoreConflictError
-from context_manager.store.protocol import Batch, Head, Store
+from context_manager.store.protocol import Store
 
 from .backends import Backend, user
+from .forwarding import ForwardingStore
 
 
-class CountingStore:
+class CountingStore(ForwardingStore):
     """A real store, with its appends counted (what the server would see as round trips)."""
 
     def __init__(self, inner: Store) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.appends: list[int] = []
 
     def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
         self.appends.append(len(records))
-        return self.inner.append(records, durable=durable)
-
-    def __getattr__(self, name: str) -> Any:  # everything else is the real store's
-        return getattr(self.inner, name)
-
-    @property
-    def session(self) -> str:
-        return self.inner.session
-
-    @property
-    def target(self) -> str:
-        return self.inner.target
-
-    @property
-    def head(self) -> Head | None:
-        return self.inner.head
-
-    def load(self, start: int = 0) -> Batch:
-        return self.inner.load(start)
+        return super().append(records, durable=durable)
 
 
 def test_extend_of_2000_messages_is_one_append(backend: Backend) -> None:
