@@ -76,8 +76,13 @@ def restrict(
             groups = [g for g in groups if g not in gone]
             dropped += unreadable
     if rules.first_user:
-        while groups and groups[0] not in keep and not roles.first_is_user_turn(groups[0]):
-            dropped.append(groups.pop(0))
+        # The first turn after the system messages (kept ones: pins; providers read them
+        # apart, as validate does) must be a user turn: they do not shield what follows.
+        k = 0
+        while k < len(groups) and roles.first_role(groups[k]) in ("system", "developer"):
+            k += 1
+        while k < len(groups) and groups[k] not in keep and not roles.first_is_user_turn(groups[k]):
+            dropped.append(groups.pop(k))
     if rules.alternate:
         k = 1
         while k < len(groups):
