@@ -4,9 +4,10 @@
 ``add_items``, ``pop_item``, ``clear_session``). Items are Responses API input items; the manager
 groups parallel ``function_call`` items with their outputs and keeps a ``reasoning`` item with the
 calls after it, so ``get_items()`` returns a provider-valid view within the budget. With
-``directory`` the session is persisted (write-ahead, lossless) and reopened by the same id; each id
-gets a directory of its own (:func:`session_file_name`) holding its log and the generations the log
-rotates to, so two users never read each other's history, not even after a clear or a pop.
+``directory`` (or a database ``store``) the session is persisted (write-ahead, lossless) and
+reopened by the same id; in a directory each id gets a directory of its own
+(:func:`session_file_name`) holding its log and the generations the log rotates to, so two users
+never read each other's history, not even after a clear or a pop.
 
 The session bounds what a run loads; what each model call sends (the loaded items, the items
 the run adds, the instructions and the tool schemas) is bounded by ``trimming_input_filter``
@@ -17,19 +18,22 @@ live in :mod:`.openai_agents_filters` and are re-exported here.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import re
 import stat
 import string
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError, ContextManagerError
+from ..errors import ConfigurationError, ContextManagerError, InvalidMessageError
 from ..manager import MessageContextManager
 from ..messages import message_list, normalize
-from ..messages.groups import joins_previous
 from .openai_agents_filters import handoff_input_filter, trimming_input_filter
+
+if TYPE_CHECKING:
+    from ..store import StoreHandle
 
 __all__ = [
     "ContextManagerSession",
@@ -166,27 +170,49 @@ class ContextManagerSession:
     ``directory`` (optional) holds one directory per session id, ``<directory>/<name>/`` (``name``
     from :func:`session_file_name`), with the write-ahead log ``context.jsonl`` (kept in
     :attr:`path`; a flat ``<directory>/<name>.jsonl`` from an earlier version is still used, see
-    :func:`_session_path`) and the generations clears and pops rotate it to; without it the
-    session lives in memory. Other keyword options go to the manager (defaults:
+    :func:`_session_path`) and the generations clears and pops rotate it to. ``store`` (instead)
+    is a database URL (``sqlite:///``, ``redis://``, ``postgresql://``) or a
+    :class:`~context_manager.store.StoreHandle`, holding the session under its id. Without
+    either the session lives in memory. Other keyword options go to the manager (defaults:
     ``strategy="sliding_window"``, ``provider="openai-responses"``); a sliding window keeps the
     whole history, so nothing is lost to trimming and ``pop_item`` can always undo.
+
+    The protocol methods answer as the SDK's own ``SQLiteSession`` does on the same calls (a
+    leading system item is an item: popped, cleared), except where the manager keeps the
+    history valid: an item it refuses (an output without its call) raises, an open call a user
+    item interrupts gets a synthetic output, and ``get_items()`` without a limit returns the
+    view that fits the budget (without a call still waiting for its output). A ``system_prompt=``
+    option is configuration, not an item: it stays
+    through ``clear_session`` and is never popped. Items are copied in and out (JSON data: dicts
+    and lists), so editing an item given or returned never changes the history.
     """
 
     session_settings: Any = None
 
     def __init__(
-        self, session_id: str, *, directory: str | os.PathLike[str] | None = None, **options: Any
+        self,
+        session_id: str,
+        *,
+        directory: str | os.PathLike[str] | None = None,
+        store: str | StoreHandle | None = None,
+        **options: Any,
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise ConfigurationError(f"session_id must be a non-empty string, got {session_id!r}")
         self.session_id = session_id
         self._options = {**_DEFAULTS, **options}
-        #: The session's log file (None for an in-memory session).
+        #: A ``system_prompt`` option is configuration: kept by clears, never popped.
+        self._configured = options.get("system_prompt") is not None
+        #: The session's log file (None in memory or in a database ``store``).
         self.path: Path | None = None
         if directory is not None and not isinstance(directory, str | os.PathLike):
             raise ConfigurationError(f"directory must be a path, got {type(directory).__name__}")
+        if store is not None and directory is not None:
+            raise ConfigurationError("pass directory= (files) or store= (a database), not both")
         try:
-            if directory is None:
+            if store is not None:
+                self.manager = _open_store(store, session_id, self._options)
+            elif directory is None:
                 self.manager = MessageContextManager(**self._options)
             else:
                 # the store creates the session's directory (and ``directory``) private, 0700
@@ -196,32 +222,28 @@ class ContextManagerSession:
             raise ConfigurationError(f"ContextManagerSession: {exc}") from None
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The trimmed view (within budget, calls with their outputs); ``limit`` caps the
-        number of items, newest first, without splitting a call from its output."""
+        """Without ``limit``, the view to send (within budget, calls with their outputs); with
+        it, the last ``limit`` items of the whole history, as the SDK's sessions answer it (the
+        SDK reads a write's tail back by ``limit``), whatever the budget: ``O(history)``."""
         if limit is not None and (type(limit) is not int):
             raise ConfigurationError(f"limit must be an int or None, got {limit!r:.40}")
-        context = self.manager.get_context()
-        if limit is None or limit >= len(context):
-            return context
+        if limit is None:
+            return _copies(self.manager.get_context())
         if limit <= 0:
             return []
-        # start on a group's first item: never on an output whose call is cut off, nor inside a
-        # reasoning item's group (the one grouping rule, messages.groups)
-        start = len(context) - limit
-        prev = normalize(context[start - 1])  # only the items read: the cut's neighbours on
-        while start < len(context):
-            rec = normalize(context[start])
-            if not joins_previous(prev, rec):
-                break
-            prev, start = rec, start + 1
-        return context[start:]
+        with self.manager.locked():
+            items = self.manager.messages
+            system = self.manager.system_message
+        if system is not None and limit > len(items):
+            return _copies([system, *items[-limit:]])
+        return _copies(items[-limit:])
 
     async def add_items(self, items: list[Any]) -> None:
-        """Store new items, all or none: an item the manager refuses (an output without its
-        call, an unreadable item) leaves the session as it was, as the SDK's own sessions do
-        (its recovery of a failed write reads the tail back and expects either state). A
-        persistent session writes them in one append."""
-        given = message_list(items)
+        """Store copies of new items, all or none: an item the manager refuses (an output
+        without its call, an unreadable item) leaves the session as it was, as the SDK's own
+        sessions do (its recovery of a failed write reads the tail back and expects either
+        state). A persistent session writes them in one append."""
+        given = _copies(message_list(items), adding=True)
         manager = self.manager
         with manager.locked():
             journal = manager.store
@@ -230,28 +252,101 @@ class ContextManagerSession:
                     for item in given:
                         manager.add(item)
                 return
-            before = manager.messages
+            before, system = manager.messages, manager.system_message
             try:
                 for item in given:
                     manager.add(item)
-            except ContextManagerError:
-                manager.clear(keep_system_prompt=True)
+            except ContextManagerError:  # back to what it was, system prompt included
+                manager.clear(keep_system_prompt=False)
+                if system is not None:
+                    manager.set_system_prompt(system)
                 manager.extend(before)
                 raise
 
     async def pop_item(self) -> Any | None:
-        """Remove and return the newest item (None when empty).
+        """Remove and return the newest item (None when empty), a leading system item too.
 
-        The manager's history is append-only, so this rebuilds it without the last item (the
-        log rotates; the old generation stays on disk): O(history), for the rare undo.
+        Popping a user item also removes the synthetic outputs the session stored for the open
+        calls it interrupted (:func:`_closures_before`), so the calls are open again and their
+        real outputs can still be added, as with ``SQLiteSession``. The manager's history is
+        append-only, so this rebuilds it without them (a store's log rotates; the old generation
+        stays): O(history), for the rare undo.
         """
-        with self.manager.locked():
-            items = self.manager.messages
+        manager = self.manager
+        with manager.locked():
+            items = manager.messages
             if not items:
-                return None
-            self.manager.clear(keep_system_prompt=True)
-            self.manager.extend(items[:-1])
+                system = manager.system_message
+                if system is None or self._configured:
+                    return None
+                manager.clear(keep_system_prompt=False)
+                return system
+            keep = len(items) - 1 - _closures_before(items, manager.interrupted_result)
+            manager.clear(keep_system_prompt=True)
+            manager.extend(items[:keep])
             return items[-1]
 
     async def clear_session(self) -> None:
-        self.manager.clear(keep_system_prompt=True)
+        """Forget every item, a leading system item too (a ``system_prompt`` option stays)."""
+        self.manager.clear(keep_system_prompt=self._configured)
+
+
+def _open_store(store: object, session_id: str, options: dict[str, Any]) -> MessageContextManager:
+    """The manager restored from session ``session_id`` of a database URL or a connected handle
+    (a JSONL path goes in ``directory``, which gives each id its own directory; a ``Store``
+    object is bound to one session already, whatever the id)."""
+    from ..store import StoreHandle
+    from ..store.session import open_session
+    from ..store.targets import SCHEMES
+
+    if not isinstance(store, StoreHandle) and not (
+        isinstance(store, str) and store.startswith(SCHEMES)
+    ):
+        raise ConfigurationError(
+            f"store must be a URL ({', '.join(SCHEMES)}) or a StoreHandle; "
+            f"for files pass directory=, got {type(store).__name__}"
+        )
+    return open_session(MessageContextManager, store, session=session_id, **options)
+
+
+def _closures_before(items: list[Any], text: str) -> int:
+    """How many items right before the newest one the session made up for it: when the newest
+    is a user item, the outputs that closed the calls it interrupted (the manager stores them
+    right before it, each reading ``text``, its ``interrupted_result``). A real output reading
+    exactly that text, right before a user item, is taken for one."""
+    if normalize(items[-1]).role != "user":
+        return 0
+    n = 0
+    for i in range(len(items) - 2, -1, -1):
+        rec = normalize(items[i])
+        if rec.role != "tool" or rec.text != text:
+            break
+        n += 1
+    return n
+
+
+def _copies(items: list[Any], *, adding: bool = False) -> list[Any]:
+    """Copies of ``items``, so the caller and the session never share a dict or a list: the SDK's
+    items are JSON data, copied as such (O(their size), less than counting them took); any other
+    object is deep-copied."""
+    try:
+        return [_copy(item) for item in items]
+    except RecursionError:
+        if not adding:  # stored items were copied once already: hand them over as they are
+            return list(items)
+        raise InvalidMessageError("an item is nested too deeply to copy") from None
+
+
+def _copy(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy(item) for item in value]
+    if kind in _ATOMS:
+        return value
+    return copy.deepcopy(value)
+
+
+#: Values shared as they are (immutable).
+_ATOMS = frozenset((str, int, float, bool, type(None), bytes))
