@@ -21,6 +21,17 @@ __all__ = ["copy_session"]
 _BATCH = 500
 
 
+def _check_session(given: object, store: Store, session: str | None) -> None:
+    """A store object is one session: naming another one is a mistake, refused (as
+    ``delete_session`` refuses it), never a silent copy of the wrong session."""
+    is_store = isinstance(given, Store) and not isinstance(given, (str, os.PathLike))
+    if is_store and session is not None and session != store.session:
+        raise ConfigurationError(
+            f"the store given is session {store.session!r}, not {session!r}; pass a target "
+            "to copy another session"
+        )
+
+
 def copy_session(
     source: str | os.PathLike[str] | Store,
     destination: str | os.PathLike[str] | Store,
@@ -34,8 +45,14 @@ def copy_session(
     on every backend, as a restore would skip it. Records keep their ids, so the destination
     refuses a record it already holds like any retried write."""
     src = open_store(source, session=session)
-    dst = open_store(destination, session=to_session if to_session is not None else session)
     try:
+        _check_session(source, src, session)
+        dst = open_store(destination, session=to_session if to_session is not None else session)
+    except BaseException:
+        src.close()
+        raise
+    try:
+        _check_session(destination, dst, to_session)
         records: list[dict[str, Any]] = []
         for position, line in src.load().lines:
             value = read_record(line)

@@ -424,7 +424,8 @@ class JsonlLog(RecordWriter):
         Returns the state of the rewritten log; checkpoint ids from ``checkpoint_id`` on are reused.
         """
         with self._lock.held(), _io(self.path, "revert"):
-            data, _ = self._read_all()
+            # not _read_all: a refused revert must leave this log's view where its writer is
+            data = stored(_files.read_bytes(self.path, self.root) or b"")[0]
             replayer = Replayer(str(self.path), strict=self.strict)
             kept: list[bytes] = []
             found = False

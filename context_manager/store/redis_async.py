@@ -9,16 +9,38 @@ async client, one flow at a time per store object (an ``asyncio.Lock``). Made by
 from __future__ import annotations
 
 import asyncio
+import functools
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from ._drive import Flow, adrive
+from ._drive import Failed, Flow, adrive
 from .protocol import DEFAULT_SESSION, Batch, Head
-from .redis import Command, Exists, RedisFlows, Script, make_client
+from .redis import Command, Exists, RedisFlows, Script, make_client, redis_module
 
 __all__ = ["AsyncRedisStore"]
 
 _T = TypeVar("_T")
+
+
+@functools.cache
+def _client_dir() -> str:
+    location: str = redis_module().__file__
+    return os.path.dirname(os.path.abspath(location)) + os.sep
+
+
+def _torn_down(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside redis-py itself: ``redis.asyncio`` lets a connection
+    that another task tears down mid-command (the cluster client does so to a restarting
+    node's connections) fail with ``AttributeError: 'NoneType' object has no attribute
+    'writelines'`` or a raw ``OSError`` instead of its ``ConnectionError``. Raised in our
+    own code, the same types are bugs and stay untyped."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_client_dir())
 
 
 class AsyncRedisStore(RedisFlows):
@@ -56,6 +78,13 @@ class AsyncRedisStore(RedisFlows):
             return [key async for key in client.scan_iter(match=step.match, count=1000)]
         except self._error as exc:
             raise self._failure(exc) from None
+        except (AttributeError, OSError) as exc:
+            if not _torn_down(exc):
+                raise
+            # The connection broke under the command: a write may or may not have been sent,
+            # exactly what redis-py's own ConnectionError means (typed by the flow).
+            broken = ConnectionError(f"the connection was closed under the command ({exc})")
+            raise Failed(broken, lost=True) from None
 
     async def _run(self, flow: Flow[_T]) -> _T:
         async with self._lock:

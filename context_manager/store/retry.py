@@ -79,7 +79,11 @@ def _checked(
 
 
 def _loop(attempts: int, first_delay: float, max_delay: float, jitter: random.Random) -> Flow[Any]:
+    # ``unknown``: the lost-reply error of a write not yet known to have landed or not. While it
+    # is set, a failed catch-up must not replace it: the caller then gets that error, with the
+    # record ids that make a later redo safe, not a plain "unreachable" that hides the write.
     pending: tuple[str, ...] | None = None  # ids of a write whose outcome is unknown
+    unknown: StoreOutcomeUnknownError | None = None
     last: StoreError | None = None
     for attempt in range(attempts):
         if attempt:
@@ -90,21 +94,20 @@ def _loop(attempts: int, first_delay: float, max_delay: float, jitter: random.Ra
                 if pending is not None:
                     if (yield _Landed(pending)):
                         return None
-                    pending = None
+                    pending = unknown = None
                 else:
                     yield _RELOAD
-            except (StoreConflictError, StoreOutcomeUnknownError) as exc:
-                last = exc
-                continue
-            except StoreError as exc:  # the server is unreachable: wait and try again
+            except StoreError as exc:  # a conflict, or the server is unreachable: wait, retry
                 last = exc
                 continue
         try:
             return (yield _CHANGE)
         except StoreOutcomeUnknownError as exc:
-            pending, last = exc.record_ids, exc
+            pending, unknown, last = exc.record_ids, exc, exc
         except StoreConflictError as exc:
             last = exc
+    if unknown is not None:  # the last write may still have landed: say so, with its ids
+        raise unknown
     assert last is not None
     raise last
 
@@ -124,7 +127,9 @@ def retrying(
     ``change`` should make one write (one ``add``, ``extend``, ``record_usage``, ``checkpoint``):
     a function that makes several and fails after the first would redo the first. Returns what
     ``change`` returned, or None when a write whose reply was lost turned out to have landed (the
-    catch-up brought it into memory). After ``attempts`` tries the last error is raised.
+    catch-up brought it into memory). After ``attempts`` tries the last error is raised; while
+    a write whose reply was lost is still not known to have landed or not (the catch-ups
+    failed too), that is its ``StoreOutcomeUnknownError``, with the ids a later redo needs.
     """
     store = getattr(manager, "store", None)
     if not isinstance(store, SessionStore):
