@@ -222,7 +222,8 @@ async def aconnect(
     **options: Any,
 ) -> AsyncStoreHandle:
     """Open ``target``'s shared connections once (per process); ``await .session(id)`` per
-    request. Redis: one ``redis.asyncio`` client; PostgreSQL: a pool of async connections
+    request. Redis: one ``redis.asyncio`` client (or the caller's ``client=``, never closed
+    here); PostgreSQL: a pool of async connections
     (``max_idle`` kept, 8 by default); SQLite and JSONL: :func:`~.targets.connect`'s handle,
     used from worker threads. Options (``cache`` too) are :func:`~.targets.connect`'s."""
     if isinstance(target, AsyncStoreHandle):
@@ -237,7 +238,9 @@ async def aconnect(
         from .redis_async import AsyncRedisStore
 
         cluster = bool(options.get("cluster", False))
-        client = make_client(text, cluster=cluster, asyncio=True)
+        # A caller's ``client=`` is used as it is and stays open when the handle closes.
+        mine = options.pop("client", None)
+        client = mine if mine is not None else make_client(text, cluster=cluster, asyncio=True)
         if cluster:  # learn the slots now: concurrent first commands race in redis-py
             await _initialized(client, text)
 
@@ -246,7 +249,7 @@ async def aconnect(
         async def redis_session(session: str) -> AsyncStore:
             return AsyncRedisStore(text, session, client=client, listed=listed, **options)
 
-        return AsyncStoreHandle(_display(text), redis_session, client.aclose, cache)
+        return AsyncStoreHandle(_display(text), redis_session, _closer(client, mine), cache)
     if isinstance(text, str) and text.startswith(_POSTGRES):
         from .postgres_async import AsyncConnectionPool, AsyncPostgresStore
 
@@ -309,6 +312,18 @@ async def _initialized(client: Any, url: str) -> None:
     except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
         info = redis_url(url)
         raise StoreError(f"{info.display}: cannot reach Redis: {info.redact(str(exc))}") from None
+
+
+def _closer(client: Any, mine: Any) -> Callable[[], Awaitable[Any]]:
+    """What closing a Redis handle does: close the client it made; never the caller's own."""
+    if mine is None:
+        close: Callable[[], Awaitable[Any]] = client.aclose
+        return close
+
+    async def keep() -> None:
+        return None
+
+    return keep
 
 
 def _display(url: str) -> str:

@@ -17,6 +17,8 @@ modules (and their client libraries) are imported only when their scheme is used
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import re
 import stat
@@ -71,15 +73,15 @@ def open_store(
     if text.startswith("sqlite://"):
         from .sqlite import SqliteStore
 
-        return SqliteStore(sqlite_path(text), name, fsync=fsync, **options)
+        return SqliteStore(sqlite_path(text), name, fsync=fsync, **known(SqliteStore, options))
     if text.startswith(("redis://", "rediss://")):
         from .redis import RedisStore
 
-        return RedisStore(text, name, **options)
+        return RedisStore(text, name, **known(RedisStore, options))
     if text.startswith(("postgresql://", "postgres://")):
         from .postgres import PostgresStore
 
-        return PostgresStore(text, name, **options)
+        return PostgresStore(text, name, **known(PostgresStore, options))
     if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text):
         raise ConfigurationError(
             f"{describe(text)}: unknown scheme; use a path or one of {_SCHEMES}"
@@ -111,7 +113,8 @@ def connect(
     """Open ``target``'s shared connections once (per process); ``.session(id)`` per request.
 
     PostgreSQL: a :class:`~.postgres.ConnectionPool` (``max_idle`` idle connections kept, 8 by
-    default); Redis: one client (``cluster=True`` for Redis Cluster); SQLite: one connection
+    default); Redis: one client (``cluster=True`` for Redis Cluster), or the caller's own
+    ``client=``, which closing the handle leaves open; SQLite: one connection
     per thread; JSONL: nothing to share. ``cache``: a :class:`~.warm.SessionCache` that keeps
     the managers of closed sessions, so the next open of a session reads only what was written
     since. Every other option is the backend's, as for :func:`open_store`, and applies to each
@@ -137,12 +140,15 @@ def connect(
     if isinstance(probe, str) and probe.startswith(("redis://", "rediss://")):
         from .redis import make_client
 
-        client = make_client(probe, cluster=bool(options.get("cluster", False)))
+        # A caller's ``client=`` is used as it is and stays open when the handle closes.
+        mine = options.pop("client", None)
+        cluster = bool(options.get("cluster", False))
+        client = mine if mine is not None else make_client(probe, cluster=cluster)
         listed: dict[str, str] = {}  # sessions this handle's stores listed in the index
         return shared_handle(
             redis_url(probe).display,
             lambda s: open_store(probe, session=s, client=client, listed=listed, **options),
-            client.close,
+            client.close if mine is None else lambda: None,
             cache,
         )
     if isinstance(probe, str) and probe.startswith(("postgresql://", "postgres://")):
@@ -171,6 +177,27 @@ def connect(
     return jsonl_handle(
         str(root), lambda s: open_store(root, session=s, fsync=fsync, **options), cache
     )
+
+
+def known(store: type, options: dict[str, Any]) -> dict[str, Any]:
+    """``options``, if ``store``'s constructor takes each of them by name; else a
+    ``ConfigurationError`` listing those it does not (a backend's option given to another,
+    such as ``ttl=`` to SQLite, raised a bare ``TypeError``)."""
+    takes = _keywords(store)
+    unknown = sorted(k for k in options if k not in takes)
+    if unknown:
+        raise ConfigurationError(
+            f"unknown options for a {store.__name__}: {unknown}; it takes {sorted(takes)}"
+        )
+    return options
+
+
+@functools.cache
+def _keywords(store: type) -> frozenset[str]:
+    """The keyword options a store class's constructor names (its signature: a constant)."""
+    params = inspect.signature(store).parameters.values()
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return frozenset(p.name for p in params if p.kind in kinds) - {"self", "url", "session", "path"}
 
 
 def not_libpq(text: str) -> str:
