@@ -13,7 +13,7 @@
 //     what the strategy chose (never by adding any), so the context can only get smaller:
 //     - firstUser (Anthropic, Bedrock, Gemini): the first message after the system prompt is a
 //       user turn. Leading groups that do not open with one are dropped, stopping at a group
-//       that must be sent.
+//       that must be sent; a pinned system group is read apart and does not stop it.
 //     - alternate (Anthropic, Bedrock, Gemini): where the kept groups are not adjacent in the
 //       history, the group before the gap must not end with the role the group after it starts
 //       with (tool results count as user turns). On a clash the older group goes; if it must be
@@ -74,6 +74,8 @@ export interface GroupEnds {
   opensWithUserTurn: boolean;
 }
 
+const isSystem = (role: string) => role === "system" || role === "developer";
+
 /**
  * The groups of `chosen` (ascending group indices) that may be sent under `rules` (rule B above).
  * `mustSend` holds the groups that are never dropped.
@@ -84,13 +86,19 @@ export function applyProviderRules(
   groups: GroupEnds[],
   mustSend: Set<number>,
 ): number[] {
-  let first = 0;
+  let candidates = chosen;
   if (rules.firstUser) {
+    // A pinned system message is read apart by the provider: it does not shield the turn after it.
+    let lead = 0;
+    while (lead < chosen.length && mustSend.has(chosen[lead]) && isSystem(groups[chosen[lead]].firstRole)) {
+      lead += 1;
+    }
+    let first = lead;
     while (first < chosen.length && !mustSend.has(chosen[first]) && !groups[chosen[first]].opensWithUserTurn) {
       first += 1;
     }
+    candidates = [...chosen.slice(0, lead), ...chosen.slice(first)];
   }
-  const candidates = chosen.slice(first);
   if (!rules.alternate) return candidates;
 
   // Walk oldest to newest, keeping a stack of the groups accepted so far: a newcomer that clashes

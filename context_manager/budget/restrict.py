@@ -14,6 +14,9 @@ from typing import Protocol
 from ..messages import Message
 from ..providers import ProviderRules, reads_compaction
 
+#: Roles a provider reads apart from the conversation (the system prompt and its kin).
+_SYSTEM = ("system", "developer")
+
 __all__ = ["GroupRoles", "after_head", "opens_context", "restrict"]
 
 
@@ -76,10 +79,11 @@ def restrict(
             groups = [g for g in groups if g not in gone]
             dropped += unreadable
     if rules.first_user:
-        # The first turn after the system messages (kept ones: pins; providers read them
-        # apart, as validate does) must be a user turn: they do not shield what follows.
+        # The first turn after the system messages must be a user turn. A kept (pinned)
+        # system message is read apart by the provider, as validate() reads it: it does not
+        # shield the turn after it. Any other group that must be sent stops the drop.
         k = 0
-        while k < len(groups) and roles.first_role(groups[k]) in ("system", "developer"):
+        while k < len(groups) and groups[k] in keep and roles.first_role(groups[k]) in _SYSTEM:
             k += 1
         while k < len(groups) and groups[k] not in keep and not roles.first_is_user_turn(groups[k]):
             dropped.append(groups.pop(k))
