@@ -231,16 +231,17 @@ class MessageContextManager(ExtensionHub):
                 tokens = self._install_system(message, rec)
                 self._added += 1
                 return tokens
+            calls = self._calls
+            if not calls.repair and not (self.close_interrupted and calls.protocol.pending):
+                return self._store(message, rec, index, priority, bool(pinned), tokens)  # common
 
             def store(item: Any, item_rec: Message) -> int:  # at the end, counted unless known
                 n = tokens if item is message else None
                 return self._store(item, item_rec, self._added, priority, bool(pinned), n)
 
-            text, calls = self.interrupted_result, self._calls
+            text = self.interrupted_result
             if calls.repair:
                 return calls.store_repaired(message, index, rec, text, store)
-            if not self.close_interrupted:
-                return store(message, rec)
             return calls.interrupt(message, rec, store, lambda cut: self._close_pending(text, cut))
 
     def _store(
