@@ -1,4 +1,4 @@
-"""The Redis backend's Lua scripts, registered by the sync and the async store alike
+"""The Redis backend's Lua scripts, run by the sync and the async store alike
 (``redis.py``, ``redis_async.py``): each write is one script, so Redis runs it atomically."""
 
 # Each script is declared with one key, ``<prefix>{<session>}:gen`` (KEYS[1]), and touches only

@@ -17,14 +17,17 @@ seconds after its last write (old generations too); an expired session disappear
 ``appendfsync always`` an acknowledged record survives a server crash; a killed *worker* never
 loses an acknowledged record (the script ran before the reply).
 
-Every operation is written once as a flow (``_drive.py``) over four kinds of step (a script
-call, a command, a pipeline of ``EXISTS``, a key scan); :class:`RedisStore` performs them on
-redis-py's sync client and ``redis_async.AsyncRedisStore`` on ``redis.asyncio``, so the checks,
-the reconnect-once rule and the typed errors are the same code. The scripts are ``_redis_lua.py``.
+Every operation is written once as a flow (``_drive.py``) over three kinds of step (a command,
+a pipeline of ``EXISTS``, a key scan); :class:`RedisStore` performs them on redis-py's sync
+client and ``redis_async.AsyncRedisStore`` on ``redis.asyncio``, so the checks, the
+reconnect-once rule and the typed errors are the same code. The scripts are ``_redis_lua.py``;
+a flow runs one as ``EVALSHA``, and as ``EVAL`` when the server no longer has it
+(:meth:`RedisFlows._script`), both on the session's node only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
 import threading
@@ -64,11 +67,17 @@ _SCRIPTS = {
     "load": _redis_lua.LOAD,
     "delete": _redis_lua.DELETE,
 }
+# What the server files each script under (SHA-1 of its text; the scripts are ASCII, so every
+# client encoding sends the same bytes).
+_SHAS = {name: hashlib.sha1(lua.encode()).hexdigest() for name, lua in _SCRIPTS.items()}
+#: What the steps call on a client.
+_CLIENT_METHODS = ("evalsha", "eval", "pipeline", "scan_iter", "close")
 
 
 @dataclass(frozen=True, slots=True)
 class Script:
-    """Run the script ``name`` (``_SCRIPTS``) with the session's key and ``args``."""
+    """Run the script ``name`` (``_SCRIPTS``) with the session's key and ``args``: what a flow
+    asks :meth:`RedisFlows._call` for, which performs it as ``EVALSHA`` / ``EVAL`` commands."""
 
     name: str
     args: list[Any]
@@ -168,6 +177,7 @@ class RedisFlows:
             redis.exceptions.RedisClusterException,
         )
         self._lost: tuple[type[Exception], ...] = (redis.ConnectionError, redis.TimeoutError)
+        self._noscript: type[Exception] = redis.exceptions.NoScriptError
         self._url = url
         self.ttl = ttl
         self.prefix = prefix
@@ -180,20 +190,17 @@ class RedisFlows:
         # per-request store does not list its session again (see _indexed).
         self._listed_by_handle = listed
         self._keys = [f"{self._base}gen"]
-        self._scripts: dict[str, Any] = {}
 
     def _use(self, client: Any, owned: bool) -> None:
-        """Register the scripts on ``client`` (sync or async; no round trip)."""
+        """Perform the steps on ``client`` (sync or async), closed by the store if ``owned``.
+        Something that is no Redis client is refused here, not at its first command."""
+        if not all(callable(getattr(client, name, None)) for name in _CLIENT_METHODS):
+            raise ConfigurationError(
+                f"client must be a redis-py client (redis.Redis, redis.cluster.RedisCluster or "
+                f"their redis.asyncio twins), got {type(client).__name__}"
+            )
         self._client = client
         self._owns_client = owned
-        refused: tuple[type[Exception], ...] = (ValueError, *self._error)
-        try:
-            self._scripts = {name: client.register_script(lua) for name, lua in _SCRIPTS.items()}
-        except refused as exc:
-            reason = self._url_info.redact(str(exc))
-            raise StoreError(
-                f"{self.target}: cannot use Redis: {reason}"
-            ) from self._url_info.cause(exc)
 
     @property
     def session(self) -> str:
@@ -216,6 +223,8 @@ class RedisFlows:
         """Perform ``step`` with typed errors; ``record_ids`` marks a write, whose outcome a
         broken connection leaves unknown (the script may have run before the reply was lost)."""
         try:
+            if isinstance(step, Script):
+                return (yield from self._script(step))
             return (yield step)
         except Failed as failed:
             reason = self._url_info.redact(str(failed.error))
@@ -235,6 +244,24 @@ class RedisFlows:
                 "store it twice",
                 record_ids=record_ids,
             ) from None
+
+    def _script(self, step: Script) -> Flow[Any]:
+        """``EVALSHA``, and on ``NOSCRIPT`` ``EVAL`` with the script's text.
+
+        The server's script cache is empty after a restart, ``SCRIPT FLUSH`` or on a node new
+        to the cluster. Both commands are routed by their first key, the session's, so on
+        Redis Cluster they reach the session's node only: redis-py's own reload (a registered
+        script's ``SCRIPT LOAD``) goes to every primary and fails while any one is down, even
+        for the sessions whose node is up. ``NOSCRIPT`` means the script did not run, so running
+        it now cannot apply a write twice; ``EVAL`` also caches it on that node.
+        """
+        keys_and_args = (len(self._keys), *self._keys, *step.args)
+        try:
+            return (yield Command("evalsha", (_SHAS[step.name], *keys_and_args)))
+        except Failed as failed:
+            if not isinstance(failed.error, self._noscript):
+                raise
+        return (yield Command("eval", (_SCRIPTS[step.name], *keys_and_args)))
 
     def _check_persistence(self) -> Flow[None]:
         """Log one warning per server when it would lose acknowledged records on a restart.
@@ -429,11 +456,9 @@ class RedisStore(RedisFlows):
         owned = client is None
         self._use(make_client(url, cluster=cluster) if owned else client, owned)
 
-    def _perform(self, step: Script | Command | Exists | Scan) -> Any:
+    def _perform(self, step: Command | Exists | Scan) -> Any:
         client = self._client
         try:
-            if isinstance(step, Script):
-                return self._scripts[step.name](self._keys, step.args)
             if isinstance(step, Command):
                 return getattr(client, step.name)(*step.args)
             if isinstance(step, Exists):

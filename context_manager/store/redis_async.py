@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from ._drive import Failed, Flow, adrive
 from .protocol import DEFAULT_SESSION, Batch, Head
-from .redis import Command, Exists, RedisFlows, Script, make_client, redis_module
+from .redis import Command, Exists, RedisFlows, make_client, redis_module
 
 __all__ = ["AsyncRedisStore"]
 
@@ -66,8 +66,6 @@ class AsyncRedisStore(RedisFlows):
     async def _perform(self, step: Any) -> Any:
         client = self._client
         try:
-            if isinstance(step, Script):
-                return await self._scripts[step.name](self._keys, step.args)
             if isinstance(step, Command):
                 return await getattr(client, step.name)(*step.args)
             if isinstance(step, Exists):

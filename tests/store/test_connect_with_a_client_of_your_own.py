@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from context_manager import MessageContextManager
+from context_manager.errors import ConfigurationError
 from context_manager.store import aconnect, connect
 
 from .aio import run
@@ -86,3 +87,15 @@ def test_aconnect_uses_the_callers_client_and_leaves_it_open(redis_url: str) -> 
             reader.store.close()
 
     assert run(scenario()) == ["hello"]
+
+
+@pytest.mark.parametrize("wrong", ["redis://localhost", object(), 42])
+def test_something_that_is_no_redis_client_is_refused_when_the_store_opens(
+    redis_url: str, wrong: object
+) -> None:
+    """A client is checked where it is given (its first command would otherwise fail with a
+    raw ``AttributeError`` deep inside a write)."""
+    handle = connect(redis_url, client=wrong)
+    with pytest.raises(ConfigurationError, match="redis-py client"):
+        MessageContextManager.open(handle, session="s")
+    handle.close()
