@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable
+from dataclasses import fields
 from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 from .._config import check_int
@@ -99,20 +101,16 @@ def plain_key(message: Any) -> tuple[Any, ...] | None:
     return tuple(message.items())
 
 
+#: Every field of a record, read at C speed: a count may depend on any of them (a document's
+#: pages, a signed turn), and a key written field by field missed the ones added later.
+_ALL_FIELDS = attrgetter(*(f.name for f in fields(Message)))
+
+
 def record_key(rec: Message) -> tuple[Hashable, ...]:
-    """Every field a count depends on (all hashable: strings, ints, tuples of named tuples)."""
-    return (
-        rec.role,
-        rec.text,
-        rec.name,
-        rec.tool_calls,
-        rec.tool_call_id,
-        rec.tool_results,
-        rec.images,
-        rec.thinking,
-        rec.other,
-        rec.item,
-    )
+    """Every field of the record (all hashable: strings, ints, bools, tuples of named tuples),
+    so two records that could count differently never share a key."""
+    key: tuple[Hashable, ...] = _ALL_FIELDS(rec)
+    return key
 
 
 def _size(key: Any) -> int:
@@ -123,7 +121,7 @@ def _size(key: Any) -> int:
         item = stack.pop()
         if type(item) is str:
             size += str.__sizeof__(item)  # what sys.getsizeof says of a str, 5x faster
-        elif type(item) is tuple:
+        elif isinstance(item, tuple):  # named tuples too: a tool call's arguments count
             size += 8 * len(item) + 40
             stack.extend(item)
     return size

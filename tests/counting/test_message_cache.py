@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from context_manager import trim
+from context_manager import MessageContextManager, trim
 from context_manager.counting import CharEstimator, MessageCountCache, SafeEstimator
 from context_manager.errors import ConfigurationError
 
@@ -105,3 +105,45 @@ def test_threads_of_a_worker_may_share_one() -> None:
         thread.join()
     assert not errors
     assert 0 < cache.bytes <= 200_000
+
+
+def _document(pages: int) -> Any:
+    """A Gemini turn with a PDF of ``pages`` pages, as google-genai builds it."""
+    types = pytest.importorskip("google.genai.types")
+    pdf = b"%PDF-1.4\n" + b"1 0 obj << /Type /Page >> endobj\n" * pages + b"%%EOF"
+    return types.Content(
+        role="user",
+        parts=[
+            types.Part(text="summarize"),
+            types.Part(inline_data=types.Blob(mime_type="application/pdf", data=pdf)),
+        ],
+    )
+
+
+def test_messages_that_differ_only_in_their_documents_are_counted_apart() -> None:
+    """The same text with a 1-page and a 200-page PDF: the cache learned the short one first,
+    and the long one must still be counted as long (its pages are what the estimate bills)."""
+    types = pytest.importorskip("google.genai.types")
+    last = types.Content(role="user", parts=[types.Part(text="and now?")])
+    count = MessageContextManager(10**7).count_message  # the default counter, as trim's
+    short, long = count(_document(1)), count(_document(200))
+    assert long > 2 * short  # pages are billed, not bytes: the fixture means something
+    budget = (short + long) // 2 + 100
+    cache = MessageCountCache()
+    assert len(trim([_document(1), last], budget, cache=cache)) == 2  # fits: learned
+    uncached = trim([_document(200), last], budget)
+    assert len(uncached) == 1  # the long document does not fit
+    assert trim([_document(200), last], budget, cache=cache) == uncached
+
+
+def test_the_bytes_of_tool_call_arguments_count_toward_the_bound() -> None:
+    """An SDK object's record is the key: its tool call's 200 kB of arguments are held by the
+    cache and counted in ``bytes``."""
+    types = pytest.importorskip("google.genai.types")
+    call = types.Content(
+        role="model",
+        parts=[types.Part(function_call=types.FunctionCall(name="w", args={"x": "y" * 200_000}))],
+    )
+    cache = MessageCountCache()
+    trim([types.Content(role="user", parts=[types.Part(text="go")]), call], 10**7, cache=cache)
+    assert cache.bytes > 200_000
