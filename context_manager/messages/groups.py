@@ -32,16 +32,19 @@ INTERRUPTED_RESULT = "Error: the tool call was interrupted before it returned a 
 
 
 def is_glue(rec: Message) -> bool:
-    """A reasoning-only Responses item: the assistant output that follows it (a call, a
-    message, a hosted tool's item) joins its group. OpenAI refuses either without the other
-    ("... was provided without its required 'reasoning' item")."""
+    """A Responses assistant item that calls nothing and answers nothing (reasoning, an output
+    message, a hosted tool's item): the assistant output that follows it joins its group, so
+    the items of one response stay together. OpenAI refuses a call or a message sent without
+    the reasoning item of its response ("... was provided without its required 'reasoning'
+    item"), and a reasoning model often says something before it calls:
+    ``[reasoning, message, function_call]`` is one group. A native compaction item is not
+    part of a response's output and glues nothing."""
     return (
         rec.item
         and rec.role == "assistant"
-        and (bool(rec.thinking) or rec.signed)
-        and not rec.text
         and not rec.tool_calls
         and not rec.result_ids
+        and not rec.compaction
     )
 
 
@@ -131,6 +134,7 @@ class ToolProtocol:
             and not self.glue
             and not rec.thinking
             and not rec.signed
+            and not rec.item  # a Responses item may glue what follows (``is_glue``)
             and not rec.tool_calls
             and rec.tool_call_id is None
             and not rec.tool_results

@@ -314,7 +314,9 @@ def _content(content: Any, index: int | None, parts: _Parts) -> None:
         )
 
 
-def _build(role: str, parts: _Parts, index: int | None, name: Any, call_id: Any) -> Message:
+def _build(
+    role: str, parts: _Parts, index: int | None, name: Any, call_id: Any, item: bool = False
+) -> Message:
     if name is not None and not isinstance(name, str):
         raise InvalidMessageError("'name' must be a string", index=index)
     if role == "tool":
@@ -352,6 +354,7 @@ def _build(role: str, parts: _Parts, index: int | None, name: Any, call_id: Any)
         media=tuple(_joined_media(parts.media, len(parts.other)) + parts.result_media),
         signed=parts.signed,
         compaction=parts.compaction,
+        item=item,
     )
 
 
@@ -408,7 +411,29 @@ def _from_mapping(msg: Mapping[str, Any], index: int | None) -> Message:
     if isinstance(audio, Mapping):  # a previous audio reply: billed as audio, by its length
         chars = utf16_len(to_json_text({"id": audio.get("id")})) + 1  # what chars/4 charged
         parts.media.append(media_of(audio, "audio", chars))
-    return _build(role, parts, index, msg.get("name"), msg.get("tool_call_id"))
+    output_item = kind == "message" and role == "assistant" and _responses_output(msg)
+    return _build(role, parts, index, msg.get("name"), msg.get("tool_call_id"), output_item)
+
+
+#: The part types of a Responses output message (an Anthropic reply is ``"type": "message"``
+#: too, with ``text`` / ``tool_use`` / ``thinking`` blocks).
+_OUTPUT_PARTS = frozenset({"output_text", "refusal"})
+
+
+def _responses_output(msg: Mapping[str, Any]) -> bool:
+    """Whether an assistant ``"type": "message"`` mapping is a Responses output message: an
+    item of its response, so the call items after it belong to the same response (see
+    ``groups.is_glue``)."""
+    content = msg.get("content")
+    if isinstance(content, str):
+        return True
+    return (
+        isinstance(content, list | tuple)
+        and bool(content)
+        and all(isinstance(p, Mapping) and p.get("type") in _OUTPUT_PARTS for p in content)
+    )
+
+
 
 
 def _from_langchain(msg: Any, index: int | None) -> Message:

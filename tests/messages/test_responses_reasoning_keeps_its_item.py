@@ -135,3 +135,48 @@ def test_validate_accepts_reasoning_before_its_message_and_flags_one_that_lost_i
     assert validate([items[1], answer], "openai-responses", source=items) == []
     lost = validate([items[0], answer], "openai-responses", source=items)
     assert [(p.index, p.rule) for p in lost] == [(1, "reasoning-before-output")]
+
+
+def call(k: int) -> Any:
+    return responses.ResponseFunctionToolCall(
+        id=f"fc_{k}", call_id=f"call_{k}", type="function_call", name="probe", arguments="{}"
+    )
+
+
+def response_items(context: list[Any]) -> list[list[str]]:
+    """The output items of each response left in ``context``, by id, in order: a run of model
+    items (reasoning, message, call) between a user turn and a call's output."""
+    runs: list[list[str]] = []
+    run: list[str] = []
+    for item in context:
+        if isinstance(item, dict):  # a user turn or a call's output
+            runs, run = [*runs, run] if run else runs, []
+        else:
+            run.append(item.id)
+    return [*runs, run] if run else runs
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("budget", [1_500, 3_000])
+def test_a_preamble_message_keeps_its_calls_reasoning(seed: int, budget: int) -> None:
+    """A reasoning model that says something before it calls returns ``[reasoning, message,
+    function_call]``; OpenAI refuses the call without the reasoning item ("Item 'fc_...' of
+    type 'function_call' was provided without its required 'reasoning' item"). Every request
+    of a 150-turn session sends each response whole or not at all."""
+    rng = random.Random(seed)
+    manager = MessageContextManager(
+        budget, counter="tiktoken", reserve_tokens=0, provider="openai-responses"
+    )
+    whole = {}
+    for k in range(150):
+        manager.add({"role": "user", "content": f"step {k} " + "detail " * rng.randint(0, 60)})
+        output = [
+            reasoning(k, rng.randint(50, 600)),
+            message(k, "Checking now. " * rng.randint(1, 40)),
+            call(k),
+        ]
+        manager.extend(output)
+        whole[f"rs_{k}"] = [item.id for item in output]
+        manager.add({"type": "function_call_output", "call_id": f"call_{k}", "output": "ok"})
+        for run in response_items(manager.get_context()):
+            assert run == whole[run[0]], f"turn {k}: a response cut to {run}"
