@@ -11,9 +11,15 @@ this costs a byte search over what was read anyway.
 
 from __future__ import annotations
 
+import os
+
 from .records import CHECKPOINT, _Invalid, parse_record
 
-__all__ = ["next_checkpoint_id"]
+__all__ = ["next_checkpoint_id", "next_checkpoint_id_before"]
+
+#: The first block read back from a view's end: a session that checkpoints every turn has its
+#: last marker within a few lines.
+_BLOCK = 1 << 16
 
 _MARKER = b'"' + CHECKPOINT.encode() + b'"'
 
@@ -35,3 +41,28 @@ def next_checkpoint_id(data: bytes, otherwise: int | None) -> int | None:
         if record.get("role") == CHECKPOINT and isinstance(record.get("id"), int):
             return int(record["id"]) + 1
     return otherwise
+
+
+def next_checkpoint_id_before(fd: int, end: int) -> int:
+    """:func:`next_checkpoint_id` of the file's first ``end`` bytes (complete lines: a view's
+    end), read back from ``end`` in growing blocks only as far as the last marker.
+
+    A writer that took its view from a parked session (``warm.py``) has not read the file: this
+    learns its next id without a full read, which would also move the view past what memory
+    holds. A block that starts inside a line leaves that line to the next block.
+    """
+    hi, block = end, _BLOCK
+    while hi > 0:
+        lo = max(0, hi - block)
+        data = os.pread(fd, hi - lo, lo)
+        block = min(block * 2, 1 << 24)
+        if lo > 0:
+            cut = data.find(b"\n")
+            if cut < 0:
+                continue  # one line longer than the block: read a larger one from ``hi``
+            data, lo = data[cut + 1 :], lo + cut + 1
+        found = next_checkpoint_id(data, None)
+        if found is not None:
+            return found
+        hi = lo
+    return 0

@@ -22,12 +22,10 @@ Why it is built this way:
   replaced by another writer's line of the same length. The tail's CRC cannot (a torn line never
   ends in a newline, a complete one always does; session records also carry random ids).
 - Exactly once: an append whose first record carries an id (``_cm.id``) that the lines written
-  since this object's view already hold writes nothing and returns their positions.
-  A batch of records is one ``os.write``; a writer killed inside it can leave a torn last line,
-  which is never acknowledged and is cut off by the next writer. The kernel may also stop a
-  multi-page write at a page boundary, leaving the batch's first lines whole: each line of a
-  batch carries its place (``_cm.batch``), so readers ignore a batch left unfinished and the
-  next writer cuts it (``_tail``).
+  since this object's view already hold writes nothing and returns their positions. A batch is
+  one ``os.write``; a writer killed inside it can leave a torn last line (never acknowledged, cut
+  by the next writer), and the kernel may stop a multi-page write at a page boundary: each line
+  of a batch carries its place (``_cm.batch``), so readers ignore an unfinished batch (``_tail``).
 - With ``session=`` the log lives at ``<root>/<session>/context.jsonl`` (Kimi CLI's layout), and
   :meth:`sessions` lists the session directories of ``root``.
 - Files are created 0600 in 0700 directories, temporary names are unpredictable and opened with
@@ -57,7 +55,7 @@ from ..errors import (
     StoreOutcomeUnknownError,
 )
 from . import _files, _remove
-from ._checkpoint_ids import next_checkpoint_id
+from ._checkpoint_ids import next_checkpoint_id, next_checkpoint_id_before
 from ._tail import (
     SEARCH_BACK,
     TAIL_BYTES,
@@ -140,11 +138,9 @@ class JsonlLog(RecordWriter):
         self.path = Path(path)
         self._session = session if session is not None else self.path.stem
         self.detect_conflicts = detect_conflicts
-        # (inode or None when absent, byte length, lines, tail CRC) as last read or written.
-        self._view: View | None = None
+        self._view: View | None = None  # what this object last read or wrote of the file
         self.fsync: FsyncMode = fsync
-        self.strict = strict
-        self.integrity = integrity
+        self.strict, self.integrity = strict, integrity
         self._swept = False
         self._next_checkpoint_id: int | None = None  # read from the file when first needed
         self._lock = LogLock(self.path, self.root)
@@ -157,9 +153,13 @@ class JsonlLog(RecordWriter):
 
     @property
     def next_checkpoint_id(self) -> int:
-        """The id :meth:`checkpoint` hands out next (last marker in the file + 1)."""
-        while self._next_checkpoint_id is None:  # not learned yet: read the file once
-            self.read()
+        """The id :meth:`checkpoint` hands out next: the last marker the view covers + 1, read
+        back from the view's end when not learned yet (a full read would move the view)."""
+        while self._next_checkpoint_id is None:
+            if self._view is None:
+                self.read()
+                continue
+            self._next_checkpoint_id = next_checkpoint_id_before(self._descriptor(), self._view.end)
         return self._next_checkpoint_id
 
     # ------------------------------------------------------------------ reading
@@ -440,7 +440,7 @@ class JsonlLog(RecordWriter):
             if not found:
                 raise CheckpointNotFoundError(
                     f"{self.path}: checkpoint {checkpoint_id} does not exist (the log has "
-                    f"{self.next_checkpoint_id} checkpoints, ids from 0); pick an existing id"
+                    f"{replayer.state.next_checkpoint_id}, ids from 0); pick an existing id"
                 )
             if kept and opens_batch(kept[-1]):  # the checkpoint was written inside a batch
                 kept[-1] = closed(kept[-1], integrity=self.integrity)

@@ -16,7 +16,12 @@ import pytest
 
 from context_manager import MessageContextManager
 from context_manager.compaction import TokenBudgetCompaction
-from context_manager.errors import ConfigurationError, StoreError
+from context_manager.errors import (
+    CheckpointNotFoundError,
+    ConfigurationError,
+    StoreConflictError,
+    StoreError,
+)
 from context_manager.store import SessionCache, StoreHandle, aconnect, connect
 
 from .backends import Backend, user
@@ -203,3 +208,70 @@ def test_a_store_closed_inside_a_batch_is_not_parked_half_written(backend: Backe
     assert stored in (["one", "two"], [])
     assert request(stores, "s") == stored
     assert request(stores, "s", "three") == [*stored, "three"]
+
+
+@pytest.mark.parametrize("other_writes", ["a message", "a revert"])
+def test_a_refused_revert_leaves_a_stale_parked_manager_stale(
+    backend: Backend, other_writes: str
+) -> None:
+    """A request on a parked manager asks for a checkpoint that does not exist while another
+    worker has written since: the refusal must not move its view past what memory holds, so
+    its next write is a conflict and the next open shows what the store has."""
+    one, two = worker(backend), worker(backend)
+    manager = MessageContextManager.open(one, session="s", max_tokens=100_000)
+    manager.add(user("a1"))
+    checkpoint = manager.checkpoint()
+    manager.add(user("a2"))
+    manager.store.close()
+    manager = MessageContextManager.open(one, session="s", max_tokens=100_000)  # parked
+    other = MessageContextManager.open(two, session="s", max_tokens=100_000)
+    if other_writes == "a message":
+        other.add(user("b1"))
+    else:
+        other.revert_to(checkpoint)
+    other.store.close()
+    with pytest.raises(CheckpointNotFoundError):
+        manager.revert_to(checkpoint + 5)
+    with pytest.raises(StoreConflictError):
+        manager.add(user("a3"))
+    manager.store.close()
+    expected = ["a1", "a2", "b1"] if other_writes == "a message" else ["a1"]
+    assert request(one, "s") == expected
+    assert request(worker(backend), "s") == expected
+
+
+def test_checkpoints_of_cached_requests_are_numbered_on(backend: Backend) -> None:
+    """Each cached request takes the next checkpoint id, whichever worker took the last one,
+    and reverting to any of them goes back to that turn."""
+    one, two = worker(backend), worker(backend)
+    ids = []
+    for turn in range(6):
+        stores = one if turn % 2 else two
+        manager = MessageContextManager.open(stores, session="s", max_tokens=100_000)
+        manager.add(user(f"turn {turn}"))
+        ids.append(manager.checkpoint())
+        manager.store.close()
+    assert ids == list(range(6))
+    manager = MessageContextManager.open(one, session="s", max_tokens=100_000)
+    manager.revert_to(ids[2])
+    manager.store.close()
+    assert request(two, "s") == ["turn 0", "turn 1", "turn 2"]
+
+
+def test_the_next_checkpoint_id_is_found_behind_long_lines(tmp_path: Path) -> None:
+    """JSONL: a parked request learns the next id by reading back from its view's end, past
+    a 300 kB line and 2,000 short ones another worker wrote after the last marker."""
+    backend = Backend("jsonl", str(tmp_path / "logs"))
+    one, two = worker(backend), worker(backend)
+    manager = MessageContextManager.open(two, session="s", max_tokens=10**7)
+    assert [manager.checkpoint(), manager.checkpoint()] == [0, 1]
+    manager.store.close()
+    request(one, "s", "parked on the first worker")
+    manager = MessageContextManager.open(two, session="s", max_tokens=10**7)
+    manager.add(user("x" * 300_000))
+    manager.extend(user(f"short {i}") for i in range(2_000))
+    manager.store.close()
+    for expected in (2, 3):
+        manager = MessageContextManager.open(one, session="s", max_tokens=10**7)
+        assert manager.checkpoint() == expected
+        manager.store.close()
