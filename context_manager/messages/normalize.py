@@ -15,7 +15,6 @@ what was recognised.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,7 +25,7 @@ from .media import add_blob, image_of, media_of
 from .nesting import describe_nesting
 from .record import _ROLE_SET, ROLES, Image, Media, Message, ToolCall, ToolResult, to_json_text
 from .responses import ITEM_TYPES, from_item
-from .sdk import as_part, family, is_pydantic_ai_dict, pydantic_ai_record, sdk_dict
+from .sdk import as_part, family, is_pydantic_ai_dict, langchain_calls, pydantic_ai_record, sdk_dict
 
 # Role spellings that mean one of ours: LangChain's shorthands, Gemini's "model".
 _ROLE_ALIASES = {"human": "user", "ai": "assistant", "model": "assistant"}
@@ -284,21 +283,6 @@ def _openai_tool_call(raw: Any, index: int | None) -> ToolCall:
     return ToolCall(call_id, fn["name"], args)
 
 
-def _langchain_tool_call(raw: Any, index: int | None) -> ToolCall:
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
-        raise InvalidMessageError("LangChain tool call needs an 'id'", index=index)
-    return ToolCall(raw["id"], str(raw.get("name", "")), _langchain_args(raw.get("args", {})))
-
-
-def _langchain_args(args: Any) -> str:
-    """The arguments as LangChain sends them to OpenAI-style APIs (``json.dumps(args,
-    ensure_ascii=False)``, spaces after ``:`` and ``,``), so they are counted as sent."""
-    try:
-        return json.dumps(args, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        return to_json_text(args)  # raises the typed error naming what cannot be written
-
-
 def _content(content: Any, index: int | None, parts: _Parts) -> None:
     if content is None:
         return
@@ -434,8 +418,6 @@ def _responses_output(msg: Mapping[str, Any]) -> bool:
     )
 
 
-
-
 def _from_langchain(msg: Any, index: int | None) -> Message:
     kind = msg.type
     role: str | None
@@ -452,11 +434,7 @@ def _from_langchain(msg: Any, index: int | None) -> Message:
         )
     parts = _Parts()
     _content(msg.content, index, parts)
-    seen = {c.id for c in parts.tool_calls}
-    for raw in getattr(msg, "tool_calls", None) or ():
-        call = _langchain_tool_call(raw, index)
-        if call.id not in seen:
-            parts.tool_calls.append(call)
+    parts.tool_calls.extend(langchain_calls(msg, {c.id for c in parts.tool_calls}, index))
     return _build(
         role, parts, index, getattr(msg, "name", None), getattr(msg, "tool_call_id", None)
     )

@@ -9,7 +9,8 @@ are read part by part. The caller's object itself is what the manager keeps and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..errors import InvalidMessageError
@@ -21,6 +22,7 @@ __all__ = [
     "family",
     "field",
     "is_pydantic_ai_dict",
+    "langchain_calls",
     "pydantic_ai_record",
     "sdk_dict",
     "text_of",
@@ -163,6 +165,7 @@ def pydantic_ai_record(message: Any, index: int | None) -> Message:
     results: list[ToolResult] = []
     images: list[Image] = []
     media: list[Media] = []
+    other: list[str] = []
     system_only = kind == "request" and bool(parts)
     signed = False
     for part in parts:
@@ -191,6 +194,15 @@ def pydantic_ai_record(message: Any, index: int | None) -> Message:
             results.append(ToolResult(str(field(part, "tool_call_id")), content, is_error))
         elif part_kind in ("retry-prompt", "retry-feedback"):  # feedback to the model, no tool
             texts.append(text_of(field(part, "content", "")))
+        elif part_kind in ("file", "speech"):  # a generated file; realtime audio + transcript
+            prompt = [] if part_kind == "file" else [text_of(field(part, "transcript") or "")]
+            blob = field(part, "content" if part_kind == "file" else "audio")
+            if blob is not None:
+                _prompt_item(blob, prompt, images, media)
+            if any(prompt):
+                texts.append("\n".join(prompt))
+        elif part_kind not in _NOT_SENT:
+            other.append(_other_of(part, part_kind))
     role = "assistant" if kind == "response" else ("system" if system_only else "user")
     return Message(
         role,
@@ -201,7 +213,35 @@ def pydantic_ai_record(message: Any, index: int | None) -> Message:
         thinking="\n".join(thinking),
         media=tuple(media),
         signed=signed,
+        other="\n".join(other),
     )
+
+
+#: Part kinds pydantic-ai records in its history but never sends to a model (their docstrings
+#: say so: ``prepare_messages`` drops them). Every other part kind we do not model is sent in
+#: some form, so it costs its JSON (``other``), never nothing.
+_NOT_SENT = frozenset({"capability-load-delta", "instruction-baseline"})
+
+
+def _other_of(part: Any, part_kind: object) -> str:
+    """The compact JSON a part we do not model as text, call or result costs.
+
+    A provider-run tool's call and return (``NativeToolCallPart`` / ``NativeToolReturnPart``,
+    ``builtin-tool-*`` in their JSON: web search, code execution) are sent back to their
+    provider (Anthropic ``server_tool_use`` / ``web_search_tool_result`` blocks), so their
+    arguments and content are input tokens. They are not function calls the client answers,
+    so they never become ``tool_calls`` / results the tool-call protocol would pair. Any other
+    part is its JSON, without the fields left empty.
+    """
+    name = field(part, "tool_name")
+    if part_kind == "builtin-tool-call":
+        return to_json_text({"name": name, "input": _jsonable(field(part, "args") or {})})
+    if part_kind == "builtin-tool-return":
+        return to_json_text({"name": name, "content": _jsonable(field(part, "content"))})
+    data = _jsonable(part)
+    if isinstance(data, Mapping):
+        data = {k: v for k, v in data.items() if v not in (None, "", [], {})}
+    return to_json_text(data)
 
 
 def answers_a_call(part: Any, part_kind: object) -> bool:
@@ -213,3 +253,37 @@ def answers_a_call(part: Any, part_kind: object) -> bool:
     return part_kind == "tool-return" or (
         part_kind == "retry-prompt" and bool(field(part, "tool_name"))
     )
+
+
+def langchain_calls(message: Any, seen: Collection[str], index: int | None) -> list[ToolCall]:
+    """A LangChain ``AIMessage``'s calls not already read from its content (ids in ``seen``),
+    in the order langchain-openai sends them in ``tool_calls``: the valid ones, then those
+    whose arguments did not parse (``invalid_tool_calls``, their raw text as arguments). Those
+    are calls on the wire too, and ``create_agent`` answers each with a ``ToolMessage``, so
+    they pair like any other call (one without an id, which nothing can answer, is left out)."""
+    calls: list[ToolCall] = []
+    for raw in getattr(message, "tool_calls", None) or ():
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
+            raise InvalidMessageError("LangChain tool call needs an 'id'", index=index)
+        if raw["id"] not in seen:
+            args = _langchain_args(raw.get("args", {}))
+            calls.append(ToolCall(raw["id"], str(raw.get("name", "")), args))
+    for raw in getattr(message, "invalid_tool_calls", None) or ():
+        if not isinstance(raw, Mapping):
+            raise InvalidMessageError("LangChain invalid tool call must be a dict", index=index)
+        call_id, given = raw.get("id"), raw.get("args")
+        if isinstance(call_id, str) and call_id and call_id not in seen:
+            text = (
+                given if isinstance(given, str) else "" if given is None else _langchain_args(given)
+            )
+            calls.append(ToolCall(call_id, str(raw.get("name") or ""), text))
+    return calls
+
+
+def _langchain_args(args: Any) -> str:
+    """The arguments as LangChain sends them to OpenAI-style APIs (``json.dumps(args,
+    ensure_ascii=False)``, spaces after ``:`` and ``,``), so they are counted as sent."""
+    try:
+        return json.dumps(args, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return to_json_text(args)  # raises the typed error naming what cannot be written
