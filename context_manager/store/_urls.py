@@ -15,10 +15,14 @@ Everything that turns a URL or a library's error into text we show goes through 
   a library's error text and :meth:`StoreUrl.cause` says whether that error may be chained.
 * :func:`secrets_in` and :func:`describe` do the same for any target text (the CLI, unknown
   schemes), without checking it.
+* :func:`sqlite_file` is the one reading of a ``sqlite:///`` URL (the file it names, decoded
+  like the other URLs' parts) and :func:`sqlite_url` the URL shown for a file, which reads back
+  to the same file.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import traceback
 from collections.abc import Iterable
@@ -41,6 +45,8 @@ __all__ = [
     "redis_url",
     "safe_cause",
     "secrets_in",
+    "sqlite_file",
+    "sqlite_url",
 ]
 
 #: What a credential is replaced with in any text we show.
@@ -277,13 +283,31 @@ def _check_userinfo(userinfo: str, scheme: str) -> None:
         raise ConfigurationError(
             f"{scheme} URL: the user name or password contains a space; percent-encode it (%20)"
         )
-    if _BAD_PERCENT.search(userinfo):
+    _check_percent(userinfo, f"{scheme} URL", "the user name or password")
+
+
+def _check_percent(part: str, where: str, what: str) -> None:
+    """A percent-encoded URL part, refused where a decoder would keep or misread a piece of it:
+    a ``%`` without two hex digits (libpq refuses it, urllib keeps it as is) and ``%00`` (a NUL
+    ends the string for libpq, hiredis and the file system)."""
+    if _BAD_PERCENT.search(part):
         raise ConfigurationError(
-            f"{scheme} URL: the user name or password has a % not followed by two hex digits; "
-            "write a literal % as %25"
+            f"{where}: {what} has a % not followed by two hex digits; write a literal % as %25"
         )
-    if "%00" in userinfo:
-        raise ConfigurationError(f"{scheme} URL: the user name or password contains %00")
+    if "%00" in part:
+        raise ConfigurationError(f"{where}: {what} contains %00")
+
+
+def _percent_decoded(part: str, where: str, what: str) -> str:
+    """``part`` percent-decoded as libpq and urllib decode URL parts, after
+    :func:`_check_percent`; bytes that are not UTF-8 text are refused (libpq refuses them too)."""
+    _check_percent(part, where, what)
+    try:
+        return unquote(part, errors="strict")
+    except UnicodeDecodeError:
+        raise ConfigurationError(
+            f"{where}: {what} has percent-encoded bytes that are not UTF-8 text (%FF and the like)"
+        ) from None
 
 
 def _check_host(host: str, scheme: str) -> None:
@@ -437,3 +461,53 @@ def redis_url(url: str) -> StoreUrl:
         shown = f"[{host}]" if ":" in host else host
         display = f"{scheme}://{shown}{':' + port if port else ''}{path}"
     return StoreUrl(scheme, redact(display, secrets), _ordered(secrets))
+
+
+_SQLITE_FORMS = "write sqlite:///relative.db or sqlite:////absolute/path.db"
+# What decoding a sqlite:/// path changes back: written encoded, a shown target reopens as is.
+_SQLITE_SPECIAL = re.compile(r"[%?#]")
+
+
+def sqlite_file(url: str) -> str:
+    """The file a ``sqlite:///...`` URL names: the rest of the URL after ``sqlite:///`` (a
+    relative path; ``sqlite:////`` starts an absolute one), percent-decoded.
+
+    One rule, so a URL means one file: the path is percent-decoded as the PostgreSQL and Redis
+    URLs are (``odd%20dir`` is ``odd dir``). A query string or a fragment is refused: SQLite's
+    URI options (``?mode=ro``, ``?cache=shared``) were never applied, the text became part of
+    the file name and writes went to a file nobody meant; a ``?`` or ``#`` of the file name is
+    written ``%3F`` / ``%23``. ``:memory:`` and an empty path are refused: an in-memory
+    database is private to one connection and gone at close, while a store is reopened (and was
+    a file named ``:memory:`` in the working directory). Messages show the URL once, as
+    :func:`describe` does (credentials left out).
+    """
+    rest, shown = url[len("sqlite://") :], describe(url)
+    if rest and not rest.startswith("/"):  # a host, or user:password@host
+        raise ConfigurationError(f"{shown}: {_SQLITE_FORMS}")
+    end = re.search(r"[?#]", rest)
+    if end is not None:
+        what = (
+            "query string (?...): SQLite URI options such as mode=ro or cache=shared are not "
+            "supported"
+            if end.group() == "?"
+            else "fragment (#...)"
+        )
+        raise ConfigurationError(
+            f"{shown}: a sqlite:/// URL names a file and takes no {what}; a ? or # "
+            "that is part of the file name is written percent-encoded, %3F or %23 (decoded to "
+            "the character itself)"
+        )
+    path = _percent_decoded(rest[1:], shown, "the path")
+    if path in ("", ":memory:"):
+        raise ConfigurationError(
+            f"{shown}: a store needs a file (an in-memory database is private to one "
+            f"connection and lost when it closes); {_SQLITE_FORMS}"
+        )
+    return path
+
+
+def sqlite_url(path: str | os.PathLike[str]) -> str:
+    """The ``sqlite:///`` URL of ``path`` (a target to show): its ``%``, ``?`` and ``#``
+    percent-encoded, so the URL shown, given back, names the same file."""
+    text = _SQLITE_SPECIAL.sub(lambda m: f"%{ord(m.group()):02X}", os.fspath(path))
+    return f"sqlite:///{text}"

@@ -32,6 +32,7 @@ from ..errors import ConfigurationError, StoreConflictError, StoreError
 from . import _files
 from ._drive import Flow
 from ._sqldb import SqlStore
+from ._urls import sqlite_url
 from .protocol import DEFAULT_SESSION
 
 __all__ = ["SqliteStore", "ThreadConnections"]
@@ -150,7 +151,7 @@ class _Link:
     def connection(self) -> tuple[sqlite3.Connection, _File]:
         if self.conn is None or self.file is None:
             if self._closed:
-                raise StoreError(f"sqlite:///{self.path}: this store is closed; nothing was done")
+                raise StoreError(f"{sqlite_url(self.path)}: this store is closed; nothing was done")
             self.conn, self.file = _connect(self.path, self._timeout, self._fsync)
         return self.conn, self.file
 
@@ -304,7 +305,7 @@ class SqliteStore(SqlStore):
 
     @property
     def target(self) -> str:
-        return f"sqlite:///{self.path}"
+        return sqlite_url(self.path)
 
     def close(self) -> None:
         if not self._shared:

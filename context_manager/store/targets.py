@@ -3,7 +3,8 @@
 =============================  ==========================================================
 ``path/to/log.jsonl``          JSONL file (``session=`` given, or a directory:
                                ``path/<session>/context.jsonl``)
-``sqlite:///app.db``           SQLite file ``app.db`` (four slashes for an absolute path)
+``sqlite:///app.db``           SQLite file ``app.db`` (four slashes for an absolute path;
+                               percent-decoded, no ``?query``, ``#fragment`` or ``:memory:``)
 ``redis://host:6379/0``        Redis (``rediss://`` for TLS)
 ``postgresql://u:p@host/db``   PostgreSQL (``postgres://`` too)
 =============================  ==========================================================
@@ -26,7 +27,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ._files import check_path, stat_or_none
-from ._urls import describe, libpq_target, redis_url
+from ._urls import describe, libpq_target, redis_url, sqlite_file, sqlite_url
 from .handle import StoreHandle, jsonl_handle, shared_handle
 from .jsonl import FsyncMode, JsonlLog
 from .log import SessionLog, StoreLog
@@ -132,7 +133,7 @@ def connect(
             sqlite_path(probe), busy_timeout=options.get("busy_timeout", 30.0), fsync=fsync
         )
         return shared_handle(
-            f"sqlite:///{shared.path}",
+            sqlite_url(shared.path),
             lambda s: open_store(probe, session=s, fsync=fsync, connections=shared, **options),
             shared.close,
             cache,
@@ -220,14 +221,11 @@ def not_libpq(text: str) -> str:
 
 
 def sqlite_path(text: str) -> str:
-    """The file a ``sqlite:///...`` URL names (relative after 3 slashes, absolute after 4)."""
-    path = text[len("sqlite://") :]
+    """The file a ``sqlite:///...`` URL names (:func:`~._urls.sqlite_file`: relative after 3
+    slashes, absolute after 4, percent-decoded; no query, fragment or ``:memory:``)."""
+    path = sqlite_file(text)
     check_path(path)  # NUL: a typed error, not ValueError from os
-    if not path.startswith("/") or path == "/":
-        raise ConfigurationError(
-            f"{describe(text)}: write sqlite:///relative.db or sqlite:////absolute/path.db"
-        )
-    return path[1:]
+    return path
 
 
 def open_log(
