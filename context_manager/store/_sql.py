@@ -263,7 +263,11 @@ class SqlFlows(ABC):
                 f"{self.target} session {self._session!r}: it was deleted while this write "
                 "waited; nothing was written: reload the session and retry"
             )
-        return int(rows[0][0]), str(rows[0][1] or "")
+        return int(rows[0][0]), self._epoch(rows[0][1])
+
+    def _epoch(self, stored: object) -> str:
+        """The session's epoch as a head carries it (the stored one; SQLite adds its file)."""
+        return str(stored or "")
 
     def _next_position(self, generation: int) -> Flow[int]:
         # The last key of the primary-key index, one probe: PostgreSQL scanned every row of the
@@ -452,7 +456,7 @@ class SqlFlows(ABC):
                 (self._session,),
             )
             generation = int(found[0][0]) if found else 0
-            epoch = str(found[0][1] or "") if found else ""
+            epoch = self._epoch(found[0][1]) if found else ""
             rows = yield Sql(
                 self._sql(
                     "SELECT position, body FROM {p}records WHERE session = ? AND generation = ? "

@@ -300,6 +300,12 @@ class SqliteStore(SqlStore):
             self._link.check()
             return result
 
+    def _epoch(self, stored: object) -> str:
+        """The epoch and the database file it was read from: a file restored from a backup
+        holds the session's old epoch, and a head taken before the restore must not match it
+        (catching up from there would keep rows the restore rolled back)."""
+        return f"{super()._epoch(stored)}@{self._link.file}"
+
     def _sqlite_schema(self) -> Flow[None]:
         return self._create_schema(bigint="INTEGER", real="REAL")
 

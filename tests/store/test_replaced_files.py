@@ -136,6 +136,50 @@ def _linked_session(tmp_path: Path) -> tuple[Path, Path]:
     return root, outside
 
 
+def _said(manager: MessageContextManager) -> list[str]:
+    return [m["content"] for m in manager.messages]
+
+
+def _restore(db: Path, backup: Path) -> None:
+    """A restore from a backup file as an operator does it: a copy renamed over the database."""
+    copy = db.with_name("restore.tmp")
+    copy.write_bytes(backup.read_bytes())
+    for suffix in ("-wal", "-shm"):
+        db.with_name(db.name + suffix).unlink(missing_ok=True)
+    os.replace(copy, db)
+
+
+def test_sqlite_restored_from_a_backup_is_read_again_whole(tmp_path: Path) -> None:
+    """The restored file holds the session's old epoch and generation; another worker then
+    writes past the position a worker's memory (and a parked manager) had reached. Catching
+    up from that position would keep the two rows the restore rolled back and miss the rows
+    written in their place: both must read the restored file whole instead."""
+    import sqlite3
+
+    from context_manager.store import SessionCache, retrying
+
+    db, backup = tmp_path / "chat.db", tmp_path / "backup.db"
+    url, options = f"sqlite:///{db}", {"session": "s", "max_tokens": 8_000}
+    cached = connect(url, cache=SessionCache())
+    worker = MessageContextManager.open(url, **options)
+    worker.extend({"role": USER, "content": f"m{i}"} for i in range(3))
+    with sqlite3.connect(db) as source, sqlite3.connect(backup) as target:
+        source.backup(target)
+    worker.extend({"role": USER, "content": f"m{i}"} for i in range(3, 5))  # not in the backup
+    parked = MessageContextManager.open(cached, **options)
+    assert _said(parked) == [f"m{i}" for i in range(5)]
+    parked.store.close()
+    _restore(db, backup)
+    other = MessageContextManager.open(url, **options)
+    other.extend({"role": USER, "content": f"b{i}"} for i in range(4))
+    other.store.close()
+    retrying(worker, lambda m: m.add({"role": USER, "content": "after the restore"}))
+    expected = ["m0", "m1", "m2", "b0", "b1", "b2", "b3", "after the restore"]
+    assert contents(url, "s") == expected
+    assert _said(worker) == expected
+    assert _said(MessageContextManager.open(cached, **options)) == expected
+
+
 def test_jsonl_session_directory_link_is_refused_on_open(tmp_path: Path) -> None:
     root, outside = _linked_session(tmp_path)
     with pytest.raises(StoreError, match="symbolic link"):
