@@ -107,9 +107,16 @@ def closes_after(original: Any, rec: Message) -> bool:
 
 
 def _error(reason: str, index: int | None) -> InvalidMessageError:
-    return InvalidMessageError(
-        reason, index=index, hint="add every tool result right after its call, or pass repair=True"
-    )
+    if "already used" in reason or "duplicate result" in reason:
+        # repair=True would drop the message (and a reused call's whole exchange): say so
+        hint = (
+            "give every tool call an id of its own (some OpenAI-compatible servers number "
+            "calls per response: prefix the id with the turn), or pass repair=True to drop "
+            "the repeated call or result from what is kept and sent"
+        )
+    else:
+        hint = "add every tool result right after its call, or pass repair=True"
+    return InvalidMessageError(reason, index=index, hint=hint)
 
 
 class ToolProtocol:
