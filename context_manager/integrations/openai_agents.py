@@ -244,6 +244,15 @@ class ContextManagerSession:
         sessions do (its recovery of a failed write reads the tail back and expects either
         state). A persistent session writes them in one append."""
         given = _copies(message_list(items), adding=True)
+        try:
+            self._add_all(given)
+        except InvalidMessageError:
+            noted = _late_outputs_as_notes(self.manager, given)
+            if noted is None:
+                raise
+            self._add_all(noted)
+
+    def _add_all(self, given: list[Any]) -> None:
         manager = self.manager
         with manager.locked():
             journal = manager.store
@@ -307,6 +316,36 @@ def _open_store(store: object, session_id: str, options: dict[str, Any]) -> Mess
             f"for files pass directory=, got {type(store).__name__}"
         )
     return open_session(MessageContextManager, store, session=session_id, **options)
+
+
+def _late_outputs_as_notes(manager: MessageContextManager, items: list[Any]) -> list[Any] | None:
+    """``items`` with each output for a call the session closed as interrupted turned into a
+    user item saying what the tool returned; None when there is none (the refusal stands).
+
+    A tool that needs approval runs when the run resumes, which may be after the person sent
+    another message: the session closed the call then (an output reading ``interrupted_result``,
+    as the Responses API needs one output per call), so the real output is a second one, which
+    no provider takes. It still says what the tool did (it ran, its effect is real): dropped, the
+    model would believe it never ran. Only read on that refusal (the history is scanned once)."""
+    closed = {
+        item.get("call_id")
+        for item in manager.messages
+        if isinstance(item, dict)
+        and item.get("type") == "function_call_output"
+        and item.get("output") == manager.interrupted_result
+    }
+    out, changed = [], False
+    for item in items:
+        late = isinstance(item, dict) and item.get("type") == "function_call_output"
+        if late and item.get("call_id") in closed:
+            call_id, output = item["call_id"], item["output"]
+            text = output if isinstance(output, str) else str(output)
+            note = f"[The tool call {call_id} marked interrupted above finished later; its output:]"
+            out.append({"role": "user", "content": f"{note}\n{text}"})
+            changed = True
+        else:
+            out.append(item)
+    return out if changed else None
 
 
 def _closures_before(items: list[Any], text: str) -> int:

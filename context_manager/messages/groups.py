@@ -107,12 +107,17 @@ def closes_after(original: Any, rec: Message) -> bool:
 
 
 def _error(reason: str, index: int | None) -> InvalidMessageError:
-    if "already used" in reason or "duplicate result" in reason:
-        # repair=True would drop the message (and a reused call's whole exchange): say so
+    # repair=True drops such a message (a reused call's whole exchange): say so
+    if "already used" in reason:
         hint = (
             "give every tool call an id of its own (some OpenAI-compatible servers number "
             "calls per response: prefix the id with the turn), or pass repair=True to drop "
-            "the repeated call or result from what is kept and sent"
+            "the repeated call and its results from what is kept and sent"
+        )
+    elif "duplicate result" in reason:
+        hint = (
+            "a call takes one result, and this one came after it was answered or closed as "
+            "interrupted: add what it says as a message, or pass repair=True to drop it"
         )
     else:
         hint = "add every tool result right after its call, or pass repair=True"
