@@ -32,13 +32,25 @@ INTERRUPTED_RESULT = "Error: the tool call was interrupted before it returned a 
 
 
 def is_glue(rec: Message) -> bool:
-    """A Responses assistant item that calls nothing and answers nothing (reasoning, an output
-    message, a hosted tool's item): the assistant output that follows it joins its group, so
-    the items of one response stay together. OpenAI refuses a call or a message sent without
-    the reasoning item of its response ("... was provided without its required 'reasoning'
-    item"), and a reasoning model often says something before it calls:
-    ``[reasoning, message, function_call]`` is one group. A native compaction item is not
-    part of a response's output and glues nothing."""
+    """A reasoning-only Responses item: the assistant output that follows it (a call, a
+    message, a hosted tool's item) joins its group. OpenAI refuses either without the other
+    ("... was provided without its required 'reasoning' item")."""
+    return (
+        rec.item
+        and rec.role == "assistant"
+        and (bool(rec.thinking) or rec.signed)
+        and not rec.text
+        and not rec.tool_calls
+        and not rec.result_ids
+    )
+
+
+def leads_calls(rec: Message) -> bool:
+    """A Responses assistant item that calls nothing and answers nothing (an output message, a
+    hosted tool's item, reasoning): a call item right after it belongs to the same response, so
+    it joins its group. A reasoning model that says something before it calls returns
+    ``[reasoning, message, function_call]``: one group, so the call is never sent without its
+    reasoning. Messages in a row stay groups of their own (an agent's progress updates)."""
     return (
         rec.item
         and rec.role == "assistant"
@@ -69,7 +81,13 @@ def joins_previous(prev: Message | None, rec: Message) -> bool | None:
         return False
     if prev is None:
         return None
-    if rec.item and rec.tool_calls and prev.tool_calls and not prev.result_ids:
+    # a parallel call item; the call item of a preamble (``leads_calls``)
+    if (
+        rec.item
+        and rec.tool_calls
+        and not prev.result_ids
+        and (prev.tool_calls or leads_calls(prev))
+    ):
         return True
     return is_glue(prev)
 
@@ -127,7 +145,7 @@ def _error(reason: str, index: int | None) -> InvalidMessageError:
 class ToolProtocol:
     """Incremental checker: ``accept`` says whether a message joins the open group."""
 
-    __slots__ = ("_answered", "_issued", "_issuing", "glue", "pending")
+    __slots__ = ("_answered", "_issued", "_issuing", "glue", "leads", "pending")
 
     def __init__(self) -> None:
         self.pending: dict[str, None] = {}  # ids of the open group still awaiting results
@@ -138,12 +156,15 @@ class ToolProtocol:
         self._issuing = False
         #: True after a reasoning-only item: the calls that follow join its group.
         self.glue = False
+        #: True after a Responses item that calls nothing: a call item joins it (``leads_calls``).
+        self.leads = False
 
     def outside(self, rec: Message) -> bool:
         """True when ``rec`` takes no part in any tool exchange (nothing to check or commit)."""
         return (
             not self.pending
             and not self.glue
+            and not self.leads
             and not rec.thinking
             and not rec.signed
             and not rec.item  # a Responses item may glue what follows (``is_glue``)
@@ -195,6 +216,8 @@ class ToolProtocol:
                     return f"tool call id {call.id!r} was already used"
         if pending:
             return bool(result_ids) or self._more_calls(rec, result_ids)
+        if self.leads and rec.item and calls:
+            return True
         return self.glue and rec.role == "assistant"
 
     def check(self, rec: Message, index: int | None = None) -> bool:
@@ -270,20 +293,21 @@ class ToolProtocol:
             pending[call.id] = None
         self._issuing = bool(pending) and not result_ids
         self.glue = rec.item and is_glue(rec)
+        self.leads = leads_calls(rec)
 
     def copy(self) -> ToolProtocol:
         twin = ToolProtocol()
         twin.pending = dict(self.pending)
         twin._issued = set(self._issued)
         twin._answered = set(self._answered)
-        twin._issuing, twin.glue = self._issuing, self.glue
+        twin._issuing, twin.glue, twin.leads = self._issuing, self.glue, self.leads
         return twin
 
     def reset(self) -> None:
         self.pending.clear()
         self._issued.clear()
         self._answered.clear()
-        self._issuing = self.glue = False
+        self._issuing = self.glue = self.leads = False
 
 
 def missing_results(

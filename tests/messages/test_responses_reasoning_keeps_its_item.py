@@ -180,3 +180,18 @@ def test_a_preamble_message_keeps_its_calls_reasoning(seed: int, budget: int) ->
         manager.add({"type": "function_call_output", "call_id": f"call_{k}", "output": "ok"})
         for run in response_items(manager.get_context()):
             assert run == whole[run[0]], f"turn {k}: a response cut to {run}"
+
+
+def test_output_messages_in_a_row_are_trimmed_one_by_one() -> None:
+    """An agent that posts progress updates (output messages one after another, no user turn
+    between) is not one group: a tight budget keeps the newest of them, not nothing."""
+    items: list[Any] = [{"role": "user", "content": "Start the migration and keep me posted."}]
+    items += [message(k, f"Step {k} done. " + "Progress detail. " * 6) for k in range(40)]
+    kept = trim(items, 1_600, provider="openai-responses", counter="tiktoken")
+    assert kept[-1] is items[-1]
+    assert len(kept) > 10  # each update fits on its own (about 40 tokens each)
+    manager = MessageContextManager(
+        1_600, counter="tiktoken", reserve_tokens=0, provider="openai-responses"
+    )
+    manager.extend(items)
+    assert manager.get_context() == kept
