@@ -244,7 +244,10 @@ class CounterCounts:
         if rec is None:
             rec = normalize(message, index)
         rkey = record_key(rec)
-        cached = self.get(rkey)
+        try:
+            cached = self.get(rkey)
+        except TypeError:  # a caller's own record holding a list: counted, not cached
+            return rec, count(rec)
         if cached is None:
             cached = count(rec)
             self.put(rkey, cached)

@@ -108,14 +108,16 @@ def _snake(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """``obj`` with its camelCase keys spelled in snake_case (``functionCall`` ->
     ``function_call``, ``mimeType`` -> ``mime_type``): a part's fields and the fields of the
     objects inside it, one level at a time (payloads such as ``args`` and ``response`` are
-    never entered). A key given in both spellings keeps the camelCase one as it is: no field
-    reads it, so it is counted by its JSON, not dropped."""
-    if not any(isinstance(key, str) and _HUMP.search(key) for key in obj):
+    never entered). A key given in both spellings, both set, keeps the camelCase one as it is:
+    no field reads it, so it is counted by its JSON, not dropped; a twin left unset (None, as a
+    plain ``model_dump()`` has every field) gives way."""
+    humps = [key for key in obj if isinstance(key, str) and _HUMP.search(key)]
+    if not humps:
         return obj
-    out: dict[str, Any] = {}
-    for key, value in obj.items():
-        name = _HUMP.sub(r"_\1", key).lower() if isinstance(key, str) else key
-        out[key if name != key and name in obj else name] = value
+    out = {key: value for key, value in obj.items() if key not in humps}
+    for key in humps:
+        name = _HUMP.sub(r"_\1", key).lower()
+        out[key if out.get(name) is not None else name] = obj[key]
     return out
 
 
@@ -174,9 +176,10 @@ def from_content(message: Mapping[str, Any], index: int | None) -> Message:
 
 def _part(part: Mapping[str, Any], index: int | None, read: _Reading) -> None:
     """One part (keys in snake_case), field by field: every field it holds is charged."""
-    for key, value in part.items():
-        if value is None or key == "thought":  # unset; a flag on the text beside it
+    for key, raw in part.items():
+        if raw is None or key == "thought":  # unset; a flag on the text beside it
             continue
+        value = as_part(raw, index)  # an SDK object inside a dict part: its JSON
         if key == "text" and isinstance(value, str):
             (read.thoughts if part.get("thought") else read.texts).append(value)
         elif key == "function_call" and value and isinstance(value, Mapping):

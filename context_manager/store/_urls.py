@@ -15,9 +15,8 @@ Everything that turns a URL or a library's error into text we show goes through 
   a library's error text and :meth:`StoreUrl.cause` says whether that error may be chained.
 * :func:`secrets_in` and :func:`describe` do the same for any target text (the CLI, unknown
   schemes), without checking it.
-* :func:`sqlite_file` is the one reading of a ``sqlite:///`` URL (the file it names, decoded
-  like the other URLs' parts) and :func:`sqlite_url` the URL shown for a file, which reads back
-  to the same file.
+* :func:`sqlite_file` is the one reading of a ``sqlite:///`` URL (the file it names) and
+  :func:`sqlite_url` the URL shown for a file, which reads back to the same file.
 """
 
 from __future__ import annotations
@@ -298,18 +297,6 @@ def _check_percent(part: str, where: str, what: str) -> None:
         raise ConfigurationError(f"{where}: {what} contains %00")
 
 
-def _percent_decoded(part: str, where: str, what: str) -> str:
-    """``part`` percent-decoded as libpq and urllib decode URL parts, after
-    :func:`_check_percent`; bytes that are not UTF-8 text are refused (libpq refuses them too)."""
-    _check_percent(part, where, what)
-    try:
-        return unquote(part, errors="strict")
-    except UnicodeDecodeError:
-        raise ConfigurationError(
-            f"{where}: {what} has percent-encoded bytes that are not UTF-8 text (%FF and the like)"
-        ) from None
-
-
 def _check_host(host: str, scheme: str) -> None:
     if any(c.isspace() for c in host):
         raise ConfigurationError(f"{scheme} URL: the host contains a space")
@@ -464,22 +451,21 @@ def redis_url(url: str) -> StoreUrl:
 
 
 _SQLITE_FORMS = "write sqlite:///relative.db or sqlite:////absolute/path.db"
-# What decoding a sqlite:/// path changes back: written encoded, a shown target reopens as is.
-_SQLITE_SPECIAL = re.compile(r"[%?#]")
 
 
 def sqlite_file(url: str) -> str:
     """The file a ``sqlite:///...`` URL names: the rest of the URL after ``sqlite:///`` (a
-    relative path; ``sqlite:////`` starts an absolute one), percent-decoded.
+    relative path; ``sqlite:////`` starts an absolute one), taken as it is.
 
-    One rule, so a URL means one file: the path is percent-decoded as the PostgreSQL and Redis
-    URLs are (``odd%20dir`` is ``odd dir``). A query string or a fragment is refused: SQLite's
-    URI options (``?mode=ro``, ``?cache=shared``) were never applied, the text became part of
-    the file name and writes went to a file nobody meant; a ``?`` or ``#`` of the file name is
-    written ``%3F`` / ``%23``. ``:memory:`` and an empty path are refused: an in-memory
-    database is private to one connection and gone at close, while a store is reopened (and was
-    a file named ``:memory:`` in the working directory). Messages show the URL once, as
-    :func:`describe` does (credentials left out).
+    One rule, so a URL means one file. A query string or a fragment is refused: SQLite's URI
+    options (``?mode=ro``, ``?cache=shared``) were never applied, the text became part of the
+    file name and writes went to a file nobody meant. ``:memory:`` and an empty path are
+    refused: an in-memory database is private to one connection and gone at close, while a
+    store is reopened (it was a file named ``:memory:`` in the working directory). The path is
+    not percent-decoded: ``%`` is part of the name, as it always was here (decoding would send a
+    file written as ``a%20b.db`` to ``a b.db``, and turn ``%2F`` in a name an application
+    filtered for ``/`` into a directory). Messages show the URL once, as :func:`describe` does
+    (credentials left out).
     """
     rest, shown = url[len("sqlite://") :], describe(url)
     if rest and not rest.startswith("/"):  # a host, or user:password@host
@@ -493,21 +479,20 @@ def sqlite_file(url: str) -> str:
             else "fragment (#...)"
         )
         raise ConfigurationError(
-            f"{shown}: a sqlite:/// URL names a file and takes no {what}; a ? or # "
-            "that is part of the file name is written percent-encoded, %3F or %23 (decoded to "
-            "the character itself)"
+            f"{shown}: a sqlite:/// URL names a file and takes no {what}; a file whose name "
+            "holds ? or # cannot be named by a URL: rename it"
         )
-    path = _percent_decoded(rest[1:], shown, "the path")
+    path = rest[1:]
     if path in ("", ":memory:"):
         raise ConfigurationError(
             f"{shown}: a store needs a file (an in-memory database is private to one "
             f"connection and lost when it closes); {_SQLITE_FORMS}"
         )
+    if "\x00" in path:
+        raise ConfigurationError(f"{shown}: the path contains a NUL character")
     return path
 
 
 def sqlite_url(path: str | os.PathLike[str]) -> str:
-    """The ``sqlite:///`` URL of ``path`` (a target to show): its ``%``, ``?`` and ``#``
-    percent-encoded, so the URL shown, given back, names the same file."""
-    text = _SQLITE_SPECIAL.sub(lambda m: f"%{ord(m.group()):02X}", os.fspath(path))
-    return f"sqlite:///{text}"
+    """The ``sqlite:///`` URL of ``path`` (a target to show; given back, it names the file)."""
+    return f"sqlite:///{os.fspath(path)}"

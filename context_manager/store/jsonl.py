@@ -440,7 +440,7 @@ class JsonlLog(RecordWriter):
             if not found:
                 raise CheckpointNotFoundError(
                     f"{self.path}: checkpoint {checkpoint_id} does not exist (the log has "
-                    f"{replayer.state.next_checkpoint_id}, ids from 0); pick an existing id"
+                    f"{replayer.state.next_checkpoint_id} checkpoints from 0); pick one of them"
                 )
             if kept and opens_batch(kept[-1]):  # the checkpoint was written inside a batch
                 kept[-1] = closed(kept[-1], integrity=self.integrity)

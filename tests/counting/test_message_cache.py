@@ -147,3 +147,24 @@ def test_the_bytes_of_tool_call_arguments_count_toward_the_bound() -> None:
     cache = MessageCountCache()
     trim([types.Content(role="user", parts=[types.Part(text="go")]), call], 10**7, cache=cache)
     assert cache.bytes > 200_000
+
+
+def test_a_record_holding_lists_is_counted_without_being_cached() -> None:
+    """A caller's own ``Message`` built with lists where the record keeps tuples cannot be a
+    key: it is counted as without a cache, never an untyped ``TypeError``."""
+    from context_manager.messages import Message
+    from context_manager.messages.record import Image, ToolCall
+
+    odd = Message(
+        "assistant",
+        "look",
+        images=[Image()],  # type: ignore[arg-type]
+        tool_calls=[ToolCall("c1", "f", "{}")],  # type: ignore[arg-type]
+    )
+    history = [
+        {"role": "user", "content": "hi"},
+        odd,
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ]
+    cache = MessageCountCache()
+    assert trim(history, 10**6, cache=cache) == trim(history, 10**6)

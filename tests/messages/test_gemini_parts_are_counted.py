@@ -237,3 +237,30 @@ def test_trim_keeps_a_code_execution_history_inside_the_budget(
     assert sum(_chars_of(contents[given.index(k)]) for k in kept) <= budget
     assert sum(manager(counter).count_message(k) for k in kept) <= budget
     assert len(kept) < len(given)
+
+
+@pytest.mark.parametrize("counter", COUNTERS)
+def test_sdk_objects_inside_a_dict_part_count_as_their_json(counter: str | None) -> None:
+    """``{"parts": [{"function_call": types.FunctionCall(...)}]}`` mixes the SDK's objects into
+    a dict, as callers do: each counts what the same part written as plain JSON counts."""
+    call = types.FunctionCall(name="get", args={"city": "Paris"})
+    code = types.ExecutableCode(code=CODE, language=types.Language.PYTHON)
+    mixed = {"role": "model", "parts": [{"function_call": call}, {"executable_code": code}]}
+    plain = {
+        "role": "model",
+        "parts": [
+            {"function_call": call.model_dump(mode="json", exclude_none=True)},
+            {"executable_code": code.model_dump(mode="json", exclude_none=True)},
+        ],
+    }
+    count = manager(counter).count_message
+    assert count(mixed) == count(plain) >= len(CODE) / 4
+    assert normalize(mixed).tool_calls == normalize(plain).tool_calls != ()
+
+
+def test_a_camel_case_field_beside_its_unset_snake_case_twin_is_read() -> None:
+    """A plain ``Part().model_dump()`` has every field, unset ones as None; a camelCase field
+    added beside them is the one that holds the value."""
+    part = {**types.Part().model_dump(), "functionCall": {"name": "get", "args": {"c": "P"}}}
+    rec = normalize({"role": "model", "parts": [part]})
+    assert [(c.name, c.arguments) for c in rec.tool_calls] == [("get", '{"c":"P"}')]
