@@ -99,3 +99,20 @@ def test_something_that_is_no_redis_client_is_refused_when_the_store_opens(
     with pytest.raises(ConfigurationError, match="redis-py client"):
         MessageContextManager.open(handle, session="s")
     handle.close()
+
+
+@pytest.mark.parametrize("how", ["pipeline", "decoding"])
+def test_a_pipeline_or_a_decoding_client_is_refused_when_the_store_opens(
+    redis_url: str, how: str
+) -> None:
+    """Both have every method a client has, and fail deep inside a write (replies as text, or
+    commands queued and never sent): refused where they are given, saying why."""
+    client = (
+        redis.Redis.from_url(redis_url).pipeline()
+        if how == "pipeline"
+        else redis.Redis.from_url(redis_url, decode_responses=True)
+    )
+    handle = connect(redis_url, client=client)
+    with pytest.raises(ConfigurationError, match=r"redis-py client|bytes"):
+        MessageContextManager.open(handle, session="s")
+    handle.close()
