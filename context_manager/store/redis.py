@@ -193,23 +193,18 @@ class RedisFlows:
 
     def _use(self, client: Any, owned: bool) -> None:
         """Perform the steps on ``client`` (sync or async), closed by the store if ``owned``.
-        Something that is no Redis client is refused here, not at its first command."""
-        kind = type(client).__name__
-        if "Pipeline" in kind or not all(
-            callable(getattr(client, name, None)) for name in _CLIENT_METHODS
-        ):
+        One that is no redis-py client, a pipeline or one that decodes replies (records are
+        read as bytes) is refused here, not at its first command."""
+        kind, settings = type(client).__name__, getattr(client, "get_connection_kwargs", None)
+        methods = all(callable(getattr(client, name, None)) for name in _CLIENT_METHODS)
+        if "Pipeline" in kind or not methods:
             raise ConfigurationError(
                 f"client must be a redis-py client (redis.Redis, redis.cluster.RedisCluster or "
                 f"their redis.asyncio twins), got {kind}"
             )
-        settings = getattr(client, "get_connection_kwargs", None)
         if callable(settings) and settings().get("decode_responses"):
-            raise ConfigurationError(
-                "client must leave replies as bytes (decode_responses=False, the default): "
-                "the store reads its records as bytes"
-            )
-        self._client = client
-        self._owns_client = owned
+            raise ConfigurationError("client must leave replies as bytes (decode_responses=False)")
+        self._client, self._owns_client = client, owned
 
     @property
     def session(self) -> str:
