@@ -88,13 +88,29 @@ def take_a_primary_down(cluster: RedisCluster, prefix: str, sessions: list[str])
     return victim
 
 
+def spread(cluster: RedisCluster) -> tuple[str, str, list[str]]:
+    """The URL, a fresh prefix and 12 sessions whose keys live on every node."""
+    prefix, sessions = f"t{uuid.uuid4().hex[:8]}:", [f"user-{i}" for i in range(12)]
+    assert set(owners(cluster, prefix, sessions).values()) == set(cluster.ports)
+    return cluster.url, prefix, sessions
+
+
+def split_by_a_node_down(
+    cluster: RedisCluster, prefix: str, sessions: list[str]
+) -> tuple[list[str], list[str]]:
+    """Take a primary down; the sessions on the live nodes, and those on the one down."""
+    where = owners(cluster, prefix, sessions)
+    victim = take_a_primary_down(cluster, prefix, sessions)
+    alive = [s for s in sessions if where[s] != victim]
+    down = [s for s in sessions if where[s] == victim]
+    assert alive and down
+    return alive, down
+
+
 def test_sessions_on_live_nodes_reload_their_scripts_while_a_primary_is_down(
     cluster: RedisCluster,
 ) -> None:
-    url, prefix = cluster.url, f"t{uuid.uuid4().hex[:8]}:"
-    sessions = [f"user-{i}" for i in range(12)]
-    where = owners(cluster, prefix, sessions)
-    assert set(where.values()) == set(cluster.ports)
+    url, prefix, sessions = spread(cluster)
 
     def open_session(session: str) -> MessageContextManager:
         return MessageContextManager.open(
@@ -109,10 +125,7 @@ def test_sessions_on_live_nodes_reload_their_scripts_while_a_primary_is_down(
         manager.add(user(f"{session} before"))
         manager.store.close()
 
-    victim = take_a_primary_down(cluster, prefix, sessions)
-    alive = [s for s in sessions if where[s] != victim]
-    down = [s for s in sessions if where[s] == victim]
-    assert alive and down
+    alive, down = split_by_a_node_down(cluster, prefix, sessions)
 
     for session in alive:
         manager = open_session(session)
@@ -139,10 +152,7 @@ def test_async_sessions_on_live_nodes_reload_their_scripts_while_a_primary_is_do
 ) -> None:
     from context_manager.store import aconnect
 
-    url, prefix = cluster.url, f"t{uuid.uuid4().hex[:8]}:"
-    sessions = [f"user-{i}" for i in range(12)]
-    where = owners(cluster, prefix, sessions)
-    assert set(where.values()) == set(cluster.ports)
+    url, prefix, sessions = spread(cluster)
 
     async def write(handle: Any, session: str, text: str) -> list[str]:
         manager = await MessageContextManager.aopen(handle, session=session, max_tokens=100_000)
@@ -166,10 +176,7 @@ def test_async_sessions_on_live_nodes_reload_their_scripts_while_a_primary_is_do
             await handle.aclose()
 
     asyncio.run(before())
-    victim = take_a_primary_down(cluster, prefix, sessions)
-    alive = [s for s in sessions if where[s] != victim]
-    down = [s for s in sessions if where[s] == victim]
-    assert alive and down
+    alive, down = split_by_a_node_down(cluster, prefix, sessions)
 
     async def after() -> None:
         handle = await aconnect(url, cluster=True, prefix=prefix)
