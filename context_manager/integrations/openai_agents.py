@@ -338,10 +338,8 @@ def _late_outputs_as_notes(manager: MessageContextManager, items: list[Any]) -> 
     for item in items:
         late = isinstance(item, dict) and item.get("type") == "function_call_output"
         if late and item.get("call_id") in closed:
-            call_id, output = item["call_id"], item["output"]
-            text = output if isinstance(output, str) else str(output)
-            note = f"[The tool call {call_id} marked interrupted above finished later; its output:]"
-            out.append({"role": "user", "content": f"{note}\n{text}"})
+            note = f"[The tool call {item['call_id']} marked interrupted above finished later; "
+            out.append({"role": "user", "content": f"{note}its output:]\n{normalize(item).text}"})
             changed = True
         else:
             out.append(item)

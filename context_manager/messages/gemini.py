@@ -221,16 +221,10 @@ def _response(response: Mapping[str, Any], index: int | None, read: _Reading) ->
         read.other.append(_json("parts", inner))
         return
     for item in map(as_part, inner, [index] * len(inner)):
-        if not isinstance(item, Mapping):
+        if isinstance(item, Mapping):
+            _part(_snake(item), index, read)  # media as a part's, anything else its JSON
+        else:
             read.other.append(to_json_text(item))
-            continue
-        for key, value in _snake(item).items():
-            if value is None:
-                continue
-            if key in _MEDIA_KEYS and value:
-                _media(value, read.images, read.media)
-            else:
-                read.other.append(_json(key, value))
 
 
 def _media(blob: Any, images: list[Image], media: list[Media]) -> None:

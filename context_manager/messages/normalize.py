@@ -406,8 +406,8 @@ _OUTPUT_PARTS = frozenset({"output_text", "refusal"})
 
 def _responses_output(msg: Mapping[str, Any]) -> bool:
     """Whether an assistant ``"type": "message"`` mapping is a Responses output message: an
-    item of its response, so the call items after it belong to the same response (see
-    ``groups.is_glue``)."""
+    item of its response, so a call item right after it belongs to the same response (see
+    ``groups.leads_calls``)."""
     content = msg.get("content")
     if isinstance(content, str):
         return True

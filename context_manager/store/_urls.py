@@ -282,19 +282,13 @@ def _check_userinfo(userinfo: str, scheme: str) -> None:
         raise ConfigurationError(
             f"{scheme} URL: the user name or password contains a space; percent-encode it (%20)"
         )
-    _check_percent(userinfo, f"{scheme} URL", "the user name or password")
-
-
-def _check_percent(part: str, where: str, what: str) -> None:
-    """A percent-encoded URL part, refused where a decoder would keep or misread a piece of it:
-    a ``%`` without two hex digits (libpq refuses it, urllib keeps it as is) and ``%00`` (a NUL
-    ends the string for libpq, hiredis and the file system)."""
-    if _BAD_PERCENT.search(part):
+    if _BAD_PERCENT.search(userinfo):
         raise ConfigurationError(
-            f"{where}: {what} has a % not followed by two hex digits; write a literal % as %25"
+            f"{scheme} URL: the user name or password has a % not followed by two hex digits; "
+            "write a literal % as %25"
         )
-    if "%00" in part:
-        raise ConfigurationError(f"{where}: {what} contains %00")
+    if "%00" in userinfo:
+        raise ConfigurationError(f"{scheme} URL: the user name or password contains %00")
 
 
 def _check_host(host: str, scheme: str) -> None:
@@ -488,8 +482,6 @@ def sqlite_file(url: str) -> str:
             f"{shown}: a store needs a file (an in-memory database is private to one "
             f"connection and lost when it closes); {_SQLITE_FORMS}"
         )
-    if "\x00" in path:
-        raise ConfigurationError(f"{shown}: the path contains a NUL character")
     return path
 
 

@@ -4,7 +4,7 @@
 ``path/to/log.jsonl``          JSONL file (``session=`` given, or a directory:
                                ``path/<session>/context.jsonl``)
 ``sqlite:///app.db``           SQLite file ``app.db`` (four slashes for an absolute path;
-                               percent-decoded, no ``?query``, ``#fragment`` or ``:memory:``)
+                               no ``?query``, ``#fragment`` or ``:memory:``)
 ``redis://host:6379/0``        Redis (``rediss://`` for TLS)
 ``postgresql://u:p@host/db``   PostgreSQL (``postgres://`` too)
 =============================  ==========================================================
@@ -222,7 +222,7 @@ def not_libpq(text: str) -> str:
 
 def sqlite_path(text: str) -> str:
     """The file a ``sqlite:///...`` URL names (:func:`~._urls.sqlite_file`: relative after 3
-    slashes, absolute after 4, percent-decoded; no query, fragment or ``:memory:``)."""
+    slashes, absolute after 4; no query, fragment or ``:memory:``)."""
     path = sqlite_file(text)
     check_path(path)  # NUL: a typed error, not ValueError from os
     return path

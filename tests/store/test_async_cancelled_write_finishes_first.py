@@ -65,6 +65,14 @@ class HeldStore(ForwardingStore):
         return super().revert_to(checkpoint_id)
 
 
+async def opened(held: HeldStore, first: str) -> MessageContextManager:
+    """A manager opened on ``held`` that has stored ``first`` in a batch of its own."""
+    manager = await MessageContextManager.aopen(held, max_tokens=1_000_000)
+    async with manager.store.batch():
+        manager.add(user(first))
+    return manager
+
+
 def said(manager: MessageContextManager) -> list[Any]:
     return [m["content"] for m in manager.messages]
 
@@ -75,9 +83,7 @@ def test_the_next_batch_rebuilds_only_after_the_cancelled_write_finished(
     held = HeldStore(backend.store("s"))
 
     async def scenario() -> list[Any]:
-        manager = await MessageContextManager.aopen(held, max_tokens=1_000_000)
-        async with manager.store.batch():
-            manager.add(user("first"))
+        manager = await opened(held, "first")
 
         async def big() -> None:
             async with manager.store.batch():
@@ -179,9 +185,7 @@ def test_a_catch_up_cancelled_after_its_read_rebuilds_before_the_next_write(
     held = HeldStore(backend.store("s"))
 
     async def scenario() -> list[Any]:
-        manager = await MessageContextManager.aopen(held, max_tokens=1_000_000)
-        async with manager.store.batch():
-            manager.add(user("mine"))
+        manager = await opened(held, "mine")
         other = backend.manager("s")
         other.add(user("theirs"))
         other.store.close()
@@ -198,9 +202,7 @@ def test_a_revert_cancelled_while_it_runs_rebuilds_before_the_next_write(
     held = HeldStore(backend.store("s"))
 
     async def scenario() -> list[Any]:
-        manager = await MessageContextManager.aopen(held, max_tokens=1_000_000)
-        async with manager.store.batch():
-            manager.add(user("a"))
+        manager = await opened(held, "a")
         checkpoint = await manager.store.acheckpoint()
         async with manager.store.batch():
             manager.add(user("b"))
