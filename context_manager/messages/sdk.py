@@ -256,11 +256,11 @@ def answers_a_call(part: Any, part_kind: object) -> bool:
 
 
 def langchain_calls(message: Any, seen: Collection[str], index: int | None) -> list[ToolCall]:
-    """A LangChain ``AIMessage``'s ``tool_calls`` not already read from its content (ids in
-    ``seen``). ``invalid_tool_calls`` (arguments that did not parse) are not read as calls:
-    LangGraph's ``ToolNode`` never answers them and ``create_agent`` answers them only in the
-    request it sends, so in a graph's state they stand unanswered, and reading them as open
-    calls would close or drop the exchange they sit in."""
+    """A LangChain ``AIMessage``'s calls not already read from its content (ids in ``seen``),
+    in the order langchain-openai sends them in ``tool_calls``: the valid ones, then those
+    whose arguments did not parse (``invalid_tool_calls``, their raw text as arguments). Those
+    are calls on the wire too, and ``create_agent`` answers each with a ``ToolMessage``, so
+    they pair like any other call (one without an id, which nothing can answer, is left out)."""
     calls: list[ToolCall] = []
     for raw in getattr(message, "tool_calls", None) or ():
         if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
@@ -268,6 +268,15 @@ def langchain_calls(message: Any, seen: Collection[str], index: int | None) -> l
         if raw["id"] not in seen:
             args = _langchain_args(raw.get("args", {}))
             calls.append(ToolCall(raw["id"], str(raw.get("name", "")), args))
+    for raw in getattr(message, "invalid_tool_calls", None) or ():
+        if not isinstance(raw, Mapping):
+            raise InvalidMessageError("LangChain invalid tool call must be a dict", index=index)
+        call_id, given = raw.get("id"), raw.get("args")
+        if isinstance(call_id, str) and call_id and call_id not in seen:
+            text = (
+                given if isinstance(given, str) else "" if given is None else _langchain_args(given)
+            )
+            calls.append(ToolCall(call_id, str(raw.get("name") or ""), text))
     return calls
 
 
