@@ -105,11 +105,15 @@ class ProviderRules:
     #: loop starts with thinking), ``"gemini"`` (the current turn's calls carry signatures),
     #: ``"responses"`` (a reasoning item directly precedes what it produced), or ``""``.
     reasoning: str = ""
+    #: Call ids are unique within a request (Anthropic: "tool_use ids must be unique";
+    #: Responses pairs calls and outputs by ``call_id`` over the whole input). Chat Completions
+    #: pairs a result with the call message before it, so servers that reuse ids accept them.
+    unique_ids: bool = False
 
 
 PROVIDERS: dict[str, ProviderRules] = {
     "openai": ProviderRules("openai"),
-    "openai-responses": ProviderRules("openai-responses", reasoning="responses"),
+    "openai-responses": ProviderRules("openai-responses", reasoning="responses", unique_ids=True),
     "anthropic": ProviderRules(
         "anthropic",
         first_user=True,
@@ -117,6 +121,7 @@ PROVIDERS: dict[str, ProviderRules] = {
         results_first=True,
         thinking_first=True,
         reasoning="anthropic",
+        unique_ids=True,
     ),
     "bedrock": ProviderRules(
         "bedrock", first_user=True, alternate=True, strict=True, results_first=True
@@ -185,6 +190,18 @@ def _pairing(given: Sequence[Any], records: Sequence[Message], out: list[Problem
         out.append(Problem(first, "tool-pairing", "tool call(s) without results at the end"))
 
 
+def _unique_ids(records: Sequence[Message], out: list[Problem]) -> None:
+    """A call id used by an earlier call of the same request (a server that numbers calls per
+    reply made it; an id-less Gemini call, ``~name~k``, has none to repeat)."""
+    used: set[str] = set()
+    for i, rec in enumerate(records):
+        for call in rec.tool_calls:
+            if call.id in used and not call.id.startswith("~"):
+                reason = f"tool call id {call.id!r} is used again: ids must be unique in a request"
+                out.append(Problem(i, "unique-ids", reason))
+            used.add(call.id)
+
+
 def _one_response_turn(
     caller: Message, body: Sequence[tuple[int, Message]], at: int, out: list[Problem]
 ) -> None:
@@ -234,6 +251,8 @@ def validate(
             problems.append(Problem(i, "readable", exc.reason))
             records.append(Message("user"))
     _pairing(given, records, problems)
+    if rules.unique_ids:
+        _unique_ids(records, problems)
     body = [(i, r) for i, r in enumerate(records) if r.role not in ("system", "developer")]
     _compactions(rules, body, problems)
     first_ok = bool(body) and (_turn_role(body[0][1]) == "user" or bool(body[0][1].compaction))

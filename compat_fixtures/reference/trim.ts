@@ -168,8 +168,8 @@ function isUserTurn(record: MessageRecord): boolean {
  *
  * The tool-call protocol (the provider APIs reject histories that break it): a message carrying
  * results may only answer calls of the group still waiting for results, each call once; any
- * other message may only come once every call has its result; a call id is never reused by a
- * later message. Breaking it throws InvalidMessageError with the index of the first offending
+ * other message may only come once every call has its result; a call id may come back once its
+ * call is answered. Breaking it throws InvalidMessageError with the index of the first offending
  * message (Python: InvalidMessageError; `context_manager.repair()` fixes such histories).
  */
 export function readConversation(messages: unknown[], options: TrimOptions): Conversation {
@@ -209,9 +209,8 @@ export function readConversation(messages: unknown[], options: TrimOptions): Con
     if (waiting.length > 0 && answers.length === 0) {
       throw new InvalidMessageError(`tool call(s) ${waiting.join(", ")} still await results`, i);
     }
-    for (const call of record.toolCalls) {
-      if (issued.has(call.id)) throw new InvalidMessageError(`tool call id '${call.id}' was already used`, i);
-    }
+    // A call id names one open call: it may come back once that call has its result (servers
+    // that number calls per reply do so), and the results after it answer the new call.
 
     // Join the open group when this message carries some of its results; else start a group.
     let group: Group;

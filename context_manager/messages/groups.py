@@ -125,14 +125,7 @@ def closes_after(original: Any, rec: Message) -> bool:
 
 
 def _error(reason: str, index: int | None) -> InvalidMessageError:
-    # repair=True drops such a message (a reused call's whole exchange): say so
-    if "already used" in reason:
-        hint = (
-            "give every tool call an id of its own (some OpenAI-compatible servers number "
-            "calls per response: prefix the id with the turn), or pass repair=True to drop "
-            "the repeated call and its results from what is kept and sent"
-        )
-    elif "duplicate result" in reason:
+    if "duplicate result" in reason:
         hint = (
             "a call takes one result, and this one came after it was answered or closed as "
             "interrupted: add what it says as a message, or pass repair=True to drop it"
@@ -206,14 +199,17 @@ class ToolProtocol:
             waiting = ", ".join(pending)
             return f"tool call(s) {waiting} still await results"
         calls = rec.tool_calls
-        if calls and (len(calls) > 1 or calls[0].id in self._issued):
+        # An id names one open call: it may come back once its call is answered (llama.cpp sends
+        # one id for every call, Kimi and Grok number calls per reply; the server that made
+        # them reads the next result as the answer to the open call), never while it is open.
+        if calls and (len(calls) > 1 or calls[0].id in pending):
             seen: set[str] = set()
             for call in calls:
                 if call.id in seen:
                     return f"tool call id {call.id!r} appears twice in one message"
                 seen.add(call.id)
-                if call.id in self._issued and not call.id.startswith("~"):
-                    return f"tool call id {call.id!r} was already used"
+                if call.id in pending:
+                    return f"tool call id {call.id!r} is still open"
         if pending:
             return bool(result_ids) or self._more_calls(rec, result_ids)
         if self.leads and rec.item and calls:

@@ -38,7 +38,7 @@ USER = {"role": "user", "content": "go"}
             "tool call(s) b still await results",
             3,
         ),
-        ([USER, call("a"), result("a"), call("a")], "tool call id 'a' was already used", 3),
+        ([USER, call("a", "a"), result("a")], "tool call id 'a' appears twice in one message", 1),
     ],
 )
 def test_protocol_errors(history: list[Any], fragment: str, index: int) -> None:
