@@ -21,6 +21,7 @@ it, so an unbounded read of a huge file or an endless pipe would exhaust memory 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -110,7 +111,7 @@ def _parse_messages(text: str, name: str) -> list[Any]:
         return _document(_load(text, name), text, name)
     if stripped.startswith("{"):  # a request body (on one line or many), or JSONL
         try:
-            whole = json.loads(text)
+            whole = _DECODER.decode(text)
         except (ValueError, RecursionError):
             whole = None  # JSONL: each line is read (and reported) on its own below
         if isinstance(whole, dict) and _REQUEST_KEYS & whole.keys():
@@ -132,16 +133,34 @@ def _parse_messages(text: str, name: str) -> list[Any]:
 _REQUEST_KEYS = frozenset({"messages", "input", "contents"})
 
 
+def _finite(number: str) -> float:
+    """A JSON number with a fraction or exponent; ``1e999`` is legal JSON but overflows to
+    infinity, which no JSON writer can put back (the output would not be JSON)."""
+    value = float(number)
+    if math.isinf(value):
+        raise ValueError(f"{number[:40]} is too large for a float (portable JSON has no infinity)")
+    return value
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"bare {name} is not JSON")
+
+
+#: ``json.loads`` as the CLI reads files: NaN, Infinity and numbers that overflow to infinity are
+#: refused (Node's ``JSON.parse`` rejects them and the output could not write them back).
+_DECODER = json.JSONDecoder(parse_constant=_not_json, parse_float=_finite)
+
+
 def _load(text: str, where: str, invalid: str = "") -> Any:
     try:
-        return json.loads(text)
+        return _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         if invalid:
             raise CliError(f"{where}: {invalid}: {exc.msg}") from None
         raise CliError(f"{where}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except RecursionError:
         raise CliError(f"{where}: JSON nested too deeply to be a message list") from None
-    except ValueError as exc:  # an integer past Python's 4,300-digit limit
+    except ValueError as exc:  # NaN, Infinity, 1e999, an integer past 4,300 digits
         raise CliError(f"{where}: unreadable number: {exc}") from None
 
 

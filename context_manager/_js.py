@@ -38,8 +38,13 @@ def utf16_len(text: str) -> int:
     Only astral characters (above U+FFFF) take two units, so a string without any is measured by
     ``len``. Lone surrogates count one, as in JS.
     """
-    if text.isascii():
-        return len(text)
+    try:
+        if text.isascii():
+            return len(text)
+    except AttributeError:  # not a str (no cost on the usual path: 3.11's try is free)
+        raise ConfigurationError(f"text must be a str, got {type(text).__name__}") from None
+    if not isinstance(text, str):
+        raise ConfigurationError(f"text must be a str, got {type(text).__name__}")
     if _COMPACT and _size(text) < _WIDE + 4 * len(text):
         return len(text)  # stored with 1 or 2 bytes a character: no astral character
     return len(_utf16(text, "surrogatepass")[0]) // 2

@@ -157,7 +157,8 @@ def cmd_trim(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         validate=args.validate,
     )
     try:
-        text = json.dumps(kept, indent=1, ensure_ascii=False, default=as_json) + "\n"
+        text = json.dumps(kept, indent=1, ensure_ascii=False, default=as_json, allow_nan=False)
+        text += "\n"
     except (TypeError, ValueError) as exc:
         raise CliError(f"cannot write the kept messages as JSON: {exc}") from None
     tokens = count_tokens(kept, args.model, counter=args.counter)  # the counter trim() used

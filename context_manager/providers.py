@@ -132,6 +132,11 @@ PROVIDERS: dict[str, ProviderRules] = {
 }
 
 
+#: What :func:`validate` checks with ``provider=None`` (as ``trim()`` and the manager take it: no
+#: provider's own rules): tool pairing and result shapes, which every provider requires.
+_SHARED = ProviderRules("any provider")
+
+
 def get_provider(name: str | ProviderRules | None) -> ProviderRules | None:
     if name is None or isinstance(name, ProviderRules):
         return name
@@ -229,7 +234,7 @@ def _one_response_turn(
 
 def validate(
     messages: Iterable[Any],
-    provider: str | ProviderRules = "openai",
+    provider: str | ProviderRules | None = "openai",
     *,
     source: Iterable[Any] | None = None,
 ) -> list[Problem]:
@@ -239,8 +244,7 @@ def validate(
     ``source``: the messages a context was made from; the signed-reasoning rules then also
     check that each tool-calling turn the provider checks still has its reasoning, unmodified.
     """
-    rules = get_provider(provider)
-    assert rules is not None
+    rules = get_provider(provider) or _SHARED  # None: the rules every provider shares
     given = message_list(messages)
     records: list[Message] = []
     problems: list[Problem] = []
@@ -471,7 +475,9 @@ def _fused(a: Any, b: Any) -> dict[str, Any] | None:
     return {"role": role, "content": [*first, *second]}
 
 
-def fuse_turns(messages: list[Any], provider: str | ProviderRules = "bedrock") -> list[Any]:
+def fuse_turns(
+    messages: list[Any], provider: str | ProviderRules | None = "bedrock"
+) -> list[Any]:
     """``messages`` with each run of turns ``provider`` wants as one turn joined into one.
 
     Strict providers (Bedrock): plain same-role turns. Only dict turns whose keys are ``role``
@@ -484,8 +490,8 @@ def fuse_turns(messages: list[Any], provider: str | ProviderRules = "bedrock") -
     itself when nothing is joined; every turn not joined is the caller's object.
     """
     rules = get_provider(provider)
-    assert rules is not None
-    if not (rules.strict or rules.one_response_turn):
+    messages = message_list(messages)
+    if rules is None or not (rules.strict or rules.one_response_turn):
         return messages
     out: list[Any] | None = None
     for k in range(1, len(messages)):

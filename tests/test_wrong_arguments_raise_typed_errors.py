@@ -20,13 +20,15 @@ import pytest
 import context_manager as cm
 from context_manager import prompt_cache as pc
 from context_manager import replay as rp
-from context_manager.compaction import send_with_recovery, summary_message
+from context_manager.compaction import ExtractiveSummarizer, send_with_recovery, summary_message
+from context_manager.counting import estimate_tokens, utf16_len
 from context_manager.errors import ConfigurationError, ContextManagerError, StoreError
 from context_manager.integrations.langgraph import pre_model_hook
 from context_manager.integrations.pydantic_ai import history_processor
 from context_manager.interop import read_pi_session
 from context_manager.messages import Message
 from context_manager.offload import MemoryOffload
+from context_manager.providers import fuse_turns, validate
 
 MESSAGES = [{"role": "user", "content": "x" * 4000}] * 20 + [{"role": "user", "content": "last"}]
 
@@ -283,6 +285,16 @@ WRONG_TYPES: dict[str, Callable[[], object]] = {
     "pre_model_hook(bogus=1)": lambda: pre_model_hook(bogus=1),
     "history_processor(bogus=1)": lambda: history_processor(bogus=1),
     "MemoryOffload(lone surrogate)": lambda: MemoryOffload("\ud800"),
+    "fuse_turns(None)": lambda: fuse_turns(None),  # type: ignore[arg-type]
+    "estimate_tokens(int)": lambda: estimate_tokens(5),  # type: ignore[arg-type]
+    "utf16_len(None)": lambda: utf16_len(None),  # type: ignore[arg-type]
+    "ExtractiveSummarizer(max_items=str)": lambda: ExtractiveSummarizer(max_items="5"),  # type: ignore[arg-type]
+    "ExtractiveSummarizer(chars_per_token=nan)": lambda: ExtractiveSummarizer(
+        chars_per_token=float("nan")
+    ),
+    "ToolResultPruning(image_chars=nan)": lambda: cm.ToolResultPruning(image_chars=float("nan")),  # type: ignore[arg-type]
+    "ToolResultPruning(exclude_tools=None)": lambda: cm.ToolResultPruning(exclude_tools=None),  # type: ignore[arg-type]
+    "ToolResultPruning(only_tools=5)": lambda: cm.ToolResultPruning(only_tools=5),  # type: ignore[arg-type]
 }
 
 
@@ -290,6 +302,20 @@ WRONG_TYPES: dict[str, Callable[[], object]] = {
 def test_a_wrong_type_is_a_configuration_error(case: str) -> None:
     with pytest.raises(ConfigurationError):
         WRONG_TYPES[case]()
+
+
+def test_validate_without_a_provider_checks_the_rules_every_provider_shares() -> None:
+    """``provider=None`` means no provider's own rules, as in ``trim()`` and the manager: the
+    pairing of calls and results is still checked, and nothing is fused."""
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": ""}}],
+    }
+    two_users = [{"role": "user", "content": "hi"}, {"role": "user", "content": "again"}]
+    assert validate(two_users, None) == []
+    assert [p.rule for p in validate([*two_users, call], None)] == ["tool-pairing"]
+    assert fuse_turns(two_users, None) is two_users
 
 
 def test_the_right_types_still_work() -> None:

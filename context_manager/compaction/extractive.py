@@ -11,8 +11,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..errors import CompactionError
+from .._config import check_int
 from ..messages import Message
+from ..models import check_chars_per_token
 from .prompts import PREFIX_SECTIONS, PROGRESS_SUBSECTIONS, SUMMARY_SECTIONS
 from .summarizers import SummaryRequest
 
@@ -309,13 +310,11 @@ class ExtractiveSummarizer:
         chars_per_token: float = 3.0,
         min_chars: int = 1500,
     ) -> None:
-        if max_items < 1 or max_item_chars < 16 or chars_per_token <= 0:
-            raise CompactionError(
-                "ExtractiveSummarizer needs max_items >= 1, max_item_chars >= 16 and "
-                f"chars_per_token > 0; got {max_items}, {max_item_chars}, {chars_per_token}"
-            )
-        self.max_items, self.max_item_chars = max_items, max_item_chars
-        self.chars_per_token, self.min_chars = chars_per_token, min_chars
+        # Checked here, not at the first compaction, which may run hours later in a worker.
+        self.max_items = check_int("max_items", max_items, 1)
+        self.max_item_chars = check_int("max_item_chars", max_item_chars, 16)
+        self.chars_per_token = check_chars_per_token(chars_per_token)
+        self.min_chars = check_int("min_chars", min_chars)
 
     def __call__(self, request: SummaryRequest) -> str:
         facts = _Facts(request.messages, self.max_item_chars)

@@ -51,6 +51,7 @@ from itertools import filterfalse
 from operator import mul
 
 from .._config import check_int
+from ..errors import ConfigurationError
 from ..messages import Message
 from .base import TokenCounter
 from .framed import framed_tokens
@@ -335,6 +336,8 @@ def estimate_tokens(text: str) -> int:
     """A count the real tokenizers named in the module docstring do not exceed on the tested
     classes of text (see ``docs/guide/counting.md``); never more than the UTF-8 size, never 0
     for a text that is not empty."""
+    if not isinstance(text, str):  # bytes and others have no UTF-8 size to cap at
+        raise ConfigurationError(f"text must be a str, got {type(text).__name__}")
     if not text:
         return 0
     raw = text.encode("utf-8", "surrogatepass")

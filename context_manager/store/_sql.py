@@ -2,35 +2,14 @@
 PostgreSQL differ only in connection, locking and placeholders (a subclass's class attributes),
 and the sync and async PostgreSQL stores only in the driver that performs the steps.
 
-Schema (``<prefix>`` defaults to ``context_``)::
-
-    CREATE TABLE <prefix>sessions (
-        session    TEXT PRIMARY KEY,
-        generation BIGINT NOT NULL DEFAULT 0,      -- the current generation
-        updated_at DOUBLE PRECISION NOT NULL,      -- epoch seconds of the last write
-        epoch      TEXT                            -- random, drawn when the row is created
-    );
-    CREATE TABLE <prefix>records (
-        session    TEXT NOT NULL,
-        generation BIGINT NOT NULL,
-        position   BIGINT NOT NULL,                -- 0, 1, ... within the generation
-        checkpoint BIGINT,                         -- the id, on _checkpoint records only
-        body       TEXT NOT NULL,                  -- the record's JSON line, byte for byte
-        rid        TEXT,                           -- the client-made record id (_cm.id)
-        PRIMARY KEY (session, generation, position)
-    );
-    CREATE UNIQUE INDEX <prefix>records_rid ON <prefix>records (session, generation, rid)
-        WHERE rid IS NOT NULL;
-    CREATE INDEX <prefix>records_checkpoint ON <prefix>records (session, generation, checkpoint)
-        WHERE checkpoint IS NOT NULL;
-
-The primary key is the index every read and append uses. One row per record; ``body`` is
-text, not JSONB, so a record reads back exactly as written (JSONB reorders keys). Every write
-runs in one transaction that first locks the session's row (SQLite: ``BEGIN IMMEDIATE``;
-PostgreSQL: ``SELECT ... FOR UPDATE``), checks the writer's view, then inserts: so appends from
-many workers are serialized, atomic and never interleaved. ``revert_to`` copies the kept rows
-into generation + 1 and ``clear`` just moves to generation + 1: old generations stay.
-``delete`` removes the session's rows from both tables and the offload table in one transaction.
+The tables are in ``_sql_tables.py``. The primary key is the index every read and append uses.
+One row per record; ``body`` is text, not JSONB, so a record reads back exactly as written
+(JSONB reorders keys). Every write runs in one transaction that first locks the session's row
+(SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: ``SELECT ... FOR UPDATE``), checks the writer's view,
+then inserts: so appends from many workers are serialized, atomic and never interleaved.
+``revert_to`` copies the kept rows into generation + 1 and ``clear`` just moves to generation +
+1: old generations stay. ``delete`` removes the session's rows from both tables and the offload
+table in one transaction.
 
 Exactly once: an append whose first record's id is already stored in the generation writes
 nothing and returns where it was stored (the unique index makes a second copy impossible even
@@ -54,7 +33,7 @@ import re
 import secrets
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -66,6 +45,7 @@ from ..errors import (
     StoreOutcomeUnknownError,
 )
 from ._drive import Failed, Flow
+from ._sql_tables import cell, schema
 from .protocol import Batch, Head, check_session_id, extends
 from .records import CHECKPOINT, dump_record, record_id
 
@@ -244,26 +224,47 @@ class SqlFlows(ABC):
             return (yield from self._transaction(body, write=False))
 
     def _locked_generation(self) -> Flow[tuple[int, str]]:
-        """Create the session row if needed and lock it; the current generation and epoch."""
-        yield Sql(
-            self._sql(
-                "INSERT INTO {p}sessions (session, generation, updated_at, epoch) "
-                "VALUES (?, 0, ?, ?) ON CONFLICT DO NOTHING"
-            ),
-            (self._session, time.time(), secrets.token_hex(8)),
-        )
-        rows = yield Sql(
-            self._sql(
-                "SELECT generation, epoch FROM {p}sessions WHERE session = ?" + self.lock_clause
-            ),
-            (self._session,),
-        )
-        if not rows:  # PostgreSQL: a delete removed the row while this write waited for it
+        """Lock the session row, made first if need be; the current generation and epoch. A
+        row lost while its records remain (a cleanup pruned the table) is made for them again,
+        at their newest generation and with the epoch a read of them reports (``_load``), so
+        the session stays writable; a new session's row draws a new epoch."""
+        lock = "SELECT generation, epoch FROM {p}sessions WHERE session = ?" + self.lock_clause
+        rows = yield Sql(self._sql(lock), (self._session,))
+        if not rows:
+            orphaned = yield from self._orphaned_generation()
+            if orphaned is None and self._head is not None and self._head.position > 0:
+                rows = []  # this view saw records, and they went with the row: a delete
+            else:
+                yield Sql(
+                    self._sql(
+                        "INSERT INTO {p}sessions (session, generation, updated_at, epoch) "
+                        "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
+                    ),
+                    (
+                        self._session,
+                        orphaned or 0,
+                        time.time(),
+                        "" if orphaned is not None else secrets.token_hex(8),
+                    ),
+                )
+                rows = yield Sql(self._sql(lock), (self._session,))
+        if not rows:  # a delete removed the row while this write waited for it (PostgreSQL)
             raise StoreConflictError(
                 f"{self.target} session {self._session!r}: it was deleted while this write "
                 "waited; nothing was written: reload the session and retry"
             )
-        return int(rows[0][0]), self._epoch(rows[0][1])
+        return cell(rows[0][0]), self._epoch(rows[0][1])
+
+    def _orphaned_generation(self) -> Flow[int | None]:
+        """The newest generation of the session's records (None: it has none), one probe."""
+        rows = yield Sql(
+            self._sql(
+                "SELECT generation FROM {p}records WHERE session = ? "
+                "ORDER BY generation DESC LIMIT 1"
+            ),
+            (self._session,),
+        )
+        return cell(rows[0][0]) if rows else None
 
     def _epoch(self, stored: object) -> str:
         """The session's epoch as a head carries it (the stored one; SQLite adds its file)."""
@@ -279,7 +280,7 @@ class SqlFlows(ABC):
             ),
             (self._session, generation),
         )
-        return int(rows[0][0]) + 1 if rows else 0
+        return cell(rows[0][0]) + 1 if rows else 0
 
     def _checked(self, locked: tuple[int, str] | None = None) -> Flow[Head]:
         """The session's head (its row locked, or already ``locked`` by this transaction),
@@ -352,7 +353,7 @@ class SqlFlows(ABC):
             ),
             (self._session, generation, rid),
         )
-        return None if not rows else int(rows[0][0])
+        return None if not rows else cell(rows[0][0])
 
     def _checkpoint(self) -> Flow[int]:
         def run() -> Flow[tuple[Head, int]]:
@@ -364,7 +365,7 @@ class SqlFlows(ABC):
                 ),
                 (self._session, head.generation),
             )
-            checkpoint_id = int(rows[0][0]) + 1 if rows else 0
+            checkpoint_id = cell(rows[0][0]) + 1 if rows else 0
             body = json.dumps({"role": CHECKPOINT, "id": checkpoint_id})
             yield from self._insert(head, [(body, checkpoint_id, None)])
             return Head(head.generation, head.position + 1, epoch=head.epoch), checkpoint_id
@@ -395,7 +396,7 @@ class SqlFlows(ABC):
                     f"not exist (the session has {int(counted[0][0])} checkpoints, ids from 0); "
                     "pick an existing id"
                 )
-            cut = int(rows[0][0])
+            cut = cell(rows[0][0])
             yield Sql(
                 self._sql(
                     "INSERT INTO {p}records (session, generation, position, checkpoint, body, rid) "
@@ -455,8 +456,11 @@ class SqlFlows(ABC):
                 ),
                 (self._session,),
             )
-            generation = int(found[0][0]) if found else 0
-            epoch = self._epoch(found[0][1]) if found else ""
+            if found:
+                generation, epoch = cell(found[0][0]), self._epoch(found[0][1])
+            else:  # a new session (a blind view), or records whose row was lost
+                orphaned = yield from self._orphaned_generation()
+                generation, epoch = (0, "") if orphaned is None else (orphaned, self._epoch(""))
             rows = yield Sql(
                 self._sql(
                     "SELECT position, body FROM {p}records WHERE session = ? AND generation = ? "
@@ -466,13 +470,13 @@ class SqlFlows(ABC):
             )
             # The rows are every position from ``start`` up, in order: the last one read is the
             # highest (MAX(position)); only an empty read asks for the end.
-            end = int(rows[-1][0]) + 1 if rows else (yield from self._next_position(generation))
+            end = cell(rows[-1][0]) + 1 if rows else (yield from self._next_position(generation))
             # No row yet: the first write creates it with a new epoch, which this view must not
             # match (a stale blind view would otherwise equal a rebuilt session).
             return Head(generation, end, epoch=epoch), rows
 
         self._head, rows = yield from self._read(run)
-        return Batch(self._head, [(int(pos), _line(body)) for pos, body in rows])
+        return Batch(self._head, [(cell(pos), _line(body)) for pos, body in rows])
 
     def _load_after(self, head: Head) -> Flow[Batch | None]:
         batch = yield from self._load(head.position)
@@ -494,7 +498,7 @@ class SqlFlows(ABC):
                 ),
                 (self._session,),
             )
-            return [int(row[0]) for row in rows]
+            return [cell(row[0]) for row in rows]
 
         return (yield from self._read(run))
 
@@ -502,16 +506,3 @@ class SqlFlows(ABC):
 def _line(body: str | bytes) -> bytes:
     data = body.encode("utf-8") if isinstance(body, str) else bytes(body)
     return data if data.endswith(b"\n") else data + b"\n"
-
-
-def schema(prefix: str, *, bigint: str = "BIGINT", real: str = "DOUBLE PRECISION") -> Iterator[str]:
-    """The CREATE statements (idempotent) for one table prefix."""
-    yield (
-        f"CREATE TABLE IF NOT EXISTS {prefix}sessions (session TEXT PRIMARY KEY, "
-        f"generation {bigint} NOT NULL DEFAULT 0, updated_at {real} NOT NULL, epoch TEXT)"
-    )
-    yield (
-        f"CREATE TABLE IF NOT EXISTS {prefix}records (session TEXT NOT NULL, "
-        f"generation {bigint} NOT NULL, position {bigint} NOT NULL, checkpoint {bigint}, "
-        "body TEXT NOT NULL, rid TEXT, PRIMARY KEY (session, generation, position))"
-    )

@@ -18,8 +18,6 @@ from .targets import open_store
 
 __all__ = ["copy_session"]
 
-_BATCH = 500
-
 
 def _check_session(given: object, store: Store, session: str | None) -> None:
     """A store object is one session: naming another one is a mistake, refused (as
@@ -43,7 +41,9 @@ def copy_session(
     number of records copied. A record that cannot be read (malformed, nested too deeply, an
     integer too long, a CRC that does not match) is skipped with a warning naming its position,
     on every backend, as a restore would skip it. Records keep their ids, so the destination
-    refuses a record it already holds like any retried write."""
+    refuses a record it already holds like any retried write. The records are written in one
+    atomic step (one transaction, one script, one file write), so a copy that fails (a full
+    disk, a dropped connection) writes nothing and can simply be run again."""
     src = open_store(source, session=session)
     try:
         _check_session(source, src, session)
@@ -71,8 +71,8 @@ def copy_session(
                 f"{dst.target}: session {dst.session!r} already has records; copy into a new "
                 "session (--to-session) or clear it first"
             )
-        for start in range(0, len(records), _BATCH):
-            dst.append(records[start : start + _BATCH], durable=True)
+        if records:  # one atomic write: a copy that fails leaves no partial session behind
+            dst.append(records, durable=True)
         copy_offload(src, dst)  # offloaded tool results follow their session (offload.py)
         return len(records)
     finally:

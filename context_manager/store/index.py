@@ -15,6 +15,7 @@ unknown fields written by other tools are kept as they are.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 import uuid
@@ -24,6 +25,7 @@ from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .._config import check_int
 from ..errors import ConfigurationError, SessionNotFoundError, StoreCorruptionError, StoreError
 from . import _files
 from .lock import LogLock
@@ -111,10 +113,17 @@ class ResetPolicy:
     tz: tzinfo | None = None
 
     def __post_init__(self) -> None:
-        if self.idle_minutes is not None and self.idle_minutes <= 0:
-            raise ConfigurationError(f"idle_minutes must be positive, got {self.idle_minutes}")
-        if self.daily_at_hour is not None and not 0 <= self.daily_at_hour <= 23:
-            raise ConfigurationError(f"daily_at_hour must be 0..23, got {self.daily_at_hour}")
+        idle = self.idle_minutes  # NaN would compare False with every age: never a reset
+        if idle is not None and not (
+            isinstance(idle, int | float) and not isinstance(idle, bool) and 0 < idle < math.inf
+        ):
+            raise ConfigurationError(f"idle_minutes must be a positive number, got {idle!r:.40}")
+        if self.daily_at_hour is not None:
+            check_int("daily_at_hour", self.daily_at_hour, 0, 23)
+        if self.tz is not None and not isinstance(self.tz, tzinfo):
+            raise ConfigurationError(
+                f"tz must be a tzinfo (zoneinfo.ZoneInfo('UTC')), got {self.tz!r:.40}"
+            )
 
     def is_stale(self, entry: SessionEntry, now_ms: int) -> bool:
         if self.idle_minutes is not None and now_ms - entry.updated_at > self.idle_minutes * 60_000:
@@ -191,7 +200,14 @@ class SessionIndex:
                     f"{where}: sessionId {sid!r:.80} is not a plain file name", path=where
                 )
             candidate = home / f"{sid}.jsonl"
-        resolved = candidate.resolve()
+        try:
+            resolved = candidate.resolve()
+            str(resolved).encode()  # a lone surrogate (valid JSON escape) names no file
+        except (OSError, ValueError) as exc:
+            raise StoreCorruptionError(
+                f"{where}: session file {str(candidate)!r:.120} is not a usable path ({exc})",
+                path=where,
+            ) from None
         if resolved.parent != home and home not in resolved.parents:
             raise StoreCorruptionError(
                 f"{where}: session file {str(candidate)!r:.120} resolves outside {home}; the "

@@ -16,7 +16,7 @@ from context_manager.compaction import (
     summarize,
 )
 from context_manager.compaction.extractive import parse_sections
-from context_manager.errors import CompactionError
+from context_manager.errors import CompactionError, ConfigurationError
 from context_manager.messages import Message, ToolCall, ToolResult, normalize
 
 CONVERSATION = [
@@ -157,8 +157,9 @@ def test_extractive_prefix_layout_and_budget() -> None:
     short = ExtractiveSummarizer()(request(long, max_tokens=100))
     assert len(short) <= 300
     assert short.startswith("## Goal")
-    with pytest.raises(CompactionError):
-        ExtractiveSummarizer(max_items=0)
+    for bad in ({"max_items": 0}, {"max_items": "5"}, {"chars_per_token": float("nan")}):
+        with pytest.raises(ConfigurationError):
+            ExtractiveSummarizer(**bad)
 
 
 class _Namespace:

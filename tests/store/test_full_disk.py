@@ -85,3 +85,42 @@ def test_checkpoints_on_a_full_disk_raise_store_error(tmp_path: Path) -> None:
     assert result["made"] == list(range(len(result["made"])))  # ids stay consecutive
     reopened = MessageContextManager.open(path)
     assert reopened.store.log.next_checkpoint_id == len(result["made"])
+
+
+COPY = textwrap.dedent(
+    """
+    import json, resource, signal, sys
+    from context_manager.errors import StoreError
+    from context_manager.store import copy_session
+
+    source, destination, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    try:
+        copy_session(source, destination, session="big")
+        print(json.dumps({"error": None}))
+    except StoreError as exc:
+        print(json.dumps({"error": type(exc).__name__}))
+    """
+)
+
+
+def test_a_copy_that_runs_out_of_space_writes_nothing(tmp_path: Path) -> None:
+    """A copy is one atomic write: cut short by a full disk it leaves no partial session (one
+    would open as a valid, shorter history), and run again with room it copies everything."""
+    source = f"sqlite:///{tmp_path / 'source.db'}"
+    manager = MessageContextManager.open(source, session="big", max_tokens=10**9)
+    manager.extend({"role": "user", "content": f"message {i} " + "z" * 600} for i in range(1500))
+    manager.store.close()
+    destination = tmp_path / "sessions"
+    result = run_child(COPY, source, str(destination), str(600_000), timeout=300)
+    assert result["error"] is not None  # the limit really bit
+    after = MessageContextManager.open(destination, session="big", max_tokens=10**9)
+    assert after.messages == []
+    after.store.close()
+    from context_manager.store import copy_session
+
+    assert copy_session(source, destination, session="big") == 1500
+    again = MessageContextManager.open(destination, session="big", max_tokens=10**9)
+    assert len(again.messages) == 1500
+    again.store.close()

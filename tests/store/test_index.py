@@ -141,10 +141,32 @@ def test_daily_boundary_honours_the_time_zone() -> None:
     assert datetime.fromtimestamp(boundary / 1000, tz) == datetime(2026, 3, 9, 4, 0, tzinfo=tz)
 
 
-@pytest.mark.parametrize("bad", [{"idle_minutes": 0}, {"daily_at_hour": 24}])
-def test_bad_policy_is_a_configuration_error(bad: dict[str, float]) -> None:
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"idle_minutes": 0},
+        {"idle_minutes": float("nan")},  # compares False with every age: never a reset
+        {"idle_minutes": "30"},
+        {"daily_at_hour": 24},
+        {"daily_at_hour": 3.5},
+        {"daily_at_hour": 3, "tz": "UTC"},  # a name, not a tzinfo
+    ],
+)
+def test_bad_policy_is_a_configuration_error(bad: dict[str, object]) -> None:
     with pytest.raises(ConfigurationError):
         ResetPolicy(**bad)  # type: ignore[arg-type]
+
+
+def test_a_session_id_that_names_no_file_is_corruption(tmp_path: Path) -> None:
+    """A lone surrogate is a valid JSON escape in an edited sessions.json, and no file name."""
+    (tmp_path / "sessions.json").write_text(
+        '{"user:1": {"sessionId": "\\ud800", "updatedAt": 1, "createdAt": 1}}'
+    )
+    index = SessionIndex(tmp_path / "sessions.json")
+    entry = index.get("user:1")
+    assert entry is not None
+    with pytest.raises(StoreCorruptionError, match="not a usable path"):
+        index.session_path(entry)
 
 
 def test_write_is_atomic_temp_then_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

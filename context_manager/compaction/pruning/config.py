@@ -112,7 +112,7 @@ class ToolResultPruning:
 
     def __post_init__(self) -> None:
         names = ("head_chars", "tail_chars", "min_prunable_chars", "clear_at_least")
-        for name in (*names, "payback_requests", "keep_last"):
+        for name in (*names, "payback_requests", "keep_last", "image_chars"):
             check_int(name, getattr(self, name))
         if self.max_chars is not None:
             floor = self.head_chars + self.tail_chars
@@ -147,7 +147,7 @@ class ToolResultPruning:
             raise ConfigurationError(f"caps must be SectionCaps, got {self.caps!r:.60}")
         for name in ("exclude_tools", "only_tools"):
             value = getattr(self, name)
-            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
                 raise ConfigurationError(f"{name} must be a sequence of names or globs")
             object.__setattr__(self, name, tuple(value))
         for name in ("marker", "placeholder"):
