@@ -1,10 +1,32 @@
 """The Redis backend's Lua scripts, run by the sync and the async store alike
 (``redis.py``, ``redis_async.py``): each write is one script, so Redis runs it atomically."""
 
+import hashlib
+
+# Every script starts with GENERATION: a stored number that names a key or drives a loop (the gen
+# key, a checkpoint's position) is read through ``checked``, so one that an edit or damage left as
+# ``0.5``, ``abc``, ``1e12`` or a list is reported ({'damaged', key}: StoreCorruptionError)
+# instead of naming another key (g:0.5: an empty history that conflicts forever) or looping (to
+# 1e12: the whole server stalls, BUSY for every client). At most 14 digits: Lua prints bigger
+# numbers in exponent form, so g:<N> would name another key.
+GENERATION = """
+local function checked(raw)
+  if type(raw) == 'string' and #raw <= 14 and string.match(raw, '^%d+$') then
+    return tonumber(raw)
+  end
+  return false
+end
+local function generation(base)
+  local raw = redis.pcall('GET', base .. 'gen')
+  if not raw then return 0 end
+  return checked(raw)
+end
+"""
+
 # Each script is declared with one key, ``<prefix>{<session>}:gen`` (KEYS[1]), and touches only
 # keys with the session's hash tag, so on Redis Cluster it runs on the node that owns the
 # session's slot; the sessions index (another slot) is written apart (:meth:`_indexed`).
-# ARGV[1] is the key prefix ``<prefix>{<session>}:``; ARGV[2] and ARGV[3] are not read.
+# ARGV[1] is the key prefix ``<prefix>{<session>}:``; APPEND and ROTATE do not read ARGV[2], [3].
 # Every script reads the session's epoch: a random value drawn when the session's keys are
 # created (ARGV new_epoch), so a session that expired (ttl) and was rebuilt to the same
 # generation and position has another one and a stale writer's view cannot match it again (ABA).
@@ -14,9 +36,12 @@
 # expect_epoch, new_epoch, first record id ('' = none), then (body, checkpoint id or '') pairs.
 # Returns {status, generation, next position, checkpoint id, epoch}: status 1 written, 0 stale
 # view (nothing written), 2 the first id is already stored (a retry: nothing written).
-APPEND = """
+APPEND = (
+    GENERATION
+    + """
 local base = ARGV[1]
-local gen = tonumber(redis.call('GET', base .. 'gen') or '0')
+local gen = generation(base)
+if not gen then return {'damaged', base .. 'gen'} end
 local epoch = redis.call('GET', base .. 'epoch')
 local list = base .. 'g:' .. gen
 local ck = base .. 'ck:' .. gen
@@ -70,12 +95,16 @@ if ttl > 0 then
 end
 return {1, gen, pos, made, epoch}
 """
+)
 
 # ARGV: base, index, session, checkpoint id ('' = clear), ttl, now, new_epoch.
 # Returns {ok, new generation, next position, checkpoints in the old generation, epoch}.
-ROTATE = """
+ROTATE = (
+    GENERATION
+    + """
 local base = ARGV[1]
-local gen = tonumber(redis.call('GET', base .. 'gen') or '0')
+local gen = generation(base)
+if not gen then return {'damaged', base .. 'gen'} end
 local epoch = redis.call('GET', base .. 'epoch') or ARGV[7]
 local list = base .. 'g:' .. gen
 local ck = base .. 'ck:' .. gen
@@ -90,7 +119,8 @@ if ARGV[4] ~= '' then
   if not found then
     return {0, gen, 0, tonumber(redis.call('HGET', ck, 'next') or '0'), epoch}
   end
-  cut = tonumber(found)
+  cut = checked(found)
+  if not cut or cut > redis.call('LLEN', list) then return {'damaged', ck} end
   local i = 0
   while i < cut do
     local items = redis.call('LRANGE', list, i, math.min(i + 999, cut - 1))
@@ -119,11 +149,15 @@ if ttl > 0 then
 end
 return {1, ng, cut, 0, epoch}
 """
+)
 
 # ARGV: base, start. Returns {generation, length, epoch, lines...}.
-LOAD = """
+LOAD = (
+    GENERATION
+    + """
 local base = ARGV[1]
-local gen = tonumber(redis.call('GET', base .. 'gen') or '0')
+local gen = generation(base)
+if not gen then return {'damaged', base .. 'gen'} end
 local list = base .. 'g:' .. gen
 local out = {gen, redis.call('LLEN', list), redis.call('GET', base .. 'epoch') or ''}
 for _, item in ipairs(redis.call('LRANGE', list, tonumber(ARGV[2]), -1)) do
@@ -131,21 +165,33 @@ for _, item in ipairs(redis.call('LRANGE', list, tonumber(ARGV[2]), -1)) do
 end
 return out
 """
+)
 
-# ARGV: base. Deletes every key of the session: each generation's list, checkpoint and id
-# hashes (0 to the current one), the generation and epoch keys, and the offload keys
-# (``off:data``, ``off:live``, ``off:keys``; see offload_redis.py). Returns how many existed.
-# The sessions index (another slot) is updated apart; a stale writer's view then conflicts
-# (no epoch any more: a rebuilt session draws a new one).
-DELETE = """
+# ARGV: base, the gen key's value read before the scan ('' = none), then every key of the session
+# the scan found. Deletes them, the fixed keys (gen, epoch; the offload keys ``off:data``,
+# ``off:live``, ``off:keys``, see offload_redis.py) and the generations made since the scan
+# began (from the gen read before it to the current one). So the work is bounded by the keys
+# that exist: looping 0..gen let one damaged gen (3000000) stall the server. A session whose gen
+# moved by more than 1000 meanwhile returns {'changed'} with nothing deleted. Returns how many
+# keys existed. The sessions index (another slot) is updated apart; a stale writer's view then
+# conflicts (no epoch any more: a rebuilt session draws a new one).
+DELETE = (
+    GENERATION
+    + """
 local base = ARGV[1]
-local gen = tonumber(redis.call('GET', base .. 'gen') or '-1')
 local keys = {base .. 'gen', base .. 'epoch', base .. 'off:data', base .. 'off:live',
               base .. 'off:keys'}
-for g = 0, gen do
-  keys[#keys + 1] = base .. 'g:' .. g
-  keys[#keys + 1] = base .. 'ck:' .. g
-  keys[#keys + 1] = base .. 'id:' .. g
+for i = 3, #ARGV do keys[#keys + 1] = ARGV[i] end
+local gen = generation(base)
+if gen then
+  local from = checked(ARGV[2]) or 0
+  if from > gen then from = 0 end
+  if gen - from > 1000 then return {'changed'} end
+  for g = from, gen do
+    keys[#keys + 1] = base .. 'g:' .. g
+    keys[#keys + 1] = base .. 'ck:' .. g
+    keys[#keys + 1] = base .. 'id:' .. g
+  end
 end
 local n = 0
 for j = 1, #keys, 1000 do
@@ -153,3 +199,9 @@ for j = 1, #keys, 1000 do
 end
 return n
 """
+)
+
+SCRIPTS = {"append": APPEND, "rotate": ROTATE, "load": LOAD, "delete": DELETE}
+# What the server files each script under (SHA-1 of its text; the scripts are ASCII, so every
+# client encoding sends the same bytes).
+SHAS = {name: hashlib.sha1(lua.encode()).hexdigest() for name, lua in SCRIPTS.items()}

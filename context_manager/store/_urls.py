@@ -21,6 +21,7 @@ Everything that turns a URL or a library's error into text we show goes through 
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import traceback
@@ -41,6 +42,7 @@ __all__ = [
     "libpq_url",
     "postgres_url",
     "redact",
+    "redis_options",
     "redis_url",
     "safe_cause",
     "secrets_in",
@@ -433,15 +435,41 @@ def redis_url(url: str) -> StoreUrl:
                 f"{scheme} URL: the database number (the path, /0 to /15 by default) is not a "
                 "number"
             )
+    options: dict[str, str] = {}  # redis-py reads each option's first value
     for key, value in parse_qsl(query.partition("#")[0]):
         if key == "db" and not (value.isascii() and value.isdigit()):
             raise ConfigurationError(f"{scheme} URL: db= is not a number")
+        options.setdefault(key, value)
+    # Shown as redis-py reads it, so the target names where the records go: db= wins over the
+    # path (redis://h/0?db=5 writes to database 5), host= and port= count where the URL has none.
+    chosen = options.get("db")
     if scheme == "unix":
-        display = f"unix://{path}"
+        display = f"unix://{path}" + (f"?db={chosen}" if chosen is not None else "")
     else:
+        host, port = host or options.get("host", ""), port or options.get("port", "")
+        _check_port(port, scheme, allow_empty=True)
         shown = f"[{host}]" if ":" in host else host
+        path = path if chosen is None else f"/{chosen}"
         display = f"{scheme}://{shown}{':' + port if port else ''}{path}"
     return StoreUrl(scheme, redact(display, secrets), _ordered(secrets))
+
+
+def redis_options(url: str, info: StoreUrl, *, asyncio: bool = False) -> None:
+    """Make, without connecting, the connection redis-py would make for ``url``'s options:
+    redis-py connects at the first command, so an option it does not take (``?foo=1``,
+    ``ssl_cert_reqs`` on ``redis://``) was a ``TypeError`` and a timeout a socket refuses (``-1``,
+    ``nan``) a ``ValueError`` there. Nothing connects here: what fails is the URL's."""
+    module = importlib.import_module(f"redis{'.asyncio' if asyncio else ''}.connection")
+    try:
+        pool = module.ConnectionPool.from_url(url)  # as a client makes it
+        pool.connection_class(**pool.connection_kwargs)
+        for key in ("socket_timeout", "socket_connect_timeout"):
+            value = pool.connection_kwargs.get(key)
+            if value is not None and not 0 < value <= 1e9:  # 0 is a non-blocking socket
+                raise ValueError(f"{key} must be a number of seconds above 0 (at most 1e9)")
+    except Exception as exc:
+        message = f"{info.display}: redis-py cannot use the URL: {info.redact(str(exc))}"
+        raise ConfigurationError(message) from info.cause(exc)
 
 
 _SQLITE_FORMS = "write sqlite:///relative.db or sqlite:////absolute/path.db"

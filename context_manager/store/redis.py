@@ -27,7 +27,6 @@ a flow runs one as ``EVALSHA``, and as ``EVAL`` when the server no longer has it
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 import threading
@@ -43,9 +42,10 @@ from ..errors import (
     StoreError,
     StoreOutcomeUnknownError,
 )
-from . import _redis_lua
+from . import _redis_keys, _redis_lua
 from ._drive import Failed, Flow, drive
-from ._urls import redis_url
+from ._redis_keys import text as _text
+from ._urls import redis_options, redis_url
 from .protocol import DEFAULT_SESSION, Batch, Head, check_session_id, extends
 from .records import CHECKPOINT, dump_record, record_id
 
@@ -61,23 +61,14 @@ logger = logging.getLogger("context_manager.store")
 _CHECKED: set[str] = set()
 _CHECKED_LOCK = threading.Lock()
 
-_SCRIPTS = {
-    "append": _redis_lua.APPEND,
-    "rotate": _redis_lua.ROTATE,
-    "load": _redis_lua.LOAD,
-    "delete": _redis_lua.DELETE,
-}
-# What the server files each script under (SHA-1 of its text; the scripts are ASCII, so every
-# client encoding sends the same bytes).
-_SHAS = {name: hashlib.sha1(lua.encode()).hexdigest() for name, lua in _SCRIPTS.items()}
 #: What the steps call on a client.
 _CLIENT_METHODS = ("evalsha", "eval", "pipeline", "scan_iter", "close")
 
 
 @dataclass(frozen=True, slots=True)
 class Script:
-    """Run the script ``name`` (``_SCRIPTS``) with the session's key and ``args``: what a flow
-    asks :meth:`RedisFlows._call` for, which performs it as ``EVALSHA`` / ``EVAL`` commands."""
+    """Run the script ``name`` (``_redis_lua.SCRIPTS``) with the session's key and ``args``:
+    what a flow asks :meth:`RedisFlows._call` for, performed as ``EVALSHA`` / ``EVAL``."""
 
     name: str
     args: list[Any]
@@ -105,10 +96,6 @@ class Scan:
     match: str
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def redis_module() -> Any:
     try:
         import redis
@@ -126,6 +113,7 @@ def make_client(url: str, *, cluster: bool = False, asyncio: bool = False) -> An
     (:func:`~context_manager.store.connect` shares one)."""
     info = redis_url(url)
     redis = redis_module()
+    redis_options(url, info, asyncio=asyncio)  # a bad option fails here, not at a command
     try:
         if asyncio:
             import redis.asyncio as aredis
@@ -184,8 +172,7 @@ class RedisFlows:
         self._base = f"{prefix}{{{self._session}}}:"
         self._index = f"{prefix}sessions"
         self._head: Head | None = None
-        self._persistence_checked = False
-        self._listed = False
+        self._persistence_checked = self._reached = self._listed = False
         # A handle's record of the sessions its stores listed (session -> epoch), so a
         # per-request store does not list its session again (see _indexed).
         self._listed_by_handle = listed
@@ -212,7 +199,7 @@ class RedisFlows:
 
     @property
     def target(self) -> str:
-        """The URL without credentials or query: ``redis://host:port/db``."""
+        """Where the records go, without credentials or options: ``redis://host:port/db``."""
         return self._url_info.display
 
     @property
@@ -225,11 +212,17 @@ class RedisFlows:
 
     def _call(self, step: Any, record_ids: tuple[str, ...] | None = None) -> Flow[Any]:
         """Perform ``step`` with typed errors; ``record_ids`` marks a write, whose outcome a
-        broken connection leaves unknown (the script may have run before the reply was lost)."""
+        broken connection leaves unknown (the script may have run before the reply was lost).
+        redis-py connects and authenticates at a store's first command, so before its first
+        write a store that never reached Redis reads (``EXISTS``, on the session's node): a
+        refused connection or a wrong password fails there, with nothing sent."""
         try:
-            if isinstance(step, Script):
-                return (yield from self._script(step))
-            return (yield step)
+            if record_ids is not None and not self._reached:
+                yield Command("exists", (self._keys[0],))
+                self._reached = True
+            reply = (yield from self._script(step)) if isinstance(step, Script) else (yield step)
+            self._reached = True
+            return reply
         except Failed as failed:
             reason = self._url_info.redact(str(failed.error))
             if not failed.lost:
@@ -237,9 +230,10 @@ class RedisFlows:
                     f"{self.target} session {self._session!r}: Redis failed: {reason}; nothing "
                     "was changed"
                 ) from None
-            if record_ids is None:
+            if record_ids is None or not self._reached:
                 raise StoreError(
                     f"{self.target} session {self._session!r}: Redis is unreachable: {reason}"
+                    + ("" if record_ids is None else "; nothing was changed")
                 ) from None
             raise StoreOutcomeUnknownError(
                 f"{self.target} session {self._session!r}: the connection to Redis broke "
@@ -261,11 +255,12 @@ class RedisFlows:
         """
         keys_and_args = (len(self._keys), *self._keys, *step.args)
         try:
-            return (yield Command("evalsha", (_SHAS[step.name], *keys_and_args)))
+            reply = yield Command("evalsha", (_redis_lua.SHAS[step.name], *keys_and_args))
         except Failed as failed:
             if not isinstance(failed.error, self._noscript):
                 raise
-        return (yield Command("eval", (_SCRIPTS[step.name], *keys_and_args)))
+            reply = yield Command("eval", (_redis_lua.SCRIPTS[step.name], *keys_and_args))
+        return _redis_keys.script_reply(f"{self.target} session {self._session!r}", reply)
 
     def _check_persistence(self) -> Flow[None]:
         """Log one warning per server when it would lose acknowledged records on a restart.
@@ -399,10 +394,13 @@ class RedisFlows:
         return self._head
 
     def _delete(self) -> Flow[bool]:
-        """Delete the session's keys in one script (its slot), then its index entry; whether
-        any key existed. The index is written after the script, and put back when a writer
-        rebuilt the session in between (it listed it before this removal)."""
-        deleted = yield from self._call(Script("delete", [self._base]), ())
+        """Delete the session's keys in one script (its slot), named by a scan (in steps: the
+        server never stalls) and the gen read before it (``_redis_lua.DELETE``), then its index
+        entry; whether any key existed. The index is put back when a writer rebuilt the session
+        in between (it listed it before this removal)."""
+        (start,) = yield from self._call(Command("mget", (self._keys,)))  # None if no string
+        found = yield from self._call(Scan(_redis_keys.pattern(self._base)))
+        deleted = yield from self._call(Script("delete", [self._base, start or b"", *found]), ())
         self._head, self._listed = Head(0, 0), False
         if self._listed_by_handle is not None:
             self._listed_by_handle.pop(self._session, None)
@@ -428,7 +426,8 @@ class RedisFlows:
         return batch if extends(batch.head, head) else None
 
     def _sessions(self) -> Flow[list[str]]:
-        names = [_text(n) for n in (yield from self._call(Command("zrange", (self._index, 0, -1))))]
+        members = yield from self._call(Command("zrange", (self._index, 0, -1)))
+        names = _redis_keys.session_ids(members, f"{self.target} {self._index}")
         alive = yield from self._call(Exists([f"{self.prefix}{{{name}}}:gen" for name in names]))
         gone = [name for name, ok in zip(names, alive, strict=True) if not ok]
         if gone:  # expired (TTL): drop from the index
@@ -436,8 +435,8 @@ class RedisFlows:
         return sorted(name for name, ok in zip(names, alive, strict=True) if ok)
 
     def _generations(self) -> Flow[list[int]]:
-        keys = yield from self._call(Scan(f"{self._base}g:*"))
-        return sorted(int(_text(k).rsplit(":", 1)[1]) for k in keys)
+        keys = yield from self._call(Scan(_redis_keys.pattern(f"{self._base}g:")))
+        return _redis_keys.generations(keys, self._base, f"{self.target} {self._session!r}")
 
 
 class RedisStore(RedisFlows):
@@ -470,7 +469,7 @@ class RedisStore(RedisFlows):
                 for key in step.keys:
                     pipe.exists(key)
                 return pipe.execute()
-            return list(client.scan_iter(match=step.match, count=1000))
+            return list(client.scan_iter(**_redis_keys.scan(client, step.match)))
         except self._error as exc:
             raise self._failure(exc) from None
 

@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
+from . import _redis_keys
 from ._drive import Failed, Flow, adrive
 from .protocol import DEFAULT_SESSION, Batch, Head
 from .redis import Command, Exists, RedisFlows, make_client, redis_module
@@ -73,7 +74,7 @@ class AsyncRedisStore(RedisFlows):
                 for key in step.keys:
                     pipe.exists(key)
                 return await pipe.execute()
-            return [key async for key in client.scan_iter(match=step.match, count=1000)]
+            return [key async for key in client.scan_iter(**_redis_keys.scan(client, step.match))]
         except self._error as exc:
             raise self._failure(exc) from None
         except (AttributeError, OSError) as exc:
