@@ -475,9 +475,7 @@ def _fused(a: Any, b: Any) -> dict[str, Any] | None:
     return {"role": role, "content": [*first, *second]}
 
 
-def fuse_turns(
-    messages: list[Any], provider: str | ProviderRules | None = "bedrock"
-) -> list[Any]:
+def fuse_turns(messages: list[Any], provider: str | ProviderRules | None = "bedrock") -> list[Any]:
     """``messages`` with each run of turns ``provider`` wants as one turn joined into one.
 
     Strict providers (Bedrock): plain same-role turns. Only dict turns whose keys are ``role``
