@@ -56,21 +56,20 @@ from .stats import ContextStats
 class MessageContextManager(ExtensionHub):
     """Keeps a conversation inside a token budget.
 
-    ``max_tokens`` is the model's context window; the input budget is that minus an output
-    reserve (``reserve_tokens``, else ``reserve_ratio`` of the window, 20% by default). With a
-    ``model`` the window defaults to the model's, and a larger ``max_tokens`` is an error (we
-    refuse rather than clamp, so a typo cannot silently shrink or grow a budget).
-    ``counter=None`` counts with the model's most precise counter (tiktoken for OpenAI models,
-    the safe estimate for Claude / Gemini / ...), or the safe estimate without a model (chars/4
-    only when named: ``counter="chars"``).
+    ``max_tokens`` is the model's context window; the input budget is that minus an output reserve
+    (``reserve_tokens``, else ``reserve_ratio`` of the window, 20% by default). With a ``model`` the
+    window defaults to the model's, and a larger ``max_tokens`` is an error (we refuse rather than
+    clamp, so a typo cannot silently shrink or grow a budget). ``counter=None`` counts with the
+    model's most precise counter (tiktoken for OpenAI models, the safe estimate for Claude / Gemini
+    / ...), or the safe estimate without a model (chars/4 only when named: ``counter="chars"``).
     ``strategy`` defaults to ``"sliding_window"`` (as ``trim()`` does): the history keeps every
-    message and only what is sent is trimmed, so a reopened session has all of it; ``"fifo"``
-    evicts on add (memory bounded by the budget; ``on_evict`` hears what goes).
-    ``retention_ratio`` makes trimming prompt-cache friendly (see ``SlidingWindow``); ``calibrate``
-    scales budget decisions by billed/counted usage (default: estimates only). ``pruning`` trims
-    or clears old tool results in the view only; ``truncate_newest`` cuts the newest tool
-    exchange head+tail to fit instead of dropping it. The budget, counter, strategy and tools are
-    fixed at construction (read-only): cached totals depend on them.
+    message and only what is sent is trimmed, so a reopened session has all of it; ``"fifo"`` evicts
+    on add (memory bounded by the budget; ``on_evict`` hears what goes). ``retention_ratio`` makes
+    trimming prompt-cache friendly (see ``SlidingWindow``); ``calibrate`` scales budget decisions by
+    billed/counted usage (default: estimates only). ``pruning`` trims or clears old tool results in
+    the view only; ``truncate_newest`` cuts the newest tool exchange head+tail to fit instead of
+    dropping it. The budget, counter, strategy and tools are fixed at construction (read-only):
+    cached totals depend on them.
     """
 
     def __init__(
@@ -158,18 +157,14 @@ class MessageContextManager(ExtensionHub):
         return list(self._tools) if self._tools else None
 
     def use_pruning(self, pruning: Pruning | None) -> None:
-        """Switch the tool-result pruning of the view (``None``: off); history is unchanged.
-
-        Compaction's fallback uses it when the history is too short to summarize. The engine
-        starts fresh, so pruned copies are rebuilt once (the prompt cache misses once).
-        """
+        """Switch the view's tool-result pruning (``None``: off; history unchanged; compaction's
+        fallback uses it). Pruned copies are rebuilt once, so the prompt cache misses once."""
         with self._lock:
             view = self._view
             truncate, window, budget = view.truncate_newest, view.window, view.budget
             self._view = view_options(pruning, truncate, view.counter, window, budget, view.tools)
             self._pruning = pruning
 
-    # -- adding -----------------------------------------------------------------------------
     def set_system_prompt(self, prompt: str | Any) -> None:
         """Set or replace the pinned system prompt (a text, or a system/developer message)."""
         original = {"role": "system", "content": prompt} if isinstance(prompt, str) else prompt
@@ -349,12 +344,18 @@ class MessageContextManager(ExtensionHub):
             if self._listeners:
                 self._emit(change)
 
-    # -- reading ----------------------------------------------------------------------------
     @property
     def token_count(self) -> int:
         """Tokens of every message held, system prompt included (each counted once, on add)."""
         system = self._system[2] if self._system else 0
         return self._ledger.total + system + (self._summary[2] if self._summary else 0)
+
+    @property
+    def summary_room(self) -> int:
+        """Counted tokens a compaction summary may take: the calibrated budget less what every
+        request sends whatever the history (system prompt, pinned messages, priming, tools)."""
+        with self._lock:
+            return self._room(held=True) + (self._summary[2] if self._summary else 0)
 
     @property
     def used_tokens(self) -> int:

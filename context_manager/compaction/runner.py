@@ -202,10 +202,10 @@ def _apply(
         )
     plan = job.plan
     items = manager.history()
-    fixed = _always_sent(manager, items)
+    room = manager.summary_room  # counted, beside what is always sent; calibrated like a request
     summary = plan.combine(texts, job.previous_summary)
-    summary, manifest = _with_facts(manager, job, summary, items, fixed)
-    message = _fitting_summary(manager, summary, items, fixed)
+    summary, manifest = _with_facts(manager, job, summary, items, room)
+    message = _fitting_summary(manager, summary, items, room)
     entry = CompactionEntry(
         summary=summary,
         first_kept_index=plan.first_kept_index,
@@ -221,15 +221,8 @@ def _apply(
     return entry
 
 
-def _always_sent(manager: ManagerHost, items: Sequence[HistoryItem]) -> int:
-    """Tokens sent whatever the summary is: system prompt, pinned messages, priming, tools."""
-    kept = sum(it.tokens for it in items if not it.pinned)
-    old = manager.summary
-    return int(manager.used_tokens) - kept - (manager.count_message(old) if old else 0)
-
-
 def _with_facts(
-    manager: ManagerHost, job: _Job, summary: str, items: Sequence[HistoryItem], fixed: int
+    manager: ManagerHost, job: _Job, summary: str, items: Sequence[HistoryItem], room: int
 ) -> tuple[str, CompactionManifest]:
     """The summary with the facts it lost appended (``manifest.checked_summary``), and the
     manifest. The whole stays within what the budget leaves beside the parts always sent; the
@@ -249,26 +242,30 @@ def _with_facts(
         previous if isinstance(previous, CompactionManifest) else None,
         keep_facts=job.keep_facts,
         count=count,
-        limit=int(manager.budget_tokens) - fixed,
+        limit=room,
         block_tokens=max(cap - count(summary), cap // 4) if job.keep_facts else 0,
     )
 
 
 def _fitting_summary(
-    manager: ManagerHost, summary: str, items: Sequence[HistoryItem], fixed: int
+    manager: ManagerHost, summary: str, items: Sequence[HistoryItem], room: int
 ) -> Any:
     """The summary message to apply, refused if it could never be sent: it, with what is always
     sent (system prompt, pinned messages, priming, tools), would exceed the budget, so every
-    later request would overflow. Raises :class:`CompactionTooLargeError`; nothing is applied."""
+    later request would overflow. Both sides are counted tokens, the budget calibrated as every
+    request is fitted (``summary_room``): the counted history beside a usage-anchored total
+    would mix units (a usage report made small summaries fail and oversized ones pass).
+    Raises :class:`CompactionTooLargeError` (``required``: the budget plus what it is over by);
+    nothing is applied."""
     message = summary_message(summary, [it.message for it in items])
-    need = fixed + manager.count_message(message)
-    budget = int(manager.budget_tokens)
-    if need > budget:
+    over = manager.count_message(message) - room
+    if over > 0:
+        budget = int(manager.budget_tokens)
         raise CompactionTooLargeError(
-            f"the compaction was not applied: its summary with the parts always sent needs "
-            f"{need} tokens but the budget is {budget} (lower the summary's max tokens, or the "
-            "file lists; unpin messages)",
-            required=need,
+            f"the compaction was not applied: its summary with the parts always sent is {over} "
+            f"tokens over the budget of {budget} (lower the summary's max tokens, or the file "
+            "lists; unpin messages)",
+            required=budget + over,
             budget=budget,
         )
     return message
