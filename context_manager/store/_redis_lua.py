@@ -31,6 +31,9 @@ end
 # created (ARGV new_epoch), so a session that expired (ttl) and was rebuilt to the same
 # generation and position has another one and a stale writer's view cannot match it again (ABA).
 # A view read while the session did not exist (epoch '') matches it only while it is still empty.
+# With a ttl, APPEND and ROTATE renew the session's offload keys (``off:data``, ``off:live``,
+# ``off:keys``, see offload_redis.py) with its own, when they exist: the history names their
+# handles, so a session kept alive by writes must not lose the results its stubs point to.
 
 # ARGV: base, index, session, expect_gen ('' = blind), expect_pos, ttl, now, mode,
 # expect_epoch, new_epoch, first record id ('' = none), then (body, checkpoint id or '') pairs.
@@ -89,7 +92,8 @@ redis.call('SET', base .. 'gen', gen)
 redis.call('SET', base .. 'epoch', epoch)
 local ttl = tonumber(ARGV[6])
 if ttl > 0 then
-  for _, key in ipairs({base .. 'gen', base .. 'epoch', list, ck, ids}) do
+  for _, key in ipairs({base .. 'gen', base .. 'epoch', list, ck, ids, base .. 'off:data',
+                        base .. 'off:live', base .. 'off:keys'}) do
     if redis.call('EXISTS', key) == 1 then redis.call('EXPIRE', key, ttl) end
   end
 end
@@ -143,7 +147,8 @@ redis.call('SET', base .. 'gen', ng)
 redis.call('SET', base .. 'epoch', epoch)
 local ttl = tonumber(ARGV[5])
 if ttl > 0 then
-  for _, key in ipairs({base .. 'gen', base .. 'epoch', nlist, nck, nids, list, ck, ids}) do
+  for _, key in ipairs({base .. 'gen', base .. 'epoch', nlist, nck, nids, list, ck, ids,
+                        base .. 'off:data', base .. 'off:live', base .. 'off:keys'}) do
     if redis.call('EXISTS', key) == 1 then redis.call('EXPIRE', key, ttl) end
   end
 end

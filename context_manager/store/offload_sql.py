@@ -82,6 +82,12 @@ class SqlOffload(BaseArea):
         yield from flows._transaction(create, write=True)
 
     def _insert(self, token: str, data: bytes, key: str | None) -> str:
+        """A keyed put is idempotent: its token is derived from the key, so two workers putting
+        the same content at once insert the same (session, token) row. The SELECT finds a row
+        made earlier (by an older version, under another token); the upsert covers the race
+        where both SELECTs saw nothing, since under read committed neither sees the other's
+        uncommitted row: the second waits for the first and revives it (``live = 1``, keeping
+        the first data, as a second put of a key does) instead of failing on the primary key."""
         session = self._session
 
         def body() -> Flow[str]:
@@ -100,7 +106,8 @@ class SqlOffload(BaseArea):
             yield Sql(
                 self._q(
                     "INSERT INTO {p}offload (session, token, key, live, size, data, created_at) "
-                    "VALUES (?, ?, ?, 1, ?, ?, ?)"
+                    "VALUES (?, ?, ?, 1, ?, ?, ?) "
+                    "ON CONFLICT (session, token) DO UPDATE SET live = 1"
                 ),
                 (session, token, key, len(data), data, time.time()),
             )
