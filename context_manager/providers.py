@@ -466,8 +466,9 @@ def _fused(a: Any, b: Any) -> dict[str, Any] | None:
     first, second = turn_blocks(a), turn_blocks(b)
     if first is None or second is None:
         return None
-    kinds_a = {kind for block in first if type(kind := block.get("type")) is str}
-    kinds_b = {kind for block in second if type(kind := block.get("type")) is str}
+    # one reading of block kinds (Anthropic ``type``, a Converse block's key) for both shapes
+    kinds_a = set(part_kinds({"role": role, "content": first}))
+    kinds_b = set(part_kinds({"role": role, "content": second}))
     if role == "user" and "tool_result" in kinds_b and kinds_a - {"tool_result"}:
         return None  # results would come after text
     if role == "assistant" and ("tool_use" in kinds_a or kinds_b & set(_THINKING)):
@@ -484,7 +485,8 @@ def fuse_turns(messages: list[Any], provider: str | ProviderRules | None = "bedr
     the same blocks, never costlier to send than the two turns. ``one_response_turn``
     (Gemini): user contents holding only function responses, which answer the same call turn
     (:func:`~context_manager.messages.shapes.joined_responses`: a new ``Content`` or dict in
-    the conversation's shape); a text turn is never joined to them. Returns ``messages``
+    the conversation's shape; pydantic-ai requests answering one call turn become one request);
+    a text turn is never joined to them. Returns ``messages``
     itself when nothing is joined; every turn not joined is the caller's object.
     """
     rules = get_provider(provider)

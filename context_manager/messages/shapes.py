@@ -33,7 +33,7 @@ from ..errors import InvalidMessageError
 from .gemini import is_gemini_content
 from .record import Message, ToolCall, to_json_text
 from .responses import ITEM_TYPES
-from .sdk import family, field, is_pydantic_ai_dict, sdk_dict
+from .sdk import family, field, is_pydantic_ai_dict, pydantic_ai_joined, sdk_dict
 
 __all__ = [
     "ANTHROPIC",
@@ -187,7 +187,12 @@ def joined_responses(a: Any, b: Any) -> Any | None:
     text. The parts are the caller's own objects, so a response's place (how an id-less one
     pairs) is as Gemini reads it; only a part joining the other form is rewritten in that form
     (a dict part read into a ``types.Part``, a ``Part`` dumped to its dict, bytes kept).
+    pydantic-ai requests (provider-neutral: the closure is stored before the person's turn, as
+    Anthropic wants) are joined as one request when sent to Gemini (:func:`~.sdk.
+    pydantic_ai_joined`), which its ``GoogleModel`` sends as one content of responses.
     """
+    if shape_of(a) == PYDANTIC_AI:  # pydantic-ai requests: joined as requests of the same form
+        return pydantic_ai_joined(a, b)
     split_a, split_b = _responses_then_rest(a), _responses_then_rest(b)
     if split_a is None or split_b is None or (split_a[1] and split_b[1]):
         return None
