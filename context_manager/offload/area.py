@@ -26,7 +26,7 @@ import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..counting import TokenCounter, get_counter
 from ..errors import ConfigurationError, OffloadHandleError, OffloadNotFoundError
@@ -40,6 +40,7 @@ __all__ = [
     "OffloadArea",
     "Slice",
     "keyed_token",
+    "rebind_handles",
     "sample_handle",
     "session_tag",
 ]
@@ -70,6 +71,37 @@ def sample_handle(session: str) -> str:
     a stub is rendered with to be sized before anything is stored (pruning skips a stub that
     would not be cheaper than its result without storing the result)."""
     return f"{HANDLE_PREFIX}{session_tag(session)}-{'0' * 2 * _TOKEN_BYTES}"
+
+
+def rebind_handles(value: Any, source: str, destination: str) -> Any:
+    """``value`` (a stored record: JSON values) with every handle of session ``source`` it
+    quotes re-tagged for ``destination``; ``value`` itself when it quotes none.
+
+    Copying a session under a new id (``copy_session(..., to_session=...)``) copies its area's
+    entries under their own tokens, and rewrites the history with this, so the stubs the copy
+    shows name handles of the copy, which its area resolves; a handle is still only ever
+    looked up in its own session (the tag check is kept). Only the 8-hex tag changes: every
+    text keeps its length, a handle of any other session is left as it is."""
+    old, new = session_tag(source), session_tag(destination)
+    if old == new:
+        return value
+
+    def swap(found: re.Match[str]) -> str:
+        return f"{HANDLE_PREFIX}{new}-{found.group(2)}" if found.group(1) == old else found.group()
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return HANDLE.sub(swap, item) if HANDLE_PREFIX in item else item
+        if isinstance(item, dict):
+            out = {key: walk(inner) for key, inner in item.items()}
+            same = all(out[key] is inner for key, inner in item.items())
+            return item if same else out
+        if isinstance(item, list):
+            items = [walk(inner) for inner in item]
+            return item if all(a is b for a, b in zip(items, item, strict=True)) else items
+        return item
+
+    return walk(value)
 
 
 @dataclass(frozen=True, slots=True)

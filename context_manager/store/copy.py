@@ -11,9 +11,10 @@ import os
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..offload.area import rebind_handles
 from .offload import copy_offload
 from .protocol import Store
-from .records import logger, read_record
+from .records import ATTRS_KEY, CRC_KEY, logger, read_record
 from .targets import open_store
 
 __all__ = ["copy_session"]
@@ -28,6 +29,21 @@ def _check_session(given: object, store: Store, session: str | None) -> None:
             f"the store given is session {store.session!r}, not {session!r}; pass a target "
             "to copy another session"
         )
+
+
+def _rebound(record: dict[str, Any], source: str, destination: str) -> dict[str, Any]:
+    """``record`` with the offload handles of ``source`` it quotes re-bound to ``destination``
+    (``offload.area.rebind_handles``: the copied area resolves them under the new id). A record
+    so rewritten loses its CRC, which named the old text (the destination seals it again when
+    it writes with ``integrity``)."""
+    new = rebind_handles(record, source, destination)
+    attrs = new.get(ATTRS_KEY) if new is not record else None
+    if isinstance(attrs, dict) and CRC_KEY in attrs:
+        attrs = {key: value for key, value in attrs.items() if key != CRC_KEY}
+        new = {key: value for key, value in new.items() if key != ATTRS_KEY}
+        if attrs:
+            new[ATTRS_KEY] = attrs
+    return new  # type: ignore[no-any-return]
 
 
 def copy_session(
@@ -65,7 +81,7 @@ def copy_session(
                     value,
                 )
                 continue
-            records.append(value)
+            records.append(_rebound(value, src.session, dst.session))
         if dst.load().lines:
             raise ConfigurationError(
                 f"{dst.target}: session {dst.session!r} already has records; copy into a new "
