@@ -6,8 +6,10 @@ read ``pruning.offload``, and :func:`attach_offload` switches the pruning with
 ``use_pruning``); the area hears ``Cleared`` and ``MessageAdded`` as a subscriber. Revert
 works without journal cooperation: ``revert_to`` rebuilds the manager with a clear and a replay,
 so every handle is retired, then the kept history makes its own resolve again (a stub in a
-replayed message names its handle; a result the view cuts again is stored again under the same
-key, hence the same handle). A result reverted away is named by nothing and stays retired.
+replayed message names its handle, as the summary of a replayed compaction names those it
+quotes; a result the view cuts again is stored again under the same key, hence the same
+handle). A result reverted away is named by nothing and stays retired. Only what the history
+names is revived, so an add costs no store round trip unless its text quotes a handle.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ConfigurationError
-from ..events import Cleared, Event, MessageAdded
+from ..errors import ConfigurationError, ContextManagerError
+from ..events import Cleared, Compacted, Event, MessageAdded
 from ..host import ManagerHost
+from ..messages import normalize
 from .area import HANDLE, OffloadArea
 from .memory import MemoryOffload
 from .stub import Offloader, OffloadOnly
@@ -35,8 +38,13 @@ class _Attached:
         self.retired = False
 
 
-def _handles(event: MessageAdded) -> set[str]:
-    texts = [event.record.text, *(result.text for result in event.record.tool_results)]
+def _handles(event: MessageAdded | Compacted) -> set[str]:
+    """The handles a message or a compaction summary names (its text and tool results)."""
+    try:
+        record = event.record if isinstance(event, MessageAdded) else normalize(event.summary)
+    except ContextManagerError:  # a summary set by hand that no reader takes: it names nothing
+        return set()
+    texts = [record.text, *(result.text for result in record.tool_results)]
     return {found.group() for text in texts for found in HANDLE.finditer(text)}
 
 
@@ -68,8 +76,8 @@ def attach_offload(
             if isinstance(event, Cleared):
                 attached.retire()
                 state.retired = True
-            elif state.retired and isinstance(event, MessageAdded):
-                handles = _handles(event)
+            elif state.retired and isinstance(event, MessageAdded | Compacted):
+                handles = _handles(event)  # a replayed summary still quotes its handles
                 if handles:
                     attached.revive(handles)
 
