@@ -8,19 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from context_manager import MessageContextManager
 from context_manager.errors import ConfigurationError
 from context_manager.store import copy_session, delete_session, open_store
 
-from .backends import Backend, user
-
-
-def said(target: str, session: str) -> list[str]:
-    manager = MessageContextManager.open(target, session=session, max_tokens=100_000)
-    try:
-        return [m["content"] for m in manager.messages]
-    finally:
-        manager.store.close()
+from .backends import Backend, contents, user
 
 
 def test_a_store_of_one_session_is_not_copied_as_another(backend: Backend, tmp_path: Path) -> None:
@@ -33,10 +24,10 @@ def test_a_store_of_one_session_is_not_copied_as_another(backend: Backend, tmp_p
         copy_session(backend.store("A"), destination, session="B")
     with pytest.raises(ConfigurationError, match="'A', not 'B'"):
         delete_session(backend.store("A"), session="B")  # the same rule
-    assert said(destination, "B") == []  # nothing copied
+    assert contents(destination, "B") == []  # nothing copied
     # naming the store's own session, or none, copies it
     assert copy_session(backend.store("A"), destination, session="A", to_session="B") == 1
-    assert said(destination, "B") == ["I am A"]
+    assert contents(destination, "B") == ["I am A"]
 
 
 def test_a_destination_store_of_another_session_is_refused(
@@ -50,4 +41,4 @@ def test_a_destination_store_of_another_session_is_refused(
         copy_session(
             backend.target, open_store(destination, session="C"), session="A", to_session="B"
         )
-    assert said(destination, "B") == said(destination, "C") == []
+    assert contents(destination, "B") == contents(destination, "C") == []

@@ -15,6 +15,8 @@ from context_manager import MessageContextManager
 from context_manager.errors import StoreCorruptionError
 from context_manager.store import retrying
 
+from .backends import contents
+
 
 def _sqlite(tmp_path: Path) -> tuple[str, Callable[[str], None]]:
     path = tmp_path / "chat.db"
@@ -42,14 +44,6 @@ def _written(url: str, session: str, n: int) -> None:
     manager.store.close()
 
 
-def _contents(url: str, session: str) -> list[str]:
-    manager = MessageContextManager.open(url, session=session, max_tokens=100_000)
-    try:
-        return [m["content"] for m in manager.messages]
-    finally:
-        manager.store.close()
-
-
 def _check_lost_row(url: str, run: Callable[[str], None], session: str) -> None:
     _written(url, session, 3)
     run(f"DELETE FROM context_sessions WHERE session = '{session}'")  # a cleanup pruned it
@@ -57,7 +51,7 @@ def _check_lost_row(url: str, run: Callable[[str], None], session: str) -> None:
     assert len(manager.messages) == 3
     retrying(manager, lambda m: m.add({"role": "user", "content": "m3"}), attempts=2)
     manager.store.close()
-    assert _contents(url, session) == ["m0", "m1", "m2", "m3"]
+    assert contents(url, session) == ["m0", "m1", "m2", "m3"]
 
 
 def test_sqlite_records_whose_row_was_pruned_stay_writable(tmp_path: Path) -> None:
@@ -77,7 +71,7 @@ def test_a_pruned_row_after_clear_keeps_the_newest_generation(tmp_path: Path) ->
     manager.add({"role": "user", "content": "after clear"})
     manager.store.close()
     run("DELETE FROM context_sessions WHERE session = 's'")
-    assert _contents(url, "s") == ["after clear"]
+    assert contents(url, "s") == ["after clear"]
 
 
 @pytest.mark.parametrize(
@@ -93,4 +87,4 @@ def test_a_damaged_integer_cell_is_corruption(tmp_path: Path, damage: str) -> No
     _written(url, "s", 3)
     run(damage)
     with pytest.raises(StoreCorruptionError, match="not an integer"):
-        _contents(url, "s")
+        contents(url, "s")
