@@ -26,6 +26,7 @@ def test_corpus_is_deterministic_and_seed_dependent() -> None:
     assert corpus.text_pool(2_000, 5) == corpus.text_pool(2_000, 5)
 
 
+@pytest.mark.slow
 def test_corpus_mixes_the_content_it_claims() -> None:
     messages = corpus.conversation(3_000)
     text = "\n".join(str(m.get("content") or "") for m in messages)

@@ -261,6 +261,7 @@ def test_one_shot_trim() -> None:
         trim(msgs, 5, counter=EXACT)
 
 
+@pytest.mark.slow
 def test_a_long_fifo_history_stays_exact_in_bounded_memory() -> None:
     """30,000 messages of 1 KB through a 2,000-token FIFO window: what is held is the newest
     messages, recounted exactly, and what the manager keeps in memory is a fraction of the 30 MB

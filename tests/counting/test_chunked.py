@@ -20,6 +20,7 @@ from context_manager.errors import TokenizerUnavailableError
 from .corpus import corpus
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
 def test_long_mixed_texts_count_exactly(encoding: str) -> None:
     texts = corpus(7, repeat=2)

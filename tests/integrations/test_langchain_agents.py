@@ -59,6 +59,7 @@ def _check_session(model: ScriptedChat, audit: Audit, state: dict[str, Any], tur
     assert sent_texts(model, "interrupted before it returned") > 0  # abandoned calls closed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("length", SESSIONS)
 def test_create_agent_over_a_long_interrupted_session(length: int) -> None:
     turns = plan(length)

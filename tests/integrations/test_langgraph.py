@@ -61,6 +61,7 @@ def _check_session(model: ScriptedChat, audit: Audit, state: dict[str, Any], tur
     assert sent_texts(model, "interrupted before it returned") > 0  # abandoned calls closed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("length", SESSIONS)
 def test_state_graph_over_a_long_interrupted_session(length: int) -> None:
     turns = plan(length, seed=5)
@@ -73,6 +74,7 @@ def test_state_graph_over_a_long_interrupted_session(length: int) -> None:
     assert hook.tracker.rebuilds == 0  # type: ignore[attr-defined]  # followed, never recounted
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:create_react_agent has been moved:DeprecationWarning")
 def test_create_react_agent_still_works() -> None:
     from langgraph.prebuilt import create_react_agent

@@ -216,6 +216,7 @@ def _sent(model: ScriptedModel, needle: str) -> int:
     return sum(needle in repr(items) for _who, items in model.inputs)
 
 
+@pytest.mark.slow
 def test_a_long_session_with_approvals_and_handoffs(tmp_path: Path) -> None:
     audits = {"triage": Audit(BUDGET), "coder": Audit(BUDGET)}
     model = ScriptedModel(audits)

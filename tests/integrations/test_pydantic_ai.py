@@ -228,6 +228,7 @@ def run_session(agent: Agent[None, Any], script: Script, turns: list[tuple[str, 
     return history, interrupts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("length", SESSIONS)
 def test_agent_over_a_long_session_keeps_its_history(length: int) -> None:
     turns = plan(length, seed=1)

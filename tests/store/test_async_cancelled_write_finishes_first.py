@@ -116,6 +116,7 @@ def test_the_next_batch_rebuilds_only_after_the_cancelled_write_finished(
     assert memory == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
 def test_a_big_batch_cancelled_mid_write_leaves_memory_as_a_fresh_open_reads(
     kind: str, tmp_path: Path

@@ -125,6 +125,7 @@ def _appender(ack_fd: int, path: str, name: str, count: int) -> None:
         )
 
 
+@pytest.mark.slow
 def test_two_processes_appending_never_interleave(tmp_path: Path) -> None:
     path = tmp_path / "context.jsonl"
     count = 300

@@ -288,6 +288,7 @@ def test_a_jsonl_writer_waiting_on_the_lock_sees_the_delete(tmp_path: Path) -> N
     fresh.close()
 
 
+@pytest.mark.slow
 def test_delete_on_a_redis_cluster(redis_cluster_nodes: RedisCluster) -> None:
     url, prefix = redis_cluster_nodes.url, f"t{uuid.uuid4().hex[:8]}:"
     options: dict[str, Any] = {"cluster": True, "prefix": prefix}

@@ -66,6 +66,7 @@ def _worker(url: str, prefix: str, process: int, report: Connection) -> None:
     os._exit(0)
 
 
+@pytest.mark.slow
 def test_per_request_sessions_through_a_transaction_pooler_all_succeed(
     pgbouncer_url: str, postgres_url: str
 ) -> None:

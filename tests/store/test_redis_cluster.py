@@ -17,6 +17,9 @@ from .servers import RedisCluster
 
 pytest.importorskip("redis")
 
+# A three-node cluster takes seconds to start: these run with the slow suite (.ci/run runs it).
+pytestmark = pytest.mark.slow
+
 
 def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text}

@@ -308,6 +308,7 @@ def _check_cli(case: Case, status: int, out: str, err: str) -> None:
         assert status == 2, f"{case.name} was accepted: {out} {err}"
 
 
+@pytest.mark.slow
 def test_the_sessions_cli_never_prints_the_password(
     postgres_url: str,
     redis_url: str,
@@ -333,6 +334,7 @@ def test_the_sessions_cli_never_prints_the_password(
             assert not _leaks(captured.out + captured.err), f"{case.name}: {captured.err}"
 
 
+@pytest.mark.slow
 def test_the_sessions_cli_process_never_prints_the_password(
     postgres_url: str, redis_url: str
 ) -> None:

@@ -186,6 +186,7 @@ def run_processes(
     check_database(path, outcomes)
 
 
+@pytest.mark.slow
 def test_processes_opening_hundreds_of_sessions_keep_their_locks(
     tmp_path: Path, spawned: list[subprocess.Popen[str]]
 ) -> None:
