@@ -532,6 +532,15 @@ function providerEdgeCases(ref) {
     return conv.estimator.promptOverhead + conv.systemTokens + conv.groups.reduce((sum, g) => sum + g.tokens, 0);
   };
   const chat = [sys, u("one"), a("two"), u("three"), a("four"), u("five")];
+  // A tool loop whose latest user turn rides on a result (tool_result + text), with a result
+  // larger than the budget before it: only the turn the loop started from is protected with it.
+  const useOf = (id) => ({ role: "assistant", content: [{ type: "tool_use", id, name: "read", input: {} }] });
+  const resultOf = (id, text, words = null) => ({
+    role: "user",
+    content: [{ type: "tool_result", tool_use_id: id, content: text }, ...(words ? [{ type: "text", text: words }] : [])],
+  });
+  const bigLoop = [sys, u("read them"), useOf("r1"), resultOf("r1", "x".repeat(2000)), useOf("r2"), resultOf("r2", "ok", "also, hurry")];
+  const bigThenSmall = [...bigLoop.slice(0, 4), useOf("r3"), resultOf("r3", "ok"), useOf("r2"), resultOf("r2", "ok", "also, hurry")];
   const cases = [];
   for (const provider of [...PROVIDER_NAMES, null]) {
     const tag = provider ?? "none";
@@ -543,6 +552,8 @@ function providerEdgeCases(ref) {
       [`${tag}-priority-keeps-anthropic-exchange`, agentLoop, opts(provider, total(agentLoop) - 1, { strategy: "priority", priorities: [0, 0, 3, 0, 0] })],
       [`${tag}-priority-keeps-openai-exchange`, openaiLoop, opts(provider, total(openaiLoop) - 1, { strategy: "priority", priorities: [0, 0, 3, 0, 0] })],
       [`${tag}-pinned-assistant-first`, [sys, a("pinned note"), u("one"), a("two"), u("three")], opts(provider, 3 + 7 + 7 + 7, { pinned: [1] })],
+      [`${tag}-oversized-result-in-tool-loop`, bigLoop, opts(provider, 120)],
+      [`${tag}-oversized-result-then-small-ones`, bigThenSmall, opts(provider, 160)],
     );
   }
   cases.push(

@@ -41,11 +41,12 @@
 //     again with its tokens set aside and it is added), and the provider's rules then drop groups
 //     whose position the API would reject (see providers.ts). Under a provider whose context
 //     opens with a user turn (firstUser), the latest user group can open with the assistant (a
-//     tool call whose results carry the person's words); then the groups before it back to the
-//     nearest one that opens with a user turn (the "lead run") are protected too, the same way
-//     and settled first, unless a pinned group comes before it (the pin opens the context).
-//     The lead run is covered when the strategy keeps a group at or before its start that opens
-//     with a user turn (or the start itself).
+//     tool call whose results carry the person's words); then the nearest group before it that
+//     opens with a user turn (the "lead group") is protected too, the same way and settled
+//     first, unless a pinned group comes before it (the pin opens the context). Only the lead
+//     group: the groups between it and the latest user group are kept or dropped by the
+//     strategy like any other. The lead group is covered when the strategy keeps it, or a group
+//     before it that opens with a user turn.
 //  9. Output. System prompt first, then every kept message in its original order; for Bedrock,
 //     neighbouring plain turns of one role joined (an array of their indices; providers.ts C).
 
@@ -317,7 +318,7 @@ export function trim(messages: unknown[], options: TrimOptions): TrimResult {
   const last = groups.length - 1;
   const newest = rules !== null && last >= 0 && last !== latest && !groups[last].pinned ? last : null;
 
-  // The lead run (rule 8): the groups [lead, latest) the latest user group is sent from.
+  // The lead group (rule 8): the user turn a context opens with when the latest user group cannot.
   let lead: number | null = null;
   if (rules !== null && rules.firstUser && latest !== null && !groups.slice(0, latest).some((g) => g.pinned)) {
     let q = latest;
@@ -326,12 +327,11 @@ export function trim(messages: unknown[], options: TrimOptions): TrimResult {
   }
 
   // What must be sent: reply priming, system prompt, pinned groups, the latest user group (with
-  // its lead run, and the newest exchange).
+  // its lead group, and the newest exchange).
   let fixed = conversation.estimator.promptOverhead + conversation.systemTokens;
   for (const group of groups) if (group.pinned) fixed += group.tokens;
   const latestTokens = latest === null ? 0 : groups[latest].tokens;
-  let leadTokens = 0;
-  if (lead !== null && latest !== null) for (let g = lead; g < latest; g++) leadTokens += groups[g].tokens;
+  const leadTokens = lead === null ? 0 : groups[lead].tokens;
   const newestTokens = newest === null ? 0 : groups[newest].tokens;
   const required = fixed + latestTokens + leadTokens + newestTokens;
   if (required > budget) return { error: "overflow", required, budget };
@@ -342,14 +342,14 @@ export function trim(messages: unknown[], options: TrimOptions): TrimResult {
     strategy === "priority"
       ? priorityStrategy(groups, tokens, latest)
       : slidingWindow(groups, tokens, options.maxMessages ?? null, latest);
-  // Whether `chosen` covers a protected part: the newest exchange when it holds it; the lead run
-  // when, going up to the run's start, it keeps a group that opens with a user turn (or the start).
+  // Whether `chosen` covers a protected part: the newest exchange when it holds it; the lead group
+  // when, going up to it, it keeps a group that opens with a user turn (or the lead group itself).
   const covers = (chosen: Set<number>, part: number): boolean => {
     if (part === newest) return chosen.has(part);
     for (let g = 0; g <= part; g++) if (chosen.has(g) && (g === part || groups[g].opensWithUserTurn)) return true;
     return false;
   };
-  // The parts settled in order (the lead run, then the newest exchange): a part the choice leaves
+  // The parts settled in order (the lead group, then the newest exchange): a part the choice leaves
   // out makes the choice again with that part's tokens set aside (the earlier parts settled again
   // inside it); if it is still left out, it is added.
   const parts: [number, number][] = [];
@@ -364,10 +364,7 @@ export function trim(messages: unknown[], options: TrimOptions): TrimResult {
     return [chosen, covers(chosen, part) ? added : [...added, part]];
   };
   const [chosen, added] = settle(room, parts.length);
-  for (const part of added) {
-    if (part === newest) chosen.add(part);
-    else if (latest !== null) for (let g = part; g < latest; g++) chosen.add(g);
-  }
+  for (const part of added) chosen.add(part);
 
   let sent: number[] = [];
   for (let g = 0; g < groups.length; g++) if (groups[g].pinned || chosen.has(g)) sent.push(g);

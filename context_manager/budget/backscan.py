@@ -432,7 +432,15 @@ class BackwardScan:
             if span != protected and span[0] not in pinned:
                 newest = span
         n_tokens = self.tokens(newest) if newest else 0
-        lead = lead_span(rules, protected, pinned, self.lo, self.rec, self.group_before)
+        lead = lead_span(
+            rules,
+            protected,
+            pinned,
+            self.lo,
+            self.rec,
+            self.group_before,
+            lambda i: self.group(i, n),
+        )
         lead_tokens = self.tokens(lead) if lead else 0  # no pin inside: a pin leaves it None
         if overflows(p_tokens + lead_tokens, n_tokens, room):
             if self.bound is not None:

@@ -61,18 +61,22 @@ def opening(
     *,
     pinned_before: bool = False,
 ) -> int:
-    """Where the protected latest user turn (the group starting at ``p``) is sent from under a
-    provider whose context must open with a user turn (``ProviderRules.first_user``).
+    """The group a context opens with when the protected latest user turn (the group starting
+    at ``p``) cannot open it, under a provider whose context must open with a user turn
+    (``ProviderRules.first_user``).
 
     That group can open with the assistant: a tool call whose results carry the user's words
     (Bedrock ``toolResult`` + text, Anthropic ``tool_result`` + text). Sent alone it would be
-    the first turn, which the API rejects, so the groups back to the nearest one that
-    ``opens`` a context are protected with it. Returns that group's start (``p`` when it opens
-    one itself, or when none does down to ``lo``: the history itself opens with the assistant,
-    which :func:`~context_manager.providers.validate` reports). ``previous(q)``: the start of
-    the group before the one starting at ``q``. A pinned group before it (``pinned_before``) is
-    sent anyway and opens the context itself (pins are the caller's choice: a rule one breaks is
-    left to ``validate()``): nothing is added then.
+    the first turn, which the API rejects, so the nearest group before it that ``opens`` a
+    context (the user turn the tool loop started from) is protected with it: that group alone,
+    not the groups between, which the strategy keeps or drops like any other (a tool result
+    larger than the window in between must not make every request overflow). Returns that
+    group's start (``p`` when it opens one itself, or when none does down to ``lo``: the
+    history itself opens with the assistant, which :func:`~context_manager.providers.validate`
+    reports). ``previous(q)``: the start of the group before the one starting at ``q``. A
+    pinned group before it (``pinned_before``) is sent anyway and opens the context itself
+    (pins are the caller's choice: a rule one breaks is left to ``validate()``): nothing is
+    added then.
     """
     if pinned_before:
         return p
@@ -114,7 +118,7 @@ def protect(
 
 
 def overflows(p_tokens: int, newest_tokens: int, room: int) -> bool:
-    """The protected parts alone (latest user turn with the turns it must be sent from, newest
+    """The protected parts alone (latest user turn with the turn it must be sent from, newest
     exchange) do not fit the room."""
     return p_tokens + newest_tokens > room
 

@@ -57,9 +57,10 @@ def _with_run(
 
 
 def lead_group(ledger: Ledger, protected: int, provider: ProviderRules | None) -> int:
-    """The group the protected latest user turn is sent from (:func:`~.fit.opening`, whose
-    rule this reads from the ledger): itself, or the nearest group before it that opens a
-    context when the provider needs one and the turn's own group does not."""
+    """The group a context opens with when the protected latest user turn cannot
+    (:func:`~.fit.opening`, whose rule this reads from the ledger): itself, or the nearest group
+    before it that opens a context when the provider needs one and the turn's own group does
+    not. Only that group is protected with the turn, not the groups between them."""
     if provider is None or protected < ledger.floor:
         return protected
     records, group_start, pins = ledger.records, ledger.group_start, ledger.pinned_groups
@@ -96,8 +97,8 @@ def plan_context(
 
     The latest user turn is always protected. With a provider the newest complete exchange is
     protected too: if the strategy dropped it, the strategy runs again with that exchange's
-    tokens set aside, so the answer still fits; so are the groups before the latest user turn
-    back to one a context may open with, when the provider requires a user turn first and that
+    tokens set aside, so the answer still fits; so is the nearest group before the latest user
+    turn that a context may open with, when the provider requires a user turn first and that
     turn's group opens with the assistant (:func:`lead_group`). Raises :class:`Shortfall` when
     the protected parts cannot fit. A native compaction in the history is a floor: nothing
     before the latest one is sent but the pins
@@ -115,7 +116,7 @@ def plan_context(
             newest = q
     lead = lead_group(ledger, protected, provider) if protected >= 0 else -1
     needed = ledger.trimmable(protected, protected + 1) if protected >= 0 else 0
-    lead_tokens = ledger.trimmable(lead, protected) if lead >= 0 else 0
+    lead_tokens = ledger.trimmable(lead, lead + 1) if 0 <= lead < protected else 0
     newest_tokens = ledger.trimmable(newest, newest + 1) if newest >= 0 else 0
     if overflows(needed + lead_tokens, newest_tokens, room):
         raise Shortfall(needed + lead_tokens + newest_tokens, protected >= 0, newest >= 0)
@@ -140,8 +141,7 @@ def plan_context(
         )
     starts, stops, tokens = selection.starts, selection.stops, selection.trimmable_tokens
     for g in added:
-        hi = g + 1 if g == newest else protected
-        starts, stops, more = _with_run(ledger, starts, stops, g, hi)
+        starts, stops, more = _with_run(ledger, starts, stops, g, g + 1)
         tokens += more
     starts, stops = ledger.with_pins(starts, stops)
     if provider is not None:

@@ -332,9 +332,9 @@ def plan_view(
     fit = None
     g = ledger.complete - 1
     if options.truncate_newest and g >= ledger.floor and not ledger.group_pinned[g]:
-        p = ledger.protected_group()  # with the turns it is sent from (plan.lead_group)
+        p = ledger.protected_group()  # with the turn a context opens with (plan.lead_group)
         lead = lead_group(ledger, p, provider) if p >= 0 else -1
-        left = room - (view.trimmable(lead, min(p + 1, g)) if p >= 0 else 0)
+        left = room - sum(view.trimmable(x, x + 1) for x in {lead, p} if 0 <= x < g)
         if view.trimmable(g, g + 1) > left and ledger.has_results(g):
             a, b = ledger.group_start[g], ledger.group_end(g)
             fit = fit_newest_group(

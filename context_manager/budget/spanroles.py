@@ -26,12 +26,14 @@ def lead_span(
     lo: int,
     rec: Callable[[int], Message],
     before: Callable[[int], int],
+    span: Callable[[int], Span],
 ) -> Span | None:
-    """The groups before the latest user turn (``protected``) down to one a context may open
-    with, when the provider wants a user turn first and that turn's group opens with the
-    assistant (:func:`~context_manager.budget.fit.opening`, as ``plan.lead_group``); None when
-    nothing is added, or when a pin comes first (it opens the context itself).
-    ``before(i)``: the start of the group before the one starting at message ``i``."""
+    """The group a context opens with when the latest user turn (``protected``) cannot: the
+    nearest one before it a context may open with, when the provider wants a user turn first
+    and that turn's group opens with the assistant (:func:`~context_manager.budget.fit.opening`,
+    as ``plan.lead_group``); None when nothing is added, or when a pin comes first (it opens
+    the context itself). ``before(i)``: the start of the group before the one starting at
+    message ``i``; ``span(i)``: the group starting at ``i``."""
     if rules is None or protected is None:
         return None
     pinned_before = any(start < protected[0] for start in pinned)
@@ -40,7 +42,7 @@ def lead_span(
         return opens_context(rules, rec(i))
 
     start = opening(protected[0], lo, opens, before, pinned_before=pinned_before)
-    return (start, protected[0]) if start < protected[0] else None
+    return span(start) if start < protected[0] else None
 
 
 class SpanRoles:

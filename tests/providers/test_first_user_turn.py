@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -130,3 +131,125 @@ def test_anthropic_has_the_rule_too(budget: int) -> None:
     assert sent[0]["role"] == "user" and validate(sent, "anthropic") == []
     assert history[2] in sent and sent[-1] is history[-1]
     assert sent == trim(list(history), budget, counter="chars", provider="anthropic")
+
+
+# -- B: a result larger than the window, earlier in the same tool loop --------------------------
+
+
+def _anthropic_reply(call_id: str) -> dict[str, Any]:
+    """The assistant turn as an Anthropic agent appends it: the SDK's own content blocks."""
+    from anthropic.types import Message as AnthropicMessage
+
+    reply = AnthropicMessage.model_validate(
+        {
+            "id": f"msg_{call_id}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [{"type": "tool_use", "id": call_id, "name": "read", "input": {"n": 1}}],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
+    )
+    return {"role": "assistant", "content": reply.content}
+
+
+def _anthropic_ok(sent: list[Any]) -> None:
+    """Anthropic's rules, checked here: a user turn first, and every ``tool_use`` answered by a
+    ``tool_result`` at the start of the very next (user) turn."""
+    turns = [
+        {
+            "role": m["role"],
+            "content": m["content"]
+            if isinstance(m["content"], str)
+            else [b if isinstance(b, dict) else b.model_dump() for b in m["content"]],
+        }
+        for m in sent
+    ]
+    assert turns[0]["role"] == "user"
+    for i, turn in enumerate(turns):
+        uses = [
+            b["id"]
+            for b in turn["content"]
+            if not isinstance(turn["content"], str) and b["type"] == "tool_use"
+        ]
+        if uses:
+            nxt = turns[i + 1]["content"]
+            answered = [b["tool_use_id"] for b in nxt if b["type"] == "tool_result"]
+            assert answered == uses and nxt[: len(uses)] == [
+                b for b in nxt if b["type"] == "tool_result"
+            ]
+
+
+def _texts(content: Any) -> list[str]:
+    """What a turn says, block by block (text, results, a call's name and input): a lower
+    bound on what the provider counts, whatever its framing."""
+    if isinstance(content, str):
+        return [content]
+    out: list[str] = []
+    for block in content:
+        b = block if isinstance(block, dict) else block.model_dump()
+        b = b.get("toolUse") or b.get("toolResult") or b
+        for key in ("text", "name"):
+            if isinstance(b.get(key), str):
+                out.append(b[key])
+        if "input" in b:
+            out.append(json.dumps(b["input"]))
+        if "content" in b:
+            out += _texts(b["content"])
+    return out
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock"])
+def test_an_oversized_result_does_not_make_every_later_request_overflow(provider: str) -> None:
+    """A tool loop read a result larger than the window; the person then speaks inside the loop
+    (a result + text turn). Every request must still be sent: the turn the loop started from,
+    the newest exchanges that fit, never the oversized result (it used to be protected with the
+    latest turn, so each request raised ``ContextOverflowError`` until the next plain user turn)."""
+    from context_manager import MessageContextManager
+    from context_manager.counting.tiktoken_loader import load_encoding  # tiktoken, bundled ranks
+
+    budget = 2_000
+    enc = load_encoding("o200k_base")
+    manager = MessageContextManager(budget, reserve_tokens=0, counter="tiktoken", provider=provider)
+    anthropic = provider == "anthropic"
+
+    def use(call_id: str) -> dict[str, Any]:
+        return _anthropic_reply(call_id) if anthropic else _tool_use(call_id)
+
+    def result(call_id: str, text: str, words: str | None = None) -> dict[str, Any]:
+        if not anthropic:
+            if words is None:
+                block = {"toolResult": {"toolUseId": call_id, "content": [{"text": text}]}}
+                return {"role": "user", "content": [block]}
+            return _result_and_text(call_id, text, words)
+        blocks: list[dict[str, Any]] = [
+            {"type": "tool_result", "tool_use_id": call_id, "content": text}
+        ]
+        return {
+            "role": "user",
+            "content": blocks + ([{"type": "text", "text": words}] if words else []),
+        }
+
+    opener = {"role": "user", "content": "Read the build logs and fix the failing test."}
+    if not anthropic:
+        opener = {"role": "user", "content": [{"text": opener["content"]}]}
+    manager.add(opener)
+    manager.add(use("toolu_big"))
+    manager.add(result("toolu_big", "ERROR build step failed\n" * 2_000))  # ~10k tokens
+    for turn in range(40):
+        call_id = f"toolu_{turn}"
+        manager.add(use(call_id))
+        manager.add(result(call_id, f"line {turn}: ok", f"step {turn} looks fine, go on"))
+        sent = manager.get_context()
+        if anthropic:
+            _anthropic_ok(sent)
+        else:
+            _converse_ok(sent)
+        assert sent[0] is opener and sent[-1]["content"][-1] is not None
+        texts = [t for m in sent for t in _texts(m["content"])]
+        assert not any("ERROR build step failed" in t for t in texts)
+        assert sum(len(enc.encode(t)) for t in texts) <= budget
+        assert validate(sent, provider) == []
+        assert sent == trim(manager.messages, budget, counter="tiktoken", provider=provider)
