@@ -119,7 +119,7 @@ class MessageContextManager(ExtensionHub):
         self._tools = checked_tools(tools)
         tools_tokens = self._counter.count_tools(list(self._tools)) if self._tools else 0
         self._fixed = self._counter.prompt_overhead + tools_tokens
-        self._ledger = Ledger()
+        self._ledger = Ledger(bool(self._provider and self._provider.first_user))
         self._calls = ToolCalls(repair)  # protocol state, closures, repair
         self._system: tuple[Any, Message, int] | None = None
         self._warned, self._added = False, 0
@@ -267,7 +267,7 @@ class MessageContextManager(ExtensionHub):
         self._added += 1
         if change is not None and self._listeners:
             self._emit(change)
-        evicted = self._view.evict(ledger, self._strategy, self._room(held=True))
+        evicted = self._view.evict(ledger, self._strategy, self._room(held=True), self._provider)
         if released or evicted:
             gone = [*released, *evicted]
             if self._listeners:
@@ -333,7 +333,7 @@ class MessageContextManager(ExtensionHub):
         with self._lock:
             change = Cleared(bool(keep_system_prompt))
             self._write(change)
-            self._ledger = Ledger()
+            self._ledger = Ledger(self._ledger.first_user)
             self._calls.reset()
             self._usage_anchor = self._summary = self._compaction = None
             self._calibration.reset()

@@ -6,9 +6,10 @@ per-group totals and a running prefix sum of *trimmable* tokens (pinned groups a
 longest recent run that fits" is one ``bisect``. Per-priority levels keep the same prefix sums per
 priority, so priority trimming walks levels instead of sorting the history.
 
-Eviction (FIFO) is logical: ``floor`` moves forward and groups below it are gone unless pinned or
-holding the latest user message; the lists are physically compacted only when more than half of
-them is dead, so adds stay O(1) amortized.
+Eviction (FIFO) is logical: ``floor`` moves forward and groups below it are gone unless pinned,
+holding the latest user message, or (under a provider whose context opens with a user turn) the
+turn that message's group must be sent from (``fit.opening``); the lists are physically
+compacted only when more than half of them is dead, so adds stay O(1) amortized.
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ class Level:
 class Ledger:
     """Flat storage and bookkeeping; it decides nothing about what to drop."""
 
-    def __init__(self) -> None:
+    def __init__(self, first_user: bool = False) -> None:
+        """``first_user``: the provider's context must open with a user turn, so the turn a
+        latest user turn riding on a tool result is sent from is kept with it (``kept_lead``)."""
+        self.first_user = first_user
         self.originals: list[Any] = []
         self.records: list[Message] = []
         self.tokens: list[int] = []
@@ -66,6 +70,8 @@ class Ledger:
         self.floor = 0
         self.protected = -1
         self.kept_protected = -1
+        #: The group a kept latest turn is sent from, held below the floor (``first_user``).
+        self.kept_lead = -1
         #: Group of the latest message carrying a native compaction (-1: none); what precedes
         #: it is not sent (``compacted.py``).
         self.native = -1
@@ -292,9 +298,9 @@ class Ledger:
         """The groups held below the floor, in order: pinned ones and a kept latest turn."""
         pins = self.pinned_groups
         below = pins[: bisect_left(pins, self.floor)]
-        if 0 <= self.kept_protected < self.floor:
-            below.append(self.kept_protected)
-            below.sort()
+        kept = [g for g in (self.kept_lead, self.kept_protected) if 0 <= g < self.floor]
+        if kept:
+            below = sorted([*below, *kept])
         return below
 
     def held_originals(self) -> list[Any]:
@@ -358,9 +364,16 @@ class Ledger:
         if rec.role != "user" or not rec.is_user_turn:
             return ()
         released: Sequence[Any] = ()
-        if self.kept_protected >= 0 and self.kept_protected != g:
-            released = self._drop_run(self.kept_protected, self.kept_protected + 1)
+        kept = self.kept_protected
+        if kept >= 0 and kept != g:
             self.kept_protected = -1
+            if joins and self.first_user and self.records[starts[kept]].is_user_turn:
+                self.kept_lead = kept  # the new turn rides on a result: sent from this one
+            else:
+                released = self._drop_run(kept, kept + 1)
+        if not joins and self.kept_lead >= 0:  # this turn opens a context itself
+            released = [*released, *self._drop_run(self.kept_lead, self.kept_lead + 1)]
+            self.kept_lead = -1
         self.protected = g
         if not self.turns or self.turns[-1] != g:
             self.turns.append(g)
@@ -428,8 +441,9 @@ class Ledger:
             else len(self.group_start)
         )
 
-    def evict_before(self, new_floor: int) -> list[Any]:
-        """Move the floor; unpinned groups passed over are dropped (latest user turn kept).
+    def evict_before(self, new_floor: int, lead: int = -1) -> list[Any]:
+        """Move the floor; unpinned groups passed over are dropped (latest user turn kept, and
+        ``lead``, the group it is sent from, when the provider needs one: ``plan.lead_group``).
 
         The groups that stay (pinned ones, the latest user turn) split what is passed over into
         runs, each dropped with slices: one run in the usual cut.
@@ -442,6 +456,9 @@ class Ledger:
         if floor <= protected < new_floor and not self.group_pinned[protected]:
             self.kept_protected = protected
             stay = sorted([*stay, protected])
+        if self.first_user and floor <= lead < min(new_floor, protected):
+            self.kept_lead = lead
+            stay = sorted([*stay, lead])
         evicted: list[Any] = []
         lo = floor
         for g in stay:
@@ -509,6 +526,7 @@ class Ledger:
         self.turns = kept + list(map((floor - nb).__rsub__, turns[at:]))
         self.protected = moved(self.protected) if self.protected >= 0 else -1
         self.kept_protected = moved(self.kept_protected) if self.kept_protected >= 0 else -1
+        self.kept_lead = moved(self.kept_lead) if self.kept_lead >= 0 else -1
         self.native = moved(self.native) if self.native >= floor else -1
         self.floor = nb
 

@@ -61,14 +61,16 @@ def lead_group(ledger: Ledger, protected: int, provider: ProviderRules | None) -
     (:func:`~.fit.opening`, whose rule this reads from the ledger): itself, or the nearest group
     before it that opens a context when the provider needs one and the turn's own group does
     not. Only that group is protected with the turn, not the groups between them."""
-    if provider is None or protected < ledger.floor:
+    if provider is None or protected < 0:
         return protected
     records, group_start, pins = ledger.records, ledger.group_start, ledger.pinned_groups
+    floor, kept = ledger.floor, ledger.kept_lead  # below the floor only a kept lead is held
+    lo = kept if 0 <= kept < floor else floor
     return opening(
         protected,
-        ledger.floor,
+        lo,
         lambda g: opens_context(provider, records[group_start[g]]),
-        lambda g: g - 1,
+        lambda g: g - 1 if g > floor else lo,
         pinned_before=bool(pins) and pins[0] < protected,
     )
 

@@ -232,12 +232,16 @@ class ViewOptions:
             self.offload.forget()  # the area retires its handles; the next cut stores again
         self.reported = ()
 
-    def evict(self, ledger: Ledger, strategy: Strategy, room: int) -> Sequence[Any]:
+    def evict(
+        self, ledger: Ledger, strategy: Strategy, room: int, provider: ProviderRules | None
+    ) -> Sequence[Any]:
         """After an add: drop for good what ``strategy`` evicts; returns the caller's messages.
 
         A destructive strategy evicts on the pruned sums, so FIFO drops only what does not fit
         once old results are pruned (``room`` counts everything held). A strategy that keeps the
         base ``Strategy.evict`` is asked too: it answers its floor, and nothing is pruned for it.
+        The latest user turn stays, and so does the turn a context opens with when its group
+        cannot (``lead_group``): a provider rejects a context that starts with the assistant.
         """
         pruner = self.pruner
         view = ledger
@@ -247,7 +251,10 @@ class ViewOptions:
                 ledger, pruner.plan(ledger, self.counter, self.window, fixed, self.budget)
             )
         floor = strategy.evict(view, room)
-        return ledger.evict_before(floor) if floor > ledger.floor else ()
+        if floor <= ledger.floor:
+            return ()
+        lead = lead_group(ledger, ledger.protected_group(), provider) if ledger.first_user else -1
+        return ledger.evict_before(floor, lead)
 
     def pruned(self, ledger: Ledger, plan: PrunePlan) -> Ledger:
         """``ledger`` as a strategy sees it under ``plan``: with its pruned sums (every plan of

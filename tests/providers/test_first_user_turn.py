@@ -253,3 +253,71 @@ def test_an_oversized_result_does_not_make_every_later_request_overflow(provider
         assert sum(len(enc.encode(t)) for t in texts) <= budget
         assert validate(sent, provider) == []
         assert sent == trim(manager.messages, budget, counter="tiktoken", provider=provider)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock"])
+def test_fifo_keeps_the_turn_a_tool_loop_started_from(provider: str) -> None:
+    """FIFO drops the oldest messages for good. When the latest user turn rides on a result, the
+    turn the loop started from must survive with it, or the held history (what is sent) opens
+    with the assistant's call, which the provider rejects. Once the person speaks in a plain
+    turn again, that old turn is let go like any other."""
+    from context_manager import MessageContextManager, count_tokens
+
+    anthropic = provider == "anthropic"
+    evicted: list[Any] = []
+    manager = MessageContextManager(
+        600,
+        reserve_tokens=0,
+        counter="chars",
+        provider=provider,
+        strategy="fifo",
+        on_evict=evicted.extend,
+    )
+
+    def said(text: str) -> dict[str, Any]:
+        return {"role": "user", "content": text if anthropic else [{"text": text}]}
+
+    def use(call_id: str) -> dict[str, Any]:
+        return _anthropic_reply(call_id) if anthropic else _tool_use(call_id)
+
+    def result(call_id: str, text: str, words: str | None = None) -> dict[str, Any]:
+        if not anthropic:
+            if words:
+                return _result_and_text(call_id, text, words)
+            block = {"toolResult": {"toolUseId": call_id, "content": [{"text": text}]}}
+            return {"role": "user", "content": [block]}
+        blocks: list[dict[str, Any]] = [
+            {"type": "tool_result", "tool_use_id": call_id, "content": text}
+        ]
+        if words:
+            blocks.append({"type": "text", "text": words})
+        return {"role": "user", "content": blocks}
+
+    requests = 0
+    for task in range(6):
+        opener = said(f"Task {task}: read every file and summarise.")
+        manager.add(opener)
+        for step in range(40):
+            call_id = f"toolu_{task}_{step}"
+            manager.add(use(call_id))
+            words = "and the tests too" if step == 1 else None
+            manager.add(result(call_id, f"file {step}: " + "data " * (10 + step % 7), words))
+            sent = manager.get_context()
+            requests += 1
+            if anthropic:
+                _anthropic_ok(sent)
+            else:
+                _converse_ok(sent)
+            assert validate(sent, provider) == []
+            if step >= 1:  # the latest user turn rides on the step-1 result from here on
+                assert sent[0] is opener and opener in manager.messages
+        # The held history stays in the budget but for the one turn kept below the floor.
+        assert manager.token_count <= 600 + count_tokens([opener], counter="chars")
+        assert evicted  # and FIFO did evict
+    assert requests == 240
+    old = [
+        m
+        for m in evicted
+        if m.get("content") == said("Task 0: read every file and summarise.")["content"]
+    ]
+    assert len(old) == 1  # the first task's turn was let go once the next task began
