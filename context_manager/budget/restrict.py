@@ -35,7 +35,7 @@ def opens_context(rules: ProviderRules, rec: Message) -> bool:
     wants a user turn first (``first_user``, the system prompt aside); then a user turn, or a
     native compaction it reads (it stands for the turns before it). Tool results alone are no
     user turn (:attr:`Message.is_user_turn`), and neither is a tool call: the fit rule sends
-    the turns before such a group down to one that opens (``budget.fit.opening``)."""
+    such a group with the nearest one before it that opens (``budget.fit.opening``)."""
     if not rules.first_user or rec.is_user_turn:
         return True
     return bool(rec.compaction) and reads_compaction(rules, rec.compaction)
