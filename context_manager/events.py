@@ -56,9 +56,11 @@ class SystemPromptSet:
 
 @dataclass(frozen=True, slots=True)
 class UsageRecorded:
-    """The provider reported ``input_tokens`` for the context last sent."""
+    """The provider reported ``input_tokens`` for the context last sent, which we counted at
+    ``counted`` (None: nothing fitted the budget, so nothing of ours was sent)."""
 
     input_tokens: int
+    counted: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,7 +123,6 @@ class MessageContextManager(ExtensionHub):
         self._calls = ToolCalls(repair)  # protocol state, closures, repair
         self._system: tuple[Any, Message, int] | None = None
         self._warned, self._added = False, 0
-        self._usage_anchor: tuple[int, int] | None = None
         self._calibration = Calibration(not self._counter.exact if calibrate is None else calibrate)
         #: Used by ``compact()`` when no summarizer is passed (None: the extractive one).
         self.summarizer = checked_hook("summarizer", summarizer)
@@ -316,14 +315,18 @@ class MessageContextManager(ExtensionHub):
 
     def record_usage(self, usage: Any) -> None:
         """Anchor counts on reported prompt tokens (int or usage object); learn the calibration."""
-        reported = read_usage(usage).prompt_tokens
         with self._lock:
-            change = UsageRecorded(reported)
+            self.record_usage_counted(usage, self._calibration.sent(self.context_tokens))
+
+    def record_usage_counted(self, usage: Any, counted: int | None) -> None:
+        """:meth:`record_usage` with our count of what was sent (None: none); a store replays it."""
+        reported = read_usage(usage).prompt_tokens
+        counted = None if counted is None else check_int("counted", counted)
+        with self._lock:
+            change = UsageRecorded(reported, counted)
             self._write(change)
-            held, fixed = self.token_count, self._fixed
-            at = self._calibration.record(reported, self.context_tokens, held, fixed)
+            self._calibration.record(reported, counted, self.token_count, self._fixed)
             self._recap()
-            self._usage_anchor = (reported, at)
             if self._listeners:
                 self._emit(change)
             self._after_change()
@@ -335,7 +338,7 @@ class MessageContextManager(ExtensionHub):
             self._write(change)
             self._ledger = Ledger(self._ledger.first_user)
             self._calls.reset()
-            self._usage_anchor = self._summary = self._compaction = None
+            self._summary = self._compaction = None
             self._calibration.reset()
             self._warned = False
             self._view.reset()
@@ -360,10 +363,7 @@ class MessageContextManager(ExtensionHub):
     @property
     def used_tokens(self) -> int:
         """What sending the whole history costs now, anchored on usage (``Calibration.record``)."""
-        if self._usage_anchor is not None:
-            reported, at = self._usage_anchor
-            return reported + self._calibration.scale(self.token_count - at)
-        return self.token_count + self._fixed
+        return self._calibration.used(self.token_count, self._fixed)
 
     @property
     def messages(self) -> list[Any]:
@@ -461,7 +461,7 @@ class MessageContextManager(ExtensionHub):
                 near_limit=used >= self.warn_ratio * self._budget_tokens,
                 strategy=self._strategy.name,
                 counter=self._counter.name,
-                calibrated=self._usage_anchor is not None,
+                calibrated=self._calibration.anchor is not None,
                 calibration=self._calibration.factor,
                 pruning=report,
                 sections=sections,
@@ -514,7 +514,7 @@ class MessageContextManager(ExtensionHub):
             self._summary = (summary, rec, tokens)
             self._recap()
             ledger.evict_before(min(ledger.group_of_seq(first_kept_index), ledger.complete))
-            self._compaction, self._usage_anchor = entry, None
+            self._compaction, self._calibration.anchor = entry, None
             if self._listeners:
                 self._emit(change)
             self._after_change()

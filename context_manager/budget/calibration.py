@@ -18,7 +18,10 @@ too, but it may also be real (chars/4 on Chinese text bills about 3.4x under o20
 ideographs about 12x), and ignoring an undercount is what overflows a window.
 
 The factor is rebuilt on reopen by replaying the usage records of the log, and forgotten on
-``clear()``.
+``clear()``. A record keeps our count of the context it measured (``record_usage`` counts it once,
+:meth:`Calibration.sent`), so replay folds in the ratio the live manager learned even where the
+replayed state would send another context (a pruning view, other tools); a record without one,
+or counted under another counter, is counted again from the replayed state.
 """
 
 from __future__ import annotations
@@ -43,12 +46,23 @@ MARGIN = 0.01
 class Calibration:
     """The correction factor of one manager (1.0 until a trusted sample arrives)."""
 
-    __slots__ = ("enabled", "factor", "samples")
+    __slots__ = ("anchor", "enabled", "factor", "samples")
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = bool(enabled)
         self.factor = 1.0
         self.samples = 0
+        #: ``(reported, at)`` of the last usage report (None: none since the start, a clear or a
+        #: compaction); see :meth:`record` and :meth:`used`.
+        self.anchor: tuple[int, int] | None = None
+
+    @staticmethod
+    def sent(context_tokens: Callable[[], int]) -> int | None:
+        """Our count of the context that would be sent now (None: nothing fits, none is sent)."""
+        try:
+            return context_tokens()
+        except ContextOverflowError:
+            return None
 
     def observe(self, reported: int, counted: Callable[[], int]) -> bool:
         """Fold in one request: ``reported`` prompt tokens for a context we counted at
@@ -69,29 +83,37 @@ class Calibration:
         self.samples += 1
         return True
 
-    def record(
-        self, reported: int, context_tokens: Callable[[], int], held: int, fixed: int
-    ) -> int:
-        """Fold in a usage report and say where it anchors the count of the whole history.
+    def record(self, reported: int, sent: int | None, held: int, fixed: int) -> None:
+        """Fold in a usage report of a context we counted at ``sent`` (:meth:`sent`) and anchor
+        the count of the whole history on it.
 
         The provider measured the context it was sent, which a sliding window keeps smaller than
         the ``held`` history. The report is anchored at our count of that context (less the
         ``fixed`` part: tool definitions, reply priming), so the held messages the window left
         out stay counted on top of it and ``used_tokens`` (what compaction triggers and the
-        near-limit warning read) means the same before and after a report. When nothing fits,
-        nothing of ours was sent: the report stands for everything (``held``), and teaches
-        nothing.
+        near-limit warning read) means the same before and after a report. When nothing fitted
+        (``sent`` is None), nothing of ours was sent: the report stands for everything
+        (``held``), and teaches nothing.
         """
-        try:
-            sent = context_tokens()
-        except ContextOverflowError:
-            return held
-        self.observe(reported, lambda: sent)
-        return min(held, sent - fixed)
+        if sent is None:
+            self.anchor = (reported, held)
+            return
+        ours = sent
+        self.observe(reported, lambda: ours)
+        self.anchor = (reported, min(held, ours - fixed))
+
+    def used(self, held: int, fixed: int) -> int:
+        """What sending the whole history (``held`` counted tokens) costs now: the last report
+        plus the counted growth since, scaled; ``held + fixed`` before any report."""
+        if self.anchor is None:
+            return held + fixed
+        reported, at = self.anchor
+        return reported + self.scale(held - at)
 
     def reset(self) -> None:
         self.factor = 1.0
         self.samples = 0
+        self.anchor = None
 
     def budget(self, budget: int) -> int:
         """``budget`` real tokens expressed in counted tokens."""
