@@ -140,7 +140,11 @@ class JournalCore:
             original = system_original(change.message)
             log.write_system_prompt(change.record.text, original, record_id=rid)
         elif isinstance(change, UsageRecorded):
-            log.append_usage(change.input_tokens, record_id=rid)
+            # Our side of the ratio travels too: a restore under the same counting calibrates
+            # on the context the live manager counted, not on the replayed one.
+            fingerprint = self._fingerprint()
+            count = None if fingerprint is None else (change.counted, fingerprint)
+            log.append_usage(change.input_tokens, count=count, record_id=rid)
         elif isinstance(change, Compacted):
             log.append_compaction(compaction_record(change), record_id=rid)
 

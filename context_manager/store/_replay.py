@@ -19,7 +19,7 @@ from ..host import ManagerHost
 from ..messages.codec import decode, encode
 from ..messages.nesting import short_repr
 from ._lines import corrupt_line, message_problem
-from .records import CHECKPOINT, COMPACTION, SYSTEM_PROMPT, USAGE
+from .records import ATTRS_KEY, CHECKPOINT, COMPACTION, COUNT_KEY, SYSTEM_PROMPT, USAGE
 from .replayer import RestoredLog, StoredMessage
 
 __all__ = [
@@ -152,7 +152,7 @@ def replay(
                     unreadable.add(item.line)
             continue
         try:
-            _replay_meta(manager, item, added_before, added, path)
+            _replay_meta(manager, item, added_before, added, path, fingerprint)
         except _REPLAY_ERRORS as exc:
             _rejected(path, int(item.get("_line", 0)), f"{type(exc).__name__}: {exc}", strict)
     if restored is not None and unreadable:
@@ -171,7 +171,12 @@ _REPLAY_ERRORS = (ContextManagerError, TypeError, ValueError, KeyError, Recursio
 
 
 def _replay_meta(
-    manager: ManagerHost, item: dict[str, Any], added_before: list[int], added: int, path: str
+    manager: ManagerHost,
+    item: dict[str, Any],
+    added_before: list[int],
+    added: int,
+    path: str,
+    fingerprint: str | None,
 ) -> None:
     """One metadata record (a bad one raises; :func:`replay` reports it by line)."""
     role = item["role"]
@@ -183,7 +188,14 @@ def _replay_meta(
         else:
             manager.set_system_prompt(item["content"])
     elif role == USAGE:
-        manager.record_usage(item["token_count"])
+        # Calibrate on the context the live manager counted when it was counted as we count;
+        # else (an older line, another counter) count the replayed context, as it was then.
+        attrs = item.get(ATTRS_KEY)
+        count = attrs.get(COUNT_KEY) if isinstance(attrs, dict) else None
+        if count is not None and fingerprint is not None and count[1] == fingerprint:
+            manager.record_usage_counted(item["token_count"], count[0])
+        else:
+            manager.record_usage(item["token_count"])
     elif role == COMPACTION:
         _replay_compaction(manager, item, added_before, added, path)
     elif role != CHECKPOINT:

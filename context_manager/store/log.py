@@ -37,7 +37,13 @@ class SessionLog(Protocol):
         extra: Any = None,
         record_id: str | None = None,
     ) -> None: ...
-    def append_usage(self, token_count: int, *, record_id: str | None = None) -> None: ...
+    def append_usage(
+        self,
+        token_count: int,
+        *,
+        count: tuple[int | None, str] | None = None,
+        record_id: str | None = None,
+    ) -> None: ...
     def write_system_prompt(
         self, text: str, original: Any = None, *, record_id: str | None = None
     ) -> None: ...

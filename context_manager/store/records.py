@@ -14,6 +14,11 @@ use ``json.dumps`` defaults exactly as Kimi writes them; message lines are compa
 Unknown ``_`` roles are skipped silently, so newer writers do not break older readers. Every line
 we write has a ``content`` key: Kimi's reader aborts its whole restore on a line without one.
 
+A ``_usage`` line written by a session carries ``"_cm": {"count": [tokens, fingerprint]}``: our
+count of the context the report measured (``tokens`` null: nothing fitted, nothing was sent),
+under the counter of that ``fingerprint``; a restore under the same counter calibrates on it
+instead of counting the replayed context again (which may differ: a pruning view, other tools).
+
 A record written by a session (``SessionStore``) also carries ``"_cm": {"id": "<22 chars>"}``: a
 client-made random id that makes appends exactly-once. Every backend refuses to store an id twice
 in a generation, so a write whose reply was lost (a dropped connection after the commit) can be
@@ -50,6 +55,8 @@ META_ROLES = (SYSTEM_PROMPT, USAGE, CHECKPOINT)
 ID_KEY = "id"
 #: Key of ``[tokens, counter fingerprint]`` inside a message's ``_cm``: what the writer's counter
 #: counted, reused by a restore whose counter has the same ``fingerprint()`` (else recounted).
+#: In a ``_usage`` line's ``_cm``: our count of the context the report measured (tokens None:
+#: nothing was sent), reused the same way.
 COUNT_KEY = "count"
 #: Key of ``[k, n]`` inside ``_cm`` of each line of a JSONL batch of n > 1 records: its place,
 #: how a reader tells a batch a killed writer left unfinished (``_tail``). A line's format, not
@@ -239,10 +246,19 @@ class RecordWriter(ABC):
         )
         self._write_record(record, False)
 
-    def append_usage(self, token_count: int, *, record_id: str | None = None) -> None:
-        self._write_record(
-            _with_id({"role": USAGE, "token_count": int(token_count)}, record_id), False
-        )
+    def append_usage(
+        self,
+        token_count: int,
+        *,
+        count: tuple[int | None, str] | None = None,
+        record_id: str | None = None,
+    ) -> None:
+        """A ``_usage`` record; ``count`` is ``(our count of the context it measured, counter
+        fingerprint)``, kept in ``_cm`` (see :data:`COUNT_KEY`)."""
+        record: dict[str, Any] = {"role": USAGE, "token_count": int(token_count)}
+        if count is not None:
+            record[ATTRS_KEY] = {COUNT_KEY: list(count)}
+        self._write_record(_with_id(record, record_id), False)
 
     def write_system_prompt(
         self,
@@ -326,6 +342,7 @@ def parse_record(raw: bytes, *, check_message: bool = True) -> dict[str, Any]:
     elif role == USAGE:
         if not _is_int(value.get("token_count")):
             raise _Invalid("'_usage' needs an integer 'token_count'")
+        _check_usage_attrs(value.get(ATTRS_KEY))
     elif role == CHECKPOINT:
         if not _is_int(value.get("id")):
             raise _Invalid("'_checkpoint' needs an integer 'id'")
@@ -373,6 +390,27 @@ def _check_attrs(attrs: Any) -> None:
         raise _Invalid(f"'{ATTRS_KEY}.type' must be a string")
     if ID_KEY in attrs and not isinstance(attrs[ID_KEY], str):
         raise _Invalid(f"'{ATTRS_KEY}.{ID_KEY}' must be a string")
+
+
+def _check_usage_attrs(attrs: Any) -> None:
+    """``_cm`` of a ``_usage`` line: an object whose ``count`` is ``[tokens or null, str]``."""
+    if attrs is None:
+        return
+    if not isinstance(attrs, dict):
+        raise _Invalid(f"'{ATTRS_KEY}' must be an object")
+    if COUNT_KEY not in attrs:
+        return
+    count = attrs[COUNT_KEY]
+    if not (
+        isinstance(count, list)
+        and len(count) == 2
+        and (count[0] is None or (_is_int(count[0]) and 0 <= count[0] <= SAFE_INT))
+        and isinstance(count[1], str)
+    ):
+        raise _Invalid(
+            f"'{ATTRS_KEY}.{COUNT_KEY}' of '_usage' must be [tokens, fingerprint], "
+            f"got {count!r:.40}"
+        )
 
 
 def _is_int(value: Any) -> bool:
