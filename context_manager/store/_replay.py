@@ -20,7 +20,7 @@ from ..messages.codec import decode, encode
 from ..messages.nesting import short_repr
 from ._lines import corrupt_line, message_problem
 from .records import ATTRS_KEY, CHECKPOINT, COMPACTION, COUNT_KEY, SYSTEM_PROMPT, USAGE
-from .replayer import RestoredLog, StoredMessage
+from .replayer import RestoredLog, StoredMessage, stored_count
 
 __all__ = [
     "compaction_record",
@@ -191,8 +191,10 @@ def _replay_meta(
         # Calibrate on the context the live manager counted when it was counted as we count;
         # else (an older line, another counter) count the replayed context, as it was then.
         attrs = item.get(ATTRS_KEY)
-        count = attrs.get(COUNT_KEY) if isinstance(attrs, dict) else None
-        if count is not None and fingerprint is not None and count[1] == fingerprint:
+        count = (
+            stored_count(attrs.get(COUNT_KEY), none_sent=True) if isinstance(attrs, dict) else None
+        )
+        if count is not None and count[1] == fingerprint:
             manager.record_usage_counted(item["token_count"], count[0])
         else:
             manager.record_usage(item["token_count"])

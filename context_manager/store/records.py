@@ -342,7 +342,6 @@ def parse_record(raw: bytes, *, check_message: bool = True) -> dict[str, Any]:
     elif role == USAGE:
         if not _is_int(value.get("token_count")):
             raise _Invalid("'_usage' needs an integer 'token_count'")
-        _check_usage_attrs(value.get(ATTRS_KEY))
     elif role == CHECKPOINT:
         if not _is_int(value.get("id")):
             raise _Invalid("'_checkpoint' needs an integer 'id'")
@@ -390,27 +389,6 @@ def _check_attrs(attrs: Any) -> None:
         raise _Invalid(f"'{ATTRS_KEY}.type' must be a string")
     if ID_KEY in attrs and not isinstance(attrs[ID_KEY], str):
         raise _Invalid(f"'{ATTRS_KEY}.{ID_KEY}' must be a string")
-
-
-def _check_usage_attrs(attrs: Any) -> None:
-    """``_cm`` of a ``_usage`` line: an object whose ``count`` is ``[tokens or null, str]``."""
-    if attrs is None:
-        return
-    if not isinstance(attrs, dict):
-        raise _Invalid(f"'{ATTRS_KEY}' must be an object")
-    if COUNT_KEY not in attrs:
-        return
-    count = attrs[COUNT_KEY]
-    if not (
-        isinstance(count, list)
-        and len(count) == 2
-        and (count[0] is None or (_is_int(count[0]) and 0 <= count[0] <= SAFE_INT))
-        and isinstance(count[1], str)
-    ):
-        raise _Invalid(
-            f"'{ATTRS_KEY}.{COUNT_KEY}' of '_usage' must be [tokens, fingerprint], "
-            f"got {count!r:.40}"
-        )
 
 
 def _is_int(value: Any) -> bool:

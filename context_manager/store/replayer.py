@@ -160,7 +160,7 @@ class Replayer:
                 priority=int(attrs.get("priority", 0)),
                 line=number,
                 record_id=rid if isinstance(rid, str) else None,
-                count=_count(attrs.get(COUNT_KEY)),
+                count=_message_count(attrs.get(COUNT_KEY)),
             )
             state.messages.append(stored)
             self.sequence.append(stored)
@@ -168,18 +168,24 @@ class Replayer:
             self.sequence.append({**record, "_line": number})
 
 
-def _count(value: Any) -> tuple[int, str] | None:
+def stored_count(value: Any, *, none_sent: bool = False) -> tuple[int | None, str] | None:
     """A line's ``[tokens, fingerprint]``, or None when it has none or it is malformed (another
-    tool's value, or damage: the message is then counted, never refused for it)."""
+    tool's value, or damage: the message is then counted, the report's context counted again,
+    never refused for it). ``none_sent``: a ``_usage`` line's ``[null, fingerprint]`` (nothing
+    fitted, nothing was sent) is a count too."""
     if (
         isinstance(value, list)
         and len(value) == 2
-        and _is_int(value[0])
-        and 0 <= value[0] <= SAFE_INT
+        and ((_is_int(value[0]) and 0 <= value[0] <= SAFE_INT) or (none_sent and value[0] is None))
         and isinstance(value[1], str)
     ):
         return value[0], value[1]
     return None
+
+
+def _message_count(value: Any) -> tuple[int, str] | None:
+    count = stored_count(value)
+    return None if count is None or count[0] is None else (count[0], count[1])
 
 
 _BAD: Any = object()
