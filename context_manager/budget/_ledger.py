@@ -24,33 +24,17 @@ from typing import Any
 from ..messages import Message
 from .fit import merged
 from .gathered import LastGather
+from .level import Level
 from .ranks import MessageRanks
 
 _COMPACT_MIN = 4096
-
-
-class Level:
-    """The groups of one priority, in order, with prefix sums of their trimmable tokens."""
-
-    __slots__ = ("cum", "groups")
-
-    def __init__(self) -> None:
-        self.groups: list[int] = []
-        self.cum: list[int] = [0]
-
-    def span(self, lo_group: int, hi_group: int) -> tuple[int, int]:
-        """Positions in this level of the groups in ``[lo_group, hi_group)``."""
-        groups = self.groups
-        return bisect_left(groups, lo_group), bisect_left(groups, hi_group)
 
 
 class Ledger:
     """Flat storage and bookkeeping; it decides nothing about what to drop."""
 
     def __init__(self, first_user: bool = False) -> None:
-        """``first_user``: the provider's context must open with a user turn, so the turn a
-        latest user turn riding on a tool result is sent from is kept with it (``kept_lead``)."""
-        self.first_user = first_user
+        self.first_user = first_user  # the provider's context opens with a user turn: kept_lead
         self.originals: list[Any] = []
         self.records: list[Message] = []
         self.tokens: list[int] = []
@@ -299,9 +283,7 @@ class Ledger:
         pins = self.pinned_groups
         below = pins[: bisect_left(pins, self.floor)]
         kept = [g for g in (self.kept_lead, self.kept_protected) if 0 <= g < self.floor]
-        if kept:
-            below = sorted([*below, *kept])
-        return below
+        return sorted([*below, *kept]) if kept else below
 
     def held_originals(self) -> list[Any]:
         """The caller's messages still held, in order: the groups held below the floor, then one
