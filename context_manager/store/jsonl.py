@@ -149,7 +149,7 @@ class JsonlLog(RecordWriter):
         # (first record id, position) of this object's last write: a resend of it is found
         # without reading the file when nothing was written since.
         self._last_batch: tuple[str, int] | None = None
-        _files.ensure_directory(self.path.parent, self.root)
+        _files.check_below(self.root, _files.check_path(self.path.parent))  # made on 1st write
 
     @property
     def next_checkpoint_id(self) -> int:
@@ -174,7 +174,7 @@ class JsonlLog(RecordWriter):
         return self._read(defer_messages=True)
 
     def _read(self, *, defer_messages: bool) -> tuple[RestoredLog, list[Any]]:
-        with self._lock.held():
+        with self._lock.reading():
             if not self._swept:  # temp files of a crashed rotation (we hold every writer's lock)
                 for stale in _files.remove_stale_temps(self.path):
                     logger.warning("%s: removed stale temporary file %s", self.path, stale.name)
@@ -215,7 +215,7 @@ class JsonlLog(RecordWriter):
         return Head(view.inode or 0, view.lines, view.end, view.end_mark)
 
     def load(self, start: int = 0) -> Batch:
-        with self._lock.held():
+        with self._lock.reading():
             data, unfinished = self._read_all()
             head = self.head
         assert head is not None

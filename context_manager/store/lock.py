@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ._files import ensure_directory, open_file
+from ._files import ensure_directory, open_file, stat_or_none
 
 try:
     import fcntl
@@ -49,6 +49,17 @@ class LogLock:
                 self._depth -= 1
                 if self._depth == 0:
                     self._release_file_lock()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """:meth:`held` for a read, unless the log's directory does not exist: then there is
+        nothing to read or guard, and taking the lock would create it (a listing, a copy or a
+        mistyped session id must not leave an empty session behind)."""
+        if stat_or_none(self.path.parent, "read the log") is None:
+            yield
+            return
+        with self.held():
+            yield
 
     def _acquire_file_lock(self) -> None:
         if fcntl is None:  # pragma: no cover

@@ -1,0 +1,62 @@
+"""Reading a JSONL session that does not exist leaves nothing behind.
+
+A listing, a copy or a compaction report run on a mistyped session id used to create the
+session's directory and lock file, so the typo then showed up as an empty session in every
+listing. The directory is now made by the first write only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from context_manager import MessageContextManager
+from context_manager.cli import main
+from context_manager.store import open_store
+
+
+def tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compactions", "{d}", "--session", "typo"],
+        ["sessions", "copy", "{d}", "{e}", "--session", "typo"],
+        ["sessions", "list", "{d}"],
+    ],
+)
+def test_read_only_commands_create_no_session(
+    tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "d").mkdir()
+    real = MessageContextManager.open(tmp_path / "d", session="real", max_tokens=1_000)
+    real.add({"role": "user", "content": "hello"})
+    real.store.close()
+    before = tree(tmp_path)
+    args = [a.format(d=tmp_path / "d", e=tmp_path / "e") for a in argv]
+    assert main(args) == 0
+    assert tree(tmp_path) == before
+    capsys.readouterr()
+    assert main(["sessions", "list", str(tmp_path / "d")]) == 0
+    assert capsys.readouterr().out.split() == ["real"]
+
+
+def test_a_store_reads_a_missing_session_as_empty_and_the_first_write_creates_it(
+    tmp_path: Path,
+) -> None:
+    store = open_store(tmp_path, session="later")
+    assert store.load().lines == []
+    assert store.sessions() == []
+    assert tree(tmp_path) == []
+    manager = MessageContextManager.open(tmp_path, session="later", max_tokens=1_000)
+    assert tree(tmp_path) == []  # opening reads: still nothing
+    manager.add({"role": "user", "content": "now"})
+    assert "later/context.jsonl" in tree(tmp_path)
+    assert MessageContextManager.open(tmp_path, session="later", max_tokens=1_000).messages == [
+        {"role": "user", "content": "now"}
+    ]
+    store.close()
+    manager.store.close()
