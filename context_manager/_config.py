@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "SAFE_INT",
     "budget_options",
+    "check_count",
     "check_int",
     "check_tool_nesting",
     "checked_hook",
@@ -75,6 +76,13 @@ def check_int(name: str, value: Any, minimum: int | None = 0, maximum: int | Non
             wanted = "a positive int" if minimum == 1 else f"an int >= {minimum}"
         raise ConfigurationError(f"{name} must be {wanted}, got {short_repr(value, 60)}")
     return int(value)
+
+
+def check_count(name: str, value: Any) -> int:
+    """A token count given by the caller (a stored count, a usage report): an int from 0 to
+    2**53, the range every count we hold stays in (a larger one would overflow the float
+    ratios calibration takes, and no window comes near it)."""
+    return check_int(name, value, 0, SAFE_INT)
 
 
 def _number(value: Any) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ._config import (
     budget_options,
-    check_int,
+    check_count,
     check_priority,
     checked_hook,
     checked_tools,
@@ -214,7 +214,7 @@ class MessageContextManager(ExtensionHub):
     ) -> int:
         """:meth:`add` with its count under ``counter.fingerprint()`` known (None: count it);
         what a store's restore calls for each message."""
-        tokens = None if tokens is None else check_int("tokens", tokens)
+        tokens = None if tokens is None else check_count("tokens", tokens)
         if type(priority) is not int:
             check_priority(priority)
         with self._lock:
@@ -321,7 +321,7 @@ class MessageContextManager(ExtensionHub):
     def record_usage_counted(self, usage: Any, counted: int | None) -> None:
         """:meth:`record_usage` with our count of what was sent (None: none); a store replays it."""
         reported = read_usage(usage).prompt_tokens
-        counted = None if counted is None else check_int("counted", counted)
+        counted = None if counted is None else check_count("counted", counted)
         with self._lock:
             change = UsageRecorded(reported, counted)
             self._write(change)

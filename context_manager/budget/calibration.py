@@ -100,7 +100,7 @@ class Calibration:
             return
         ours = sent
         self.observe(reported, lambda: ours)
-        self.anchor = (reported, min(held, ours - fixed))
+        self.anchor = (reported, max(0, min(held, ours - fixed)))
 
     def used(self, held: int, fixed: int) -> int:
         """What sending the whole history (``held`` counted tokens) costs now: the last report

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._config import check_int
+from .._config import check_count
 from ..errors import ConfigurationError
 from ..messages.sdk import field
 
@@ -42,7 +42,7 @@ def _int(obj: Any, name: str) -> int:
     value = field(obj, name)
     if isinstance(value, bool) or not isinstance(value, int):
         return 0
-    return check_int(f"usage field {name!r}", value)
+    return check_count(f"usage field {name!r}", value)
 
 
 def read_usage(usage: Any) -> Usage:
@@ -53,7 +53,7 @@ def read_usage(usage: Any) -> Usage:
     if isinstance(usage, bool) or usage is None:
         raise ConfigurationError(f"usage must be an int or a usage object, got {usage!r}")
     if isinstance(usage, int):
-        return Usage(input=check_int("prompt tokens", usage))
+        return Usage(input=check_count("prompt tokens", usage))
     if field(usage, "prompt_tokens") is not None:  # OpenAI Chat Completions
         details = field(usage, "prompt_tokens_details")
         cached = _int(details, "cached_tokens") if details is not None else 0

@@ -167,7 +167,14 @@ def _skip_in(restored: RestoredLog, lines: set[int]) -> None:
     restored.skipped_lines = sorted({*restored.skipped_lines, *lines})
 
 
-_REPLAY_ERRORS = (ContextManagerError, TypeError, ValueError, KeyError, RecursionError)
+_REPLAY_ERRORS = (
+    ContextManagerError,
+    TypeError,
+    ValueError,
+    KeyError,
+    RecursionError,
+    OverflowError,
+)
 
 
 def _replay_meta(

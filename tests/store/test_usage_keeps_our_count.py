@@ -215,15 +215,65 @@ def test_a_damaged_count_is_counted_again_like_a_damaged_message_count(
         back.store.close()
 
 
-@pytest.mark.parametrize("counted", [-1, True, 2.5, "7"])
+@pytest.mark.parametrize(
+    "counted",
+    [-1, True, 2.5, "7", 2**53 + 1, 10**400],
+    ids=["negative", "bool", "float", "str", "2**53+1", "10**400"],
+)
 def test_record_usage_counted_refuses_a_count_that_is_not_a_token_count(counted: Any) -> None:
     from context_manager.errors import ConfigurationError
 
     manager = MessageContextManager(**OPTIONS)
     manager.add(user("w" * 4_000))
     before = manager.stats()
-    with pytest.raises(ConfigurationError, match="counted must be an int >= 0"):
+    with pytest.raises(ConfigurationError, match="counted must be an int from 0 to"):
         manager.record_usage_counted(1_500, counted)
     assert manager.stats() == before
     manager.record_usage_counted(1_500, 1_000)  # billed 1.5x what we counted
     assert 1.49 < manager.stats().calibration < 1.51
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [10**400, 2**53 + 1, {"prompt_tokens": 10**400}, {"input_tokens": 10**309}],
+    ids=["10**400", "2**53+1", "openai-dict", "anthropic-dict"],
+)
+def test_a_report_too_large_to_be_a_count_is_refused_before_it_is_stored(
+    tmp_path: Path, usage: Any
+) -> None:
+    """A report past 2**53 tokens is no prompt size: it is refused with a typed error, and
+    nothing is written (it used to be stored, then overflow the ratio on every reopen)."""
+    from context_manager.errors import ConfigurationError
+
+    manager = MessageContextManager.open(tmp_path, **OPTIONS)
+    manager.add(user("w" * 4_000))
+    before = manager.stats()
+    with pytest.raises(ConfigurationError, match="from 0 to 9007199254740992"):
+        manager.record_usage(usage)
+    assert manager.stats() == before
+    manager.store.close()
+    assert usage_lines(Path(manager.store.path)) == []
+    assert MessageContextManager.open(tmp_path, **OPTIONS, strict=True).stats() == before
+
+
+def test_a_stored_report_too_large_to_be_a_count_is_a_damaged_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Written by another tool or by hand: skipped by its number (strict: corruption), never an
+    untyped error that keeps the session from opening."""
+    import logging
+
+    from context_manager.errors import StoreCorruptionError
+
+    live = MessageContextManager.open(tmp_path, **OPTIONS)
+    live.add(user("w" * 4_000))
+    before = live.stats()
+    live.store.close()
+    path = Path(live.store.path)
+    with path.open("a") as f:
+        f.write(f'{{"role": "_usage", "token_count": {10**400}}}\n')
+    with pytest.raises(StoreCorruptionError, match="line 2"):
+        MessageContextManager.open(tmp_path, **OPTIONS, strict=True)
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        assert MessageContextManager.open(tmp_path, **OPTIONS).stats() == before
+    assert "line 2" in caplog.text
