@@ -124,13 +124,15 @@ def test_fingerprints_differ_exactly_when_the_counting_does() -> None:
     assert counter.fingerprint() == CharEstimator(3).fingerprint() != before
 
 
-@pytest.mark.parametrize("tokens", [-1, True, 2.5, "7", [7]])
+@pytest.mark.parametrize("tokens", [-1, True, 2.5, "7", [7], 2**53 + 1])
 def test_add_counted_refuses_a_count_that_is_not_a_token_count(tokens: Any) -> None:
     from context_manager.errors import ConfigurationError
 
     manager = MessageContextManager(1_000, counter="chars")
     manager.add({"role": "user", "content": "kept"})
-    with pytest.raises(ConfigurationError, match="tokens must be an int >= 0"):
+    with pytest.raises(
+        ConfigurationError, match="tokens must be an int from 0 to 9007199254740992"
+    ):
         manager.add_counted({"role": "user", "content": "hello"}, tokens)
     assert [item.tokens for item in manager.history()] == [4]  # ceil(4 / 4) + 3, unchanged
     assert manager.add_counted({"role": "user", "content": "hello"}, 9) == 9
