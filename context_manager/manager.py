@@ -119,7 +119,7 @@ class MessageContextManager(ExtensionHub):
         self._tools = checked_tools(tools)
         tools_tokens = self._counter.count_tools(list(self._tools)) if self._tools else 0
         self._fixed = self._counter.prompt_overhead + tools_tokens
-        self._ledger = Ledger(bool(self._provider and self._provider.first_user))
+        self._ledger = Ledger(self._provider)
         self._calls = ToolCalls(repair)  # protocol state, closures, repair
         self._system: tuple[Any, Message, int] | None = None
         self._warned, self._added = False, 0
@@ -336,7 +336,7 @@ class MessageContextManager(ExtensionHub):
         with self._lock:
             change = Cleared(bool(keep_system_prompt))
             self._write(change)
-            self._ledger = Ledger(self._ledger.first_user)
+            self._ledger = Ledger(self._provider)
             self._calls.reset()
             self._summary = self._compaction = None
             self._calibration.reset()

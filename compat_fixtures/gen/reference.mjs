@@ -554,6 +554,7 @@ function providerEdgeCases(ref) {
       [`${tag}-pinned-assistant-first`, [sys, a("pinned note"), u("one"), a("two"), u("three")], opts(provider, 3 + 7 + 7 + 7, { pinned: [1] })],
       [`${tag}-oversized-result-in-tool-loop`, bigLoop, opts(provider, 120)],
       [`${tag}-oversized-result-then-small-ones`, bigThenSmall, opts(provider, 160)],
+      [`${tag}-pinned-system-before-riding-turn`, [sys, u("start"), { role: "system", content: "Reminder: be terse." }, ...bigLoop.slice(2)], opts(provider, 130, { pinned: [2] })],
     );
   }
   cases.push(

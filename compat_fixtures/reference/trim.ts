@@ -43,9 +43,9 @@
 //     opens with a user turn (firstUser), the latest user group can open with the assistant (a
 //     tool call whose results carry the person's words); then the nearest group before it that
 //     opens with a user turn (the "lead group") is protected too, the same way and settled
-//     first, unless a pinned group comes before it (the pin opens the context). Only the lead
-//     group: the groups between it and the latest user group are kept or dropped by the
-//     strategy like any other. The lead group is covered when the strategy keeps it, or a group
+//     first, unless a pinned group that opens with a user turn comes before it (the pin opens
+//     the context; a pinned system message does not). Only the lead group: the groups between
+//     it and the latest user group are kept or dropped by the strategy like any other. The lead group is covered when the strategy keeps it, or a group
 //     before it that opens with a user turn.
 //  9. Output. System prompt first, then every kept message in its original order; for Bedrock,
 //     neighbouring plain turns of one role joined (an array of their indices; providers.ts C).
@@ -320,7 +320,10 @@ export function trim(messages: unknown[], options: TrimOptions): TrimResult {
 
   // The lead group (rule 8): the user turn a context opens with when the latest user group cannot.
   let lead: number | null = null;
-  if (rules !== null && rules.firstUser && latest !== null && !groups.slice(0, latest).some((g) => g.pinned)) {
+  // A pinned group before it that opens with a user turn opens the context itself (a pinned
+  // system message does not: the provider reads it apart).
+  const pinnedOpener = latest !== null && groups.slice(0, latest).some((g) => g.pinned && g.opensWithUserTurn);
+  if (rules !== null && rules.firstUser && latest !== null && !pinnedOpener) {
     let q = latest;
     while (q > 0 && !groups[q].opensWithUserTurn) q -= 1;
     if (q < latest && groups[q].opensWithUserTurn) lead = q;

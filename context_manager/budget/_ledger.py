@@ -22,10 +22,12 @@ from operator import mul, not_
 from typing import Any
 
 from ..messages import Message
+from ..providers import ProviderRules
 from .fit import merged
 from .gathered import LastGather
-from .level import Level
+from .level import Level, file_groups
 from .ranks import MessageRanks
+from .restrict import opens_context
 
 _COMPACT_MIN = 4096
 
@@ -33,8 +35,9 @@ _COMPACT_MIN = 4096
 class Ledger:
     """Flat storage and bookkeeping; it decides nothing about what to drop."""
 
-    def __init__(self, first_user: bool = False) -> None:
-        self.first_user = first_user  # the provider's context opens with a user turn: kept_lead
+    def __init__(self, rules: ProviderRules | None = None) -> None:
+        #: A provider's rules if its context opens with a user turn: FIFO then keeps kept_lead.
+        self.rules = rules if rules is not None and rules.first_user else None
         self.originals: list[Any] = []
         self.records: list[Message] = []
         self.tokens: list[int] = []
@@ -51,6 +54,8 @@ class Ledger:
         self.pinned_groups: list[int] = []
         self.pinned_total = 0
         self.turns: list[int] = []  # groups holding a user turn, ascending (retention cuts)
+        #: Groups starting with a user turn or a native compaction: those that may open a context.
+        self.openers: list[int] = []
         self.floor = 0
         self.protected = -1
         self.kept_protected = -1
@@ -164,16 +169,9 @@ class Ledger:
         """
         n = len(self.group_start)
         if self.leveled < n:
-            levels, pinned = self._levels, self.group_pinned
-            priority, cum = self.group_priority, self.cum
-            for g in range(self.leveled, n):
-                if pinned[g]:
-                    continue
-                level = levels.get(priority[g])
-                if level is None:
-                    level = levels[priority[g]] = Level()
-                level.groups.append(g)
-                level.cum.append(level.cum[-1] + cum[g + 1] - cum[g])
+            file_groups(
+                self._levels, self.leveled, n, self.group_pinned, self.group_priority, self.cum
+            )
             self.leveled = n
         return self._levels
 
@@ -341,6 +339,8 @@ class Ledger:
                 self.pinned_total += tokens
             else:
                 cum.append(cum[-1] + tokens)
+            if rec.is_user_turn or rec.compaction:
+                self.openers.append(g)
         if rec.compaction:
             self.native = g
         if rec.role != "user" or not rec.is_user_turn:
@@ -349,8 +349,9 @@ class Ledger:
         kept = self.kept_protected
         if kept >= 0 and kept != g:
             self.kept_protected = -1
-            if joins and self.first_user and self.records[starts[kept]].is_user_turn:
-                self.kept_lead = kept  # the new turn rides on a result: sent from this one
+            rules = self.rules  # the new turn rides on a result: sent from the kept one?
+            if joins and rules is not None and opens_context(rules, self.records[starts[kept]]):
+                self.kept_lead = kept
             else:
                 released = self._drop_run(kept, kept + 1)
         if not joins and self.kept_lead >= 0:  # this turn opens a context itself
@@ -438,7 +439,7 @@ class Ledger:
         if floor <= protected < new_floor and not self.group_pinned[protected]:
             self.kept_protected = protected
             stay = sorted([*stay, protected])
-        if self.first_user and floor <= lead < min(new_floor, protected):
+        if self.rules is not None and floor <= lead < min(new_floor, protected):
             self.kept_lead = lead
             stay = sorted([*stay, lead])
         evicted: list[Any] = []
@@ -495,22 +496,21 @@ class Ledger:
         self._levels, self.leveled = {}, 0
         self.ranks.reset()
         self.gathered = None
-        remap = {g: i for i, g in enumerate(below)}
-        nb = len(below)
+        remap, shift = {g: i for i, g in enumerate(below)}, floor - len(below)
 
         def moved(g: int) -> int:
-            if g >= floor:
-                return g - floor + nb
-            return remap.get(g, -1)
+            return g - shift if g >= floor else remap.get(g, -1)
 
-        turns, at = self.turns, bisect_left(self.turns, floor)  # ascending
-        kept = [remap[g] for g in turns[:at] if g in remap]
-        self.turns = kept + list(map((floor - nb).__rsub__, turns[at:]))
+        def moved_all(groups: list[int]) -> list[int]:  # ascending: those below, then a slice
+            at = bisect_left(groups, floor)
+            return [remap[g] for g in groups[:at] if g in remap] + [g - shift for g in groups[at:]]
+
+        self.turns, self.openers = moved_all(self.turns), moved_all(self.openers)
         self.protected = moved(self.protected) if self.protected >= 0 else -1
         self.kept_protected = moved(self.kept_protected) if self.kept_protected >= 0 else -1
         self.kept_lead = moved(self.kept_lead) if self.kept_lead >= 0 else -1
         self.native = moved(self.native) if self.native >= floor else -1
-        self.floor = nb
+        self.floor = len(below)
 
 
 def _kept(values: list[Any], below: list[int], floor: int) -> list[Any]:

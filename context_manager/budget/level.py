@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-__all__ = ["Level"]
+__all__ = ["Level", "file_groups"]
 
 
 class Level:
@@ -25,3 +25,23 @@ class Level:
         """Positions in this level of the groups in ``[lo_group, hi_group)``."""
         groups = self.groups
         return bisect_left(groups, lo_group), bisect_left(groups, hi_group)
+
+
+def file_groups(
+    levels: dict[int, Level],
+    lo: int,
+    hi: int,
+    pinned: list[bool],
+    priority: list[int],
+    cum: list[int],
+) -> None:
+    """File groups ``[lo, hi)`` (pinned ones aside) in the level of their priority, in order,
+    with their trimmable tokens from the ledger's prefix sums ``cum``."""
+    for g in range(lo, hi):
+        if pinned[g]:
+            continue
+        level = levels.get(priority[g])
+        if level is None:
+            level = levels[priority[g]] = Level()
+        level.groups.append(g)
+        level.cum.append(level.cum[-1] + cum[g + 1] - cum[g])

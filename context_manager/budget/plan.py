@@ -6,6 +6,8 @@ and any other host compute a context the same way.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from ..errors import ContextOverflowError
 from ..providers import ProviderRules
 from ._ledger import Ledger
@@ -60,19 +62,28 @@ def lead_group(ledger: Ledger, protected: int, provider: ProviderRules | None) -
     """The group a context opens with when the protected latest user turn cannot
     (:func:`~.fit.opening`, whose rule this reads from the ledger): itself, or the nearest group
     before it that opens a context when the provider needs one and the turn's own group does
-    not. Only that group is protected with the turn, not the groups between them."""
+    not. Only that group is protected with the turn, not the groups between them.
+
+    The walk steps over the ledger's ``openers`` (groups that may open one), found by
+    bisection, not over every group: a tool loop of thousands of steps costs one step. Below
+    the floor only a lead FIFO kept (``kept_lead``) is held; a pin before the turn opens the
+    context itself when a context may open with it (a pinned system message does not).
+    """
     if provider is None or protected < 0:
         return protected
     records, group_start, pins = ledger.records, ledger.group_start, ledger.pinned_groups
-    floor, kept = ledger.floor, ledger.kept_lead  # below the floor only a kept lead is held
+    floor, kept, openers = ledger.floor, ledger.kept_lead, ledger.openers
     lo = kept if 0 <= kept < floor else floor
-    return opening(
-        protected,
-        lo,
-        lambda g: opens_context(provider, records[group_start[g]]),
-        lambda g: g - 1 if g > floor else lo,
-        pinned_before=bool(pins) and pins[0] < protected,
-    )
+
+    def opens(g: int) -> bool:
+        return opens_context(provider, records[group_start[g]])
+
+    def previous(g: int) -> int:
+        i = bisect_left(openers, g) - 1
+        return openers[i] if i >= 0 and openers[i] >= floor else lo
+
+    pinned_before = any(opens(g) for g in pins[: bisect_left(pins, protected)])
+    return opening(protected, lo, opens, previous, pinned_before=pinned_before)
 
 
 def _opened(ledger: Ledger, provider: ProviderRules | None, chosen: Selection, lead: int) -> bool:

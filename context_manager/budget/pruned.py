@@ -253,7 +253,7 @@ class ViewOptions:
         floor = strategy.evict(view, room)
         if floor <= ledger.floor:
             return ()
-        lead = lead_group(ledger, ledger.protected_group(), provider) if ledger.first_user else -1
+        lead = lead_group(ledger, ledger.protected_group(), provider) if ledger.rules else -1
         return ledger.evict_before(floor, lead)
 
     def pruned(self, ledger: Ledger, plan: PrunePlan) -> Ledger:

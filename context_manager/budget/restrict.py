@@ -36,9 +36,14 @@ def opens_context(rules: ProviderRules, rec: Message) -> bool:
     native compaction it reads (it stands for the turns before it). Tool results alone are no
     user turn (:attr:`Message.is_user_turn`), and neither is a tool call: the fit rule sends
     such a group with the nearest one before it that opens (``budget.fit.opening``)."""
-    if not rules.first_user or rec.is_user_turn:
+    return _opens(rules, rec.is_user_turn, rec.compaction)
+
+
+def _opens(rules: ProviderRules, user_turn: bool, compaction: str) -> bool:
+    """:func:`opens_context` from what the restriction reads of a group (``GroupRoles``)."""
+    if not rules.first_user or user_turn:
         return True
-    return bool(rec.compaction) and reads_compaction(rules, rec.compaction)
+    return bool(compaction) and reads_compaction(rules, compaction)
 
 
 class GroupRoles(Protocol):
@@ -79,13 +84,17 @@ def restrict(
             groups = [g for g in groups if g not in gone]
             dropped += unreadable
     if rules.first_user:
-        # The first turn after the system messages must be a user turn. A kept (pinned)
+        # The first turn after the system messages must open a context (a user turn, or a
+        # native compaction the provider reads: opens_context). A kept (pinned)
         # system message is read apart by the provider, as validate() reads it: it does not
         # shield the turn after it. Any other group that must be sent stops the drop.
         k = 0
         while k < len(groups) and groups[k] in keep and roles.first_role(groups[k]) in _SYSTEM:
             k += 1
-        while k < len(groups) and groups[k] not in keep and not roles.first_is_user_turn(groups[k]):
+        while k < len(groups) and groups[k] not in keep:
+            g = groups[k]
+            if _opens(rules, roles.first_is_user_turn(g), roles.compaction(g)):
+                break
             dropped.append(groups.pop(k))
     if rules.alternate:
         k = 1

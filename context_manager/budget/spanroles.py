@@ -36,10 +36,12 @@ def lead_span(
     message ``i``; ``span(i)``: the group starting at ``i``."""
     if rules is None or protected is None:
         return None
-    pinned_before = any(start < protected[0] for start in pinned)
 
     def opens(i: int) -> bool:
         return opens_context(rules, rec(i))
+
+    # A pin before the turn opens the context itself when a context may open with it.
+    pinned_before = any(start < protected[0] and opens(start) for start in pinned)
 
     start = opening(protected[0], lo, opens, before, pinned_before=pinned_before)
     return span(start) if start < protected[0] else None

@@ -321,3 +321,67 @@ def test_fifo_keeps_the_turn_a_tool_loop_started_from(provider: str) -> None:
         if m.get("content") == said("Task 0: read every file and summarise.")["content"]
     ]
     assert len(old) == 1  # the first task's turn was let go once the next task began
+
+
+def _call(call_id: str, *before: dict[str, Any]) -> dict[str, Any]:
+    block = {"type": "tool_use", "id": call_id, "name": "read", "input": {}}
+    return {"role": "assistant", "content": [*before, block]}
+
+
+def _answer(call_id: str, words: int, text: str | None = None) -> dict[str, Any]:
+    blocks: list[dict[str, Any]] = [
+        {"type": "tool_result", "tool_use_id": call_id, "content": "data " * words}
+    ]
+    return {"role": "user", "content": blocks + ([{"type": "text", "text": text}] if text else [])}
+
+
+def test_fifo_keeps_a_server_compaction_turn_as_the_one_a_loop_is_sent_from() -> None:
+    """Anthropic's server compaction (a ``compaction`` block the API returns in an assistant
+    turn) opens a context: the API reads the turns before it from the block. When FIFO has
+    evicted past that turn and the person speaks inside the loop again, the context must still
+    open with it, not with the newest call."""
+    from context_manager import MessageContextManager
+
+    evicted: list[Any] = []
+    manager = MessageContextManager(
+        300, reserve_tokens=0, provider="anthropic", strategy="fifo", on_evict=evicted.extend
+    )
+    manager.add({"role": "user", "content": "Start the audit."})
+    summary = {"type": "compaction", "content": "summary of the audit so far"}
+    opened = _call("c", summary)
+    manager.add(opened)
+    manager.add(_answer("c", 10, "first words inside the loop"))
+    for k in range(6):
+        manager.add(_call(f"x{k}"))
+        manager.add(_answer(f"x{k}", 60))
+    manager.add(_call("d"))
+    manager.add(_answer("d", 10, "second words inside the loop"))
+    sent = manager.get_context()
+    assert sent[0] is opened and sent[0]["content"][0]["type"] == "compaction"
+    _anthropic_ok(sent[1:])  # after it: every call answered at the start of the next turn
+    assert opened not in evicted
+
+
+@pytest.mark.parametrize("strategy", ["sliding_window", "fifo"])
+def test_a_pinned_system_message_does_not_stand_for_the_turn_a_loop_started_from(
+    strategy: str,
+) -> None:
+    """A pinned system message is read apart by the provider (Anthropic's ``system``, Bedrock's
+    ``system`` list): it opens no context, so the user turn the loop started from is still sent
+    before the call the latest turn rides on."""
+    from context_manager import MessageContextManager
+
+    start = {"role": "user", "content": "Start the audit."}
+    manager = MessageContextManager(300, reserve_tokens=0, provider="anthropic", strategy=strategy)
+    manager.add(start)
+    manager.add({"role": "system", "content": "Reminder: be terse."}, pinned=True)
+    manager.add(_call("a"))
+    manager.add(_answer("a", 400))
+    manager.add(_call("b"))
+    manager.add(_answer("b", 5, "and the tests"))
+    sent = manager.get_context()
+    turns = [m for m in sent if m["role"] != "system"]
+    assert turns[0] is start
+    _anthropic_ok(turns)
+    if strategy == "sliding_window":
+        assert sent == trim(manager.messages, 300, provider="anthropic", pinned=[1])
