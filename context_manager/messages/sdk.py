@@ -9,7 +9,6 @@ are read part by part. The caller's object itself is what the manager keeps and 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -19,12 +18,12 @@ from .media import add_blob
 from .record import Image, Media, Message, ToolCall, ToolResult, to_json_text
 
 __all__ = [
+    "answers_a_call",
     "as_part",
     "family",
     "field",
     "is_pydantic_ai_dict",
     "langchain_calls",
-    "pydantic_ai_joined",
     "pydantic_ai_record",
     "sdk_dict",
     "text_of",
@@ -255,54 +254,6 @@ def answers_a_call(part: Any, part_kind: object) -> bool:
     return part_kind == "tool-return" or (
         part_kind == "retry-prompt" and bool(field(part, "tool_name"))
     )
-
-
-def pydantic_ai_joined(a: Any, b: Any) -> Any | None:
-    """Two pydantic-ai requests answering one call turn as one request (the form
-    :func:`~.shapes.joined_responses` gives Gemini): the call answers of both in the order
-    given, then the other parts (a user prompt) of the one that has them. Its other fields
-    (instructions, timestamp, ...) are that one's, else ``a``'s. None when either is no
-    request that starts with answers, both say more, an answer follows other parts, or the two
-    are in different forms (an object and its JSON)."""
-    split_a, split_b = _answers_then_rest(a), _answers_then_rest(b)
-    if split_a is None or split_b is None or (split_a[1] and split_b[1]):
-        return None
-    if isinstance(a, Mapping) != isinstance(b, Mapping):
-        return None
-    parts = [*split_a[0], *split_b[0], *split_a[1], *split_b[1]]
-    base, other = (b, a) if split_b[1] else (a, b)
-    if isinstance(base, Mapping):
-        joined = {**base, "parts": parts}
-        if not joined.get("instructions") and other.get("instructions"):
-            joined["instructions"] = other["instructions"]
-        return joined
-    instructions = field(base, "instructions") or field(other, "instructions")
-    changes: dict[str, Any] = {"parts": parts}
-    if instructions is not None:
-        changes["instructions"] = instructions
-    return dataclasses.replace(base, **changes)
-
-
-def _answers_then_rest(message: Any) -> tuple[list[Any], list[Any]] | None:
-    """A pydantic-ai request's call answers and the parts after them, or None when it is no
-    request, does not start with an answer, or has an answer after another part."""
-    if isinstance(message, Mapping):
-        if not is_pydantic_ai_dict(message):
-            return None
-    elif family(message) != "pydantic_ai":
-        return None
-    parts = field(message, "parts")
-    if field(message, "kind") != "request" or not isinstance(parts, list | tuple):
-        return None
-    answers = 0
-    for part in parts:
-        if not answers_a_call(part, field(part, "part_kind")):
-            break
-        answers += 1
-    rest = list(parts[answers:])
-    if not answers or any(answers_a_call(p, field(p, "part_kind")) for p in rest):
-        return None
-    return list(parts[:answers]), rest
 
 
 def langchain_calls(message: Any, seen: Collection[str], index: int | None) -> list[ToolCall]:

@@ -26,14 +26,15 @@ own objects (:mod:`.results`), so they keep their shape by construction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidMessageError
 from .gemini import is_gemini_content
 from .record import Message, ToolCall, to_json_text
 from .responses import ITEM_TYPES
-from .sdk import family, field, is_pydantic_ai_dict, pydantic_ai_joined, sdk_dict
+from .sdk import answers_a_call, family, field, is_pydantic_ai_dict, sdk_dict
 
 __all__ = [
     "ANTHROPIC",
@@ -188,15 +189,14 @@ def joined_responses(a: Any, b: Any) -> Any | None:
     pairs) is as Gemini reads it; only a part joining the other form is rewritten in that form
     (a dict part read into a ``types.Part``, a ``Part`` dumped to its dict, bytes kept).
     pydantic-ai requests (provider-neutral: the closure is stored before the person's turn, as
-    Anthropic wants) are joined as one request when sent to Gemini (:func:`~.sdk.
-    pydantic_ai_joined`), which its ``GoogleModel`` sends as one content of responses.
+    Anthropic wants) are joined as one request when sent to Gemini
+    (:func:`pydantic_ai_joined`), which its ``GoogleModel`` sends as one content of responses.
     """
     if shape_of(a) == PYDANTIC_AI:  # pydantic-ai requests: joined as requests of the same form
         return pydantic_ai_joined(a, b)
-    split_a, split_b = _responses_then_rest(a), _responses_then_rest(b)
-    if split_a is None or split_b is None or (split_a[1] and split_b[1]):
+    parts = _joined_parts(_responses_then_rest(a), _responses_then_rest(b))
+    if parts is None:
         return None
-    parts = [*split_a[0], *split_b[0], *split_a[1], *split_b[1]]
     if isinstance(a, Mapping):
         dumped = [p if isinstance(p, Mapping) else p.model_dump(exclude_none=True) for p in parts]
         return {"role": "user", "parts": dumped}
@@ -225,22 +225,86 @@ def _responses_then_rest(message: Any) -> tuple[list[Any], list[Any]] | None:
         parts = list(field(message, "parts") or ())
     else:
         return None
-    if not isinstance(parts, list) or not parts:
+    if not isinstance(parts, list):
         return None
-    answers = 0
+
+    def responds(part: Any) -> bool:
+        data = _data(part)
+        return isinstance(data, Mapping) and bool(data) and data.keys() <= _RESPONSE_KEYS
+
+    def names_one(part: Any) -> bool:  # a response key among others still moves a response
+        data = _data(part)
+        return isinstance(data, Mapping) and not _RESPONSE_KEYS.isdisjoint(data)
+
+    return _answers_then_rest(parts, responds, names_one)
+
+
+def pydantic_ai_joined(a: Any, b: Any) -> Any | None:
+    """Two pydantic-ai requests answering one call turn as one request (the form
+    :func:`joined_responses` gives Gemini): the call answers of both in the order given, then
+    the other parts (a user prompt) of the one that has them. Its other fields (instructions,
+    timestamp, ...) are that one's, else ``a``'s. None when either is no request that starts
+    with answers, both say more, an answer follows other parts, or the two are in different
+    forms (an object and its JSON)."""
+    split_a, split_b = _requests_answers(a), _requests_answers(b)
+    parts = _joined_parts(split_a, split_b)
+    if parts is None or isinstance(a, Mapping) != isinstance(b, Mapping):
+        return None
+    base, other = (b, a) if split_b is not None and split_b[1] else (a, b)
+    if isinstance(base, Mapping):
+        joined = {**base, "parts": parts}
+        if not joined.get("instructions") and other.get("instructions"):
+            joined["instructions"] = other["instructions"]
+        return joined
+    instructions = field(base, "instructions") or field(other, "instructions")
+    changes: dict[str, Any] = {"parts": parts}
+    if instructions is not None:
+        changes["instructions"] = instructions
+    return dataclasses.replace(base, **changes)
+
+
+def _requests_answers(message: Any) -> tuple[list[Any], list[Any]] | None:
+    """A pydantic-ai request's call answers and the parts after them, or None when it is no
+    request, does not start with an answer, or has an answer after another part."""
+    if isinstance(message, Mapping):
+        if not is_pydantic_ai_dict(message):
+            return None
+    elif family(message) != "pydantic_ai":
+        return None
+    parts = field(message, "parts")
+    if field(message, "kind") != "request" or not isinstance(parts, list | tuple):
+        return None
+
+    def answers(part: Any) -> bool:
+        return answers_a_call(part, field(part, "part_kind"))
+
+    return _answers_then_rest(parts, answers, answers)
+
+
+def _answers_then_rest(
+    parts: Sequence[Any], answers: Callable[[Any], bool], names_one: Callable[[Any], bool]
+) -> tuple[list[Any], list[Any]] | None:
+    """The leading ``parts`` that ``answer`` a call and the parts after them; None when none
+    leads, or when a later part ``names_one`` (joined, its place would move)."""
+    lead = 0
     for part in parts:
-        data = _data(part)
-        if not isinstance(data, Mapping) or not data.keys() <= _RESPONSE_KEYS or not data:
+        if not answers(part):
             break
-        answers += 1
-    if not answers:
+        lead += 1
+    rest = list(parts[lead:])
+    if not lead or any(names_one(part) for part in rest):
         return None
-    rest = parts[answers:]
-    for part in rest:
-        data = _data(part)
-        if isinstance(data, Mapping) and not _RESPONSE_KEYS.isdisjoint(data):
-            return None  # a response after the text: not joined (its place would move)
-    return parts[:answers], rest
+    return list(parts[:lead]), rest
+
+
+def _joined_parts(
+    split_a: tuple[list[Any], list[Any]] | None, split_b: tuple[list[Any], list[Any]] | None
+) -> list[Any] | None:
+    """Two answer turns as one turn's parts: every answer in the order given, then what the one
+    that says more says (None: either is no answer turn, or both say more)."""
+    if split_a is None or split_b is None or (split_a[1] and split_b[1]):
+        return None
+    return [*split_a[0], *split_b[0], *split_a[1], *split_b[1]]
 
 
 # -- rendering results ----------------------------------------------------------------------
