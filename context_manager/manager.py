@@ -266,7 +266,7 @@ class MessageContextManager(ExtensionHub):
         self._added += 1
         if change is not None and self._listeners:
             self._emit(change)
-        evicted = self._view.evict(ledger, self._strategy, self._room(held=True), self._provider)
+        evicted = self._view.evict(ledger, self._strategy, self._room(held=True))
         if released or evicted:
             gone = [*released, *evicted]
             if self._listeners:

@@ -64,14 +64,10 @@ class Calibration:
         except ContextOverflowError:
             return None
 
-    def observe(self, reported: int, counted: Callable[[], int]) -> bool:
-        """Fold in one request: ``reported`` prompt tokens for a context we counted at
-        ``counted()`` (called only when enabled). Returns whether the sample was used."""
+    def observe(self, reported: int, ours: int) -> bool:
+        """Fold in one request: ``reported`` prompt tokens for a context we counted at ``ours``.
+        Returns whether the sample was used."""
         if not self.enabled:
-            return False
-        try:
-            ours = counted()
-        except ContextOverflowError:  # nothing fits: there is no sent context to compare
             return False
         if ours < MIN_COUNTED or reported / ours < LOW:
             return False
@@ -98,9 +94,8 @@ class Calibration:
         if sent is None:
             self.anchor = (reported, held)
             return
-        ours = sent
-        self.observe(reported, lambda: ours)
-        self.anchor = (reported, max(0, min(held, ours - fixed)))
+        self.observe(reported, sent)
+        self.anchor = (reported, max(0, min(held, sent - fixed)))
 
     def used(self, held: int, fixed: int) -> int:
         """What sending the whole history (``held`` counted tokens) costs now: the last report

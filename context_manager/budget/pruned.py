@@ -232,16 +232,15 @@ class ViewOptions:
             self.offload.forget()  # the area retires its handles; the next cut stores again
         self.reported = ()
 
-    def evict(
-        self, ledger: Ledger, strategy: Strategy, room: int, provider: ProviderRules | None
-    ) -> Sequence[Any]:
+    def evict(self, ledger: Ledger, strategy: Strategy, room: int) -> Sequence[Any]:
         """After an add: drop for good what ``strategy`` evicts; returns the caller's messages.
 
         A destructive strategy evicts on the pruned sums, so FIFO drops only what does not fit
         once old results are pruned (``room`` counts everything held). A strategy that keeps the
         base ``Strategy.evict`` is asked too: it answers its floor, and nothing is pruned for it.
         The latest user turn stays, and so does the turn a context opens with when its group
-        cannot (``lead_group``): a provider rejects a context that starts with the assistant.
+        cannot (``lead_group`` under the ledger's first-user ``rules``): a provider rejects a
+        context that starts with the assistant.
         """
         pruner = self.pruner
         view = ledger
@@ -253,7 +252,8 @@ class ViewOptions:
         floor = strategy.evict(view, room)
         if floor <= ledger.floor:
             return ()
-        lead = lead_group(ledger, ledger.protected_group(), provider) if ledger.rules else -1
+        rules = ledger.rules
+        lead = lead_group(ledger, ledger.protected_group(), rules) if rules is not None else -1
         return ledger.evict_before(floor, lead)
 
     def pruned(self, ledger: Ledger, plan: PrunePlan) -> Ledger:

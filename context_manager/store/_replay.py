@@ -167,14 +167,7 @@ def _skip_in(restored: RestoredLog, lines: set[int]) -> None:
     restored.skipped_lines = sorted({*restored.skipped_lines, *lines})
 
 
-_REPLAY_ERRORS = (
-    ContextManagerError,
-    TypeError,
-    ValueError,
-    KeyError,
-    RecursionError,
-    OverflowError,
-)
+_REPLAY_ERRORS = (ContextManagerError, TypeError, ValueError, KeyError, RecursionError)
 
 
 def _replay_meta(

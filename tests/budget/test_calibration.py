@@ -152,13 +152,13 @@ def test_exact_counters_and_pi_parity_keep_the_plain_anchor() -> None:
 
 def test_outliers_and_tiny_contexts_are_ignored() -> None:
     calibration = Calibration(True)
-    assert not calibration.observe(10_000, lambda: MIN_COUNTED - 1)
-    assert not calibration.observe(int(1000 * (LOW - 0.1)), lambda: 1000)
+    assert not calibration.observe(10_000, MIN_COUNTED - 1)
+    assert not calibration.observe(int(1000 * (LOW - 0.1)), 1000)
     assert calibration.factor == 1.0
-    assert calibration.observe(2000, lambda: 1000) and calibration.factor == 2.0
-    assert calibration.observe(1000, lambda: 1000)  # smoothed, not replaced
+    assert calibration.observe(2000, 1000) and calibration.factor == 2.0
+    assert calibration.observe(1000, 1000)  # smoothed, not replaced
     assert 1.6 < calibration.factor < 2.0
-    assert not Calibration(False).observe(2000, lambda: 1000)
+    assert not Calibration(False).observe(2000, 1000)
 
 
 def test_factor_survives_reopen_and_resets_on_clear(tmp_path: Path) -> None:
