@@ -201,6 +201,39 @@ def _texts(content: Any) -> list[str]:
     return out
 
 
+def _said(provider: str, text: str) -> dict[str, Any]:
+    """A plain user turn in the provider's own shape."""
+    return {"role": "user", "content": text if provider == "anthropic" else [{"text": text}]}
+
+
+def _use(provider: str, call_id: str) -> dict[str, Any]:
+    """The assistant's call: the Anthropic SDK's blocks, or a Converse ``toolUse``."""
+    return _anthropic_reply(call_id) if provider == "anthropic" else _tool_use(call_id)
+
+
+def _result(provider: str, call_id: str, text: str, words: str | None = None) -> dict[str, Any]:
+    """The result of a call, with the person's ``words`` after it when given."""
+    if provider != "anthropic":
+        if words:
+            return _result_and_text(call_id, text, words)
+        block = {"toolResult": {"toolUseId": call_id, "content": [{"text": text}]}}
+        return {"role": "user", "content": [block]}
+    blocks: list[dict[str, Any]] = [
+        {"type": "tool_result", "tool_use_id": call_id, "content": text}
+    ]
+    if words:
+        blocks.append({"type": "text", "text": words})
+    return {"role": "user", "content": blocks}
+
+
+def _provider_ok(provider: str, sent: list[Any]) -> None:
+    """The provider's own rules, checked here (Anthropic) or by botocore (Converse)."""
+    if provider == "anthropic":
+        _anthropic_ok(sent)
+    else:
+        _converse_ok(sent)
+
+
 @pytest.mark.parametrize("provider", ["anthropic", "bedrock"])
 def test_an_oversized_result_does_not_make_every_later_request_overflow(provider: str) -> None:
     """A tool loop read a result larger than the window; the person then speaks inside the loop
@@ -213,40 +246,18 @@ def test_an_oversized_result_does_not_make_every_later_request_overflow(provider
     budget = 2_000
     enc = load_encoding("o200k_base")
     manager = MessageContextManager(budget, reserve_tokens=0, counter="tiktoken", provider=provider)
-    anthropic = provider == "anthropic"
-
-    def use(call_id: str) -> dict[str, Any]:
-        return _anthropic_reply(call_id) if anthropic else _tool_use(call_id)
-
-    def result(call_id: str, text: str, words: str | None = None) -> dict[str, Any]:
-        if not anthropic:
-            if words is None:
-                block = {"toolResult": {"toolUseId": call_id, "content": [{"text": text}]}}
-                return {"role": "user", "content": [block]}
-            return _result_and_text(call_id, text, words)
-        blocks: list[dict[str, Any]] = [
-            {"type": "tool_result", "tool_use_id": call_id, "content": text}
-        ]
-        return {
-            "role": "user",
-            "content": blocks + ([{"type": "text", "text": words}] if words else []),
-        }
-
-    opener = {"role": "user", "content": "Read the build logs and fix the failing test."}
-    if not anthropic:
-        opener = {"role": "user", "content": [{"text": opener["content"]}]}
+    opener = _said(provider, "Read the build logs and fix the failing test.")
     manager.add(opener)
-    manager.add(use("toolu_big"))
-    manager.add(result("toolu_big", "ERROR build step failed\n" * 2_000))  # ~10k tokens
+    manager.add(_use(provider, "toolu_big"))
+    manager.add(_result(provider, "toolu_big", "ERROR build step failed\n" * 2_000))  # ~10k
     for turn in range(40):
         call_id = f"toolu_{turn}"
-        manager.add(use(call_id))
-        manager.add(result(call_id, f"line {turn}: ok", f"step {turn} looks fine, go on"))
+        manager.add(_use(provider, call_id))
+        manager.add(
+            _result(provider, call_id, f"line {turn}: ok", f"step {turn} looks fine, go on")
+        )
         sent = manager.get_context()
-        if anthropic:
-            _anthropic_ok(sent)
-        else:
-            _converse_ok(sent)
+        _provider_ok(provider, sent)
         assert sent[0] is opener and sent[-1]["content"][-1] is not None
         texts = [t for m in sent for t in _texts(m["content"])]
         assert not any("ERROR build step failed" in t for t in texts)
@@ -263,7 +274,6 @@ def test_fifo_keeps_the_turn_a_tool_loop_started_from(provider: str) -> None:
     turn again, that old turn is let go like any other."""
     from context_manager import MessageContextManager, count_tokens
 
-    anthropic = provider == "anthropic"
     evicted: list[Any] = []
     manager = MessageContextManager(
         600,
@@ -274,40 +284,19 @@ def test_fifo_keeps_the_turn_a_tool_loop_started_from(provider: str) -> None:
         on_evict=evicted.extend,
     )
 
-    def said(text: str) -> dict[str, Any]:
-        return {"role": "user", "content": text if anthropic else [{"text": text}]}
-
-    def use(call_id: str) -> dict[str, Any]:
-        return _anthropic_reply(call_id) if anthropic else _tool_use(call_id)
-
-    def result(call_id: str, text: str, words: str | None = None) -> dict[str, Any]:
-        if not anthropic:
-            if words:
-                return _result_and_text(call_id, text, words)
-            block = {"toolResult": {"toolUseId": call_id, "content": [{"text": text}]}}
-            return {"role": "user", "content": [block]}
-        blocks: list[dict[str, Any]] = [
-            {"type": "tool_result", "tool_use_id": call_id, "content": text}
-        ]
-        if words:
-            blocks.append({"type": "text", "text": words})
-        return {"role": "user", "content": blocks}
-
     requests = 0
     for task in range(6):
-        opener = said(f"Task {task}: read every file and summarise.")
+        opener = _said(provider, f"Task {task}: read every file and summarise.")
         manager.add(opener)
         for step in range(40):
             call_id = f"toolu_{task}_{step}"
-            manager.add(use(call_id))
+            manager.add(_use(provider, call_id))
             words = "and the tests too" if step == 1 else None
-            manager.add(result(call_id, f"file {step}: " + "data " * (10 + step % 7), words))
+            text = f"file {step}: " + "data " * (10 + step % 7)
+            manager.add(_result(provider, call_id, text, words))
             sent = manager.get_context()
             requests += 1
-            if anthropic:
-                _anthropic_ok(sent)
-            else:
-                _converse_ok(sent)
+            _provider_ok(provider, sent)
             assert validate(sent, provider) == []
             if step >= 1:  # the latest user turn rides on the step-1 result from here on
                 assert sent[0] is opener and opener in manager.messages
@@ -318,7 +307,7 @@ def test_fifo_keeps_the_turn_a_tool_loop_started_from(provider: str) -> None:
     old = [
         m
         for m in evicted
-        if m.get("content") == said("Task 0: read every file and summarise.")["content"]
+        if m.get("content") == _said(provider, "Task 0: read every file and summarise.")["content"]
     ]
     assert len(old) == 1  # the first task's turn was let go once the next task began
 
@@ -329,10 +318,7 @@ def _call(call_id: str, *before: dict[str, Any]) -> dict[str, Any]:
 
 
 def _answer(call_id: str, words: int, text: str | None = None) -> dict[str, Any]:
-    blocks: list[dict[str, Any]] = [
-        {"type": "tool_result", "tool_use_id": call_id, "content": "data " * words}
-    ]
-    return {"role": "user", "content": blocks + ([{"type": "text", "text": text}] if text else [])}
+    return _result("anthropic", call_id, "data " * words, text)
 
 
 def test_fifo_keeps_a_server_compaction_turn_as_the_one_a_loop_is_sent_from() -> None:
