@@ -5,7 +5,7 @@ keeps: the system prompt, pins, the latest user turn and the groups that fit, pl
 past the cut. What it cannot decide alone raises :class:`Fallback`, and ``trim`` takes the full
 path (a filled manager), which has the exact errors.
 
-Each rule is someone else's: records come from the door (``counting.fastlane.read_many``, else
+Each rule is someone else's: records come from the door (``messages.chat_dicts.read_many``, else
 ``normalize``), costs from the counter (``count_message`` / ``message_costs``, or its
 ``message_bound``), group edges from :func:`~context_manager.messages.groups.joins_previous` (the
 protocol's rule seen from two neighbours, as a backwards reader sees it) and the verdict from
@@ -29,10 +29,11 @@ from itertools import accumulate, islice
 from typing import Any, cast
 
 from ..counting import TokenCounter
-from ..counting.fastlane import lane_for, read_fast, read_many
+from ..counting.fastlane import lane_for
 from ..counting.message_cache import CounterCounts, MessageCountCache
 from ..errors import InvalidMessageError
 from ..messages import Message, normalize
+from ..messages.chat_dicts import read_many
 from ..messages.groups import ToolProtocol, joins_previous
 from ..providers import ProviderRules
 from .compacted import newest_sendable, sendable
@@ -172,7 +173,7 @@ class BackwardScan:
         if got is not None:
             return got  # a common shape, counted faster than a lookup
         if self.bound is not None:  # charged its bound: nothing tokenized, nothing looked up
-            rec = self.recs.get(i) or read_fast(message) or normalize(message, i)
+            rec = self.recs.get(i) or normalize(message, i)
             return rec, self.bound(rec)
         return self._counted(i, self.recs.get(i))
 
@@ -183,7 +184,7 @@ class BackwardScan:
         if self.cache is not None:
             return self.cache.counted(message, i, rec, self.count)
         if rec is None:
-            rec = read_fast(message) or normalize(message, i)
+            rec = normalize(message, i)
         return rec, self.count(rec)
 
     def joins(self, i: int) -> bool:

@@ -34,7 +34,6 @@ from ..messages import Message, normalize
 from ..messages.nesting import MAX_DEPTH
 from .base import TokenCounter
 from .estimate import CharEstimator
-from .fastlane import read_fast
 
 #: Default bound of a cache (bytes of the texts held plus a fixed cost per entry).
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -237,7 +236,7 @@ class CounterCounts:
             if hit is not None:
                 return (hit[0] if rec is None else rec), hit[1]
             if rec is None:
-                rec = read_fast(message) or normalize(message, index)
+                rec = normalize(message, index)
             tokens = count(rec)
             self.put(key, (rec, tokens))
             return rec, tokens

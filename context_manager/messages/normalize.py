@@ -6,10 +6,11 @@ messages, Gemini contents, pydantic-ai and LangChain messages, ``(role, text)`` 
 normalized record, so format quirks live here and nowhere else. The caller's object is kept
 untouched beside the record and is what ``get_context()`` gives back.
 
-Detection order (first match wins): the plain ``{role, content}`` dict; :class:`Message`; dicts
-(Responses items by ``type``, pydantic-ai's JSON by ``kind`` and ``parts``, Gemini by ``parts``,
-then chat roles); objects of a known SDK by their class's module (OpenAI, Anthropic, google-genai,
-pydantic-ai, LangChain); LangChain-style ``(role, text)`` tuples. Anything else is refused with
+Detection order (first match wins): the three common chat dicts (``chat_dicts.py``);
+:class:`Message`; dicts (Responses items by ``type``, pydantic-ai's JSON by ``kind`` and
+``parts``, Gemini by ``parts``, then chat roles); objects of a known SDK by their class's module
+(OpenAI, Anthropic, google-genai, pydantic-ai, LangChain); LangChain-style ``(role, text)``
+tuples. Anything else is refused with
 what was recognised.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 from .._js import utf16_len
 from ..errors import InvalidMessageError
+from .chat_dicts import read_many
 from .gemini import from_content, is_gemini_content
 from .media import add_blob, image_of, media_of
 from .nesting import describe_nesting
@@ -449,11 +451,10 @@ def normalize(message: Any, index: int | None = None) -> Message:
     and :func:`~.nesting.describe_nesting` finds the field without recursing. An error raised
     without an index (e.g. by ``to_json_text``) gets ``index`` added.
     """
-    if type(message) is dict and len(message) == 2:
-        # Fast path for the commonest shape, {"role": ..., "content": "text"}.
-        role, content = message.get("role"), message.get("content")
-        if type(content) is str and type(role) is str and role in _ROLE_SET and role != "tool":
-            return Message(role, content)
+    if type(message) is dict:  # the three common chat dicts first (``chat_dicts.py``)
+        common = read_many((message,))[0]
+        if common is not None:
+            return common
     try:
         return _read(message, index)
     except RecursionError:

@@ -1,17 +1,19 @@
-"""The commonest chat dicts are read as ``normalize`` reads them and counted by the rule.
+"""The commonest chat dicts are read as the general reader reads them and counted by the rule.
 
-``trim()`` reads plain, tool-result and tool-call dicts without the general reader
-(``counting/fastlane.py``). Inputs are drawn around those three shapes with every way to leave
-them: extra or missing keys, wrong types, aliases, empty ids, astral and lone-surrogate text,
-dict subclasses. Whenever the shortcut answers, the answer must be the general reader's; when
-the general reader raises, the shortcut must decline; and a counter that is not the plain
-estimator keeps its own rule.
+``normalize`` reads plain, tool-result and tool-call dicts before its general reader
+(``messages/chat_dicts.py``), and ``trim()`` counts them without a cache lookup. Inputs are drawn
+around those three shapes with every way to leave them: extra or missing keys, wrong types,
+aliases, empty ids, astral and lone-surrogate text, dict subclasses. Whenever the shortcut
+answers, the answer must be the general reader's; when the general reader raises, the shortcut
+must decline and ``normalize`` must raise; and a counter that is not the plain estimator keeps
+its own rule.
 """
 
 from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -20,10 +22,11 @@ from hypothesis import strategies as st
 
 from context_manager import trim
 from context_manager.counting import CharEstimator, TokenCounter
-from context_manager.counting.fastlane import lane_for, read_fast
+from context_manager.counting.fastlane import lane_for
 from context_manager.counting.tiktoken_counter import TiktokenCounter
 from context_manager.errors import InvalidMessageError
 from context_manager.messages import Message, normalize
+from context_manager.messages.chat_dicts import read_common
 
 from ..naive import naive_read
 
@@ -72,17 +75,25 @@ COUNTERS: list[TokenCounter] = [
 
 
 def _general(message: Any) -> Message | None:
+    """The general reader's record: a read-only view of the same dict is a mapping, not a
+    ``dict``, so ``normalize`` reads it without the shortcut."""
     try:
-        return normalize(message)
+        return normalize(MappingProxyType(message))
     except InvalidMessageError:
         return None
 
 
 @given(chat_dicts())
-def test_common_chat_dicts_are_read_as_normalize_reads_them(message: Any) -> None:
-    fast = read_fast(message)
+def test_common_chat_dicts_are_read_as_the_general_reader_reads_them(message: Any) -> None:
+    fast = read_common(message)
+    general = _general(message)
     if fast is not None:
-        assert fast == _general(message)
+        assert fast == general
+    if general is None:  # what the general reader refuses, normalize refuses
+        with pytest.raises(InvalidMessageError):
+            normalize(message)
+    else:
+        assert normalize(message) == general
 
 
 def _oracle(message: dict[str, Any], counter: CharEstimator) -> int:
@@ -134,14 +145,16 @@ def tiktoken_counter() -> TiktokenCounter:
 def test_tiktoken_counts_common_chat_dicts_as_their_normalized_records(
     tiktoken_counter: TiktokenCounter,
 ) -> None:
-    """A real tokenizer keeps no lane (it uses the content cache) but reads with ``read_fast``."""
+    """A real tokenizer keeps no lane (it uses the content cache); the shortcut's records count as
+    the general reader's."""
     assert lane_for(tiktoken_counter) is None
 
     @given(chat_dicts())
     def check(message: Any) -> None:
-        fast = read_fast(message)
+        fast = read_common(message)
         if fast is not None:
-            rec = normalize(message)
+            rec = _general(message)
+            assert rec is not None
             assert tiktoken_counter.count_message(fast) == tiktoken_counter.count_message(rec)
 
     check()
