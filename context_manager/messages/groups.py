@@ -352,8 +352,6 @@ class Repairer:
         self.protocol = ToolProtocol()
         #: The messages of the open group that issued calls (they decide the results' shape).
         self._callers: list[tuple[Any, Message]] = []
-        self.dropped = 0
-        self.inserted = 0
         #: How many closures the last :meth:`feed` put after its message (a Gemini turn's).
         self.closed_after = 0
 
@@ -393,7 +391,6 @@ class Repairer:
         answers = zip(result_ids, answered_calls(result_ids, pending), strict=True)
         stale = {given for given, call in answers if call not in pending}
         if stale:
-            self.dropped += 1
             fixed = _without_stale_results(original, rec, stale)
             if fixed is None:
                 return out
@@ -401,7 +398,6 @@ class Repairer:
             if self.protocol.pending and not rec.result_ids:  # it answers nothing: the group ends
                 out.extend(self.finish())
         if self.protocol.problem(rec) is not None:  # e.g. a reused call id: drop the message
-            self.dropped += 1
             return out
         pending = self.protocol.pending
         cut = interrupted(rec, pending) if pending and rec.result_ids else ()
@@ -430,7 +426,6 @@ class Repairer:
         if not ids:
             return []
         fillers = missing_results(self._callers, ids, text)
-        self.inserted += len(ids)
         out = []
         for filler in fillers:
             rec = normalize(filler)

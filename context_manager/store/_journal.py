@@ -92,10 +92,6 @@ class JournalCore:
         self._manager = manager
         manager.attach_journal(self)  # type: ignore[arg-type]
 
-    def detach(self) -> None:
-        if self._manager is not None:
-            self._manager.attach_journal(None)
-
     # -- changes into records ----------------------------------------------------------------
     def _typed(self, change: Change, exc: BaseException) -> ContextManagerError | None:
         """An encoding or I/O failure of ``write`` as a typed error (None: not one of those)."""
