@@ -25,7 +25,7 @@ from ..messages.truncate import head_tail, rewrite_results
 from ..offload.stub import Offloader
 from ..providers import ProviderRules
 from ._ledger import Ledger
-from .plan import lead_group, plan_context
+from .plan import Shortfall, lead_group, plan_context
 from .scattered import Scattered, count, gather
 from .strategies import Strategy
 
@@ -124,15 +124,62 @@ def fit_newest_group(
     can rewrite or cannot fit even with empty results. With ``offload`` the full result is
     stored there and the cut names its handle (a plain cut when the area fails).
     """
-    lengths = [max((utf16_len(r.text) for r in rec.results), default=0) for rec in records]
-    longest = max(lengths, default=0)
-    if longest == 0 or room <= 0:
+    if room <= 0:
         return None
-    costs = [counter.count_message(r) for r in records]
-    original_tokens = sum(costs)
-    text_tokens: dict[str, int] = {}  # each result text counted once across the search
+    cuts = _Cuts(originals, records, counter, offload)
+    lo, hi, best = 0, cuts.longest - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        got = cuts.build(mid)
+        if got is not None and got[1] <= room:
+            best, lo = (mid, got), mid + 1
+        else:
+            hi = mid - 1
+    if best is None:
+        return None
+    cap, (msgs, tokens, changed) = best
+    ids = [i for rec in records for i in rec.result_ids]
+    cut = sum(max(n - cap, 0) for n in cuts.lengths)
+    return Truncation(msgs, tokens, cuts.original_tokens, changed, cut, ids)
 
-    def build(cap: int) -> tuple[list[Any], int, int] | None:
+
+def least_group_tokens(
+    originals: Sequence[Any], records: Sequence[Message], counter: TokenCounter
+) -> int | None:
+    """What the group costs with its results cut to nothing (None: no result to cut): the
+    least :func:`fit_newest_group` can send, so what an overflow says the group needs."""
+    got = _Cuts(originals, records, counter, None).build(0)
+    return None if got is None else got[1]
+
+
+class _Cuts:
+    """One group's results cut head+tail at a character cap, each result text counted once."""
+
+    def __init__(
+        self,
+        originals: Sequence[Any],
+        records: Sequence[Message],
+        counter: TokenCounter,
+        offload: Offloader | None,
+    ) -> None:
+        self.originals, self.records, self.counter, self.offload = (
+            originals,
+            records,
+            counter,
+            offload,
+        )
+        self.lengths = [max((utf16_len(r.text) for r in rec.results), default=0) for rec in records]
+        self.longest = max(self.lengths, default=0)
+        self.costs = [counter.count_message(r) for r in records]
+        self.original_tokens = sum(self.costs)
+        self.text_tokens: dict[str, int] = {}  # each result text counted once across a search
+
+    def build(self, cap: int) -> tuple[list[Any], int, int] | None:
+        """The group with results longer than ``cap`` cut, its tokens and how many messages
+        changed; None when nothing got smaller."""
+        if self.longest == 0:
+            return None
+        counter, offload, text_tokens = self.counter, self.offload, self.text_tokens
         head = cap - cap // 2
 
         def rule(text: str, _images: int) -> str | None:
@@ -148,7 +195,7 @@ def fit_newest_group(
             return cut if counter.count_text(cut) < before else None
 
         out, tokens, changed = [], 0, 0
-        for original, rec, cost in zip(originals, records, costs, strict=True):
+        for original, rec, cost in zip(self.originals, self.records, self.costs, strict=True):
             new = rewrite_results(original, rule, "clear") if rec.result_ids else None
             new_cost = counter.count_message(normalize(new)) if new is not None else cost
             if new is not None and new_cost < cost:  # never a message that grew
@@ -159,21 +206,6 @@ def fit_newest_group(
                 out.append(original)
                 tokens += cost
         return (out, tokens, changed) if changed else None
-
-    lo, hi, best = 0, longest - 1, None
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        got = build(mid)
-        if got is not None and got[1] <= room:
-            best, lo = (mid, got), mid + 1
-        else:
-            hi = mid - 1
-    if best is None:
-        return None
-    cap, (msgs, tokens, changed) = best
-    ids = [i for rec in records for i in rec.result_ids]
-    cut = sum(max(n - cap, 0) for n in lengths)
-    return Truncation(msgs, tokens, original_tokens, changed, cut, ids)
 
 
 @dataclass(slots=True)
@@ -338,19 +370,28 @@ def plan_view(
             repl = plan.replacements
     fit = None
     g = ledger.complete - 1
+    least = view  # what an overflow is measured on: the newest group cut to nothing
     if options.truncate_newest and g >= ledger.floor and not ledger.group_pinned[g]:
         p = ledger.protected_group()  # with the turn a context opens with (plan.lead_group)
         lead = lead_group(ledger, p, provider) if p >= 0 else -1
         left = room - sum(view.trimmable(x, x + 1) for x in {lead, p} if 0 <= x < g)
         if view.trimmable(g, g + 1) > left and ledger.has_results(g):
             a, b = ledger.group_start[g], ledger.group_end(g)
-            fit = fit_newest_group(
-                ledger.originals[a:b], ledger.records[a:b], left, counter, options.offload
-            )
+            group = ledger.originals[a:b], ledger.records[a:b]
+            fit = fit_newest_group(*group, left, counter, options.offload)
             if fit is not None:
                 view = with_group_tokens(view, g, fit.tokens)
                 repl = {**repl, **dict(zip(ledger.seq[a:b], fit.messages, strict=True))}
-    kept = plan_context(view, strategy, room, provider)
+            else:
+                tokens = least_group_tokens(*group, counter)  # (no offload: nothing is stored)
+                if tokens is not None:
+                    least = with_group_tokens(view, g, tokens)
+    try:
+        kept = plan_context(view, strategy, room, provider)
+    except Shortfall:
+        if least is not view:  # say what is short with the newest results cut to nothing
+            plan_context(least, strategy, room, provider)
+        raise
     if kept.scattered is not None:
         return ViewPlan([], [], kept.trimmable_tokens, repl, report, fit, kept.scattered)
     return ViewPlan(kept.starts, kept.stops, kept.trimmable_tokens, repl, report, fit)
