@@ -117,10 +117,6 @@ def _after_scheme(url: str) -> tuple[str, str] | None:
     return (match.group(1).lower(), url[match.end() :]) if match else None
 
 
-def _password_of(userinfo: str) -> str:
-    return userinfo.partition(":")[2] if ":" in userinfo else ""
-
-
 def secrets_in(text: str) -> tuple[str, ...]:
     """Every credential-looking part of ``text`` (a URL or a libpq key=value string).
 
@@ -145,7 +141,7 @@ def secrets_in(text: str) -> tuple[str, ...]:
         if "@" in rest:  # a password holding / ? or # ends at a later @
             userinfos.append(rest.rpartition("@")[0])
         for userinfo in userinfos:
-            password = _password_of(userinfo)
+            password = userinfo.partition(":")[2]  # none without a ":"
             if password:
                 found |= _variants(password)
         for key, value in _QUERY_PARAM.findall(rest):
@@ -160,7 +156,7 @@ def secrets_in(text: str) -> tuple[str, ...]:
         for key, raw, value in _libpq_values(text):  # as libpq reads it: x\ y is "x y"
             if _SECRET_KEY.search(key):
                 found |= {raw, value}
-    return tuple(sorted((s for s in found if s), key=len, reverse=True))
+    return _ordered(found)
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
@@ -219,9 +215,14 @@ def libpq_target(text: str) -> str | None:
 
     Two pairs or more (``host=db dbname=chat``), or any credential (``password=...``): one pair
     of another keyword stays a path, as a directory named like a partition (``service=prod/``,
-    ``user=alice``) is more likely than a connection string of one setting.
+    ``user=alice``) is more likely than a connection string of one setting. A text that starts
+    like one and names a credential counts, though libpq would refuse the whole (``password=a
+    b``: a stray token); taken as a path it was a directory named after the password.
     """
-    pairs = libpq_pairs(text)
+    pairs, first = libpq_pairs(text), _LIBPQ_PAIR.match(text)
+    if not pairs and first is not None and first.group(1).lower() in LIBPQ_KEYWORDS:
+        loose = [(k.lower(), v) for k, v in _DSN_PARAM.findall(text) if k.lower() in LIBPQ_KEYWORDS]
+        pairs = loose if any(_SECRET_KEY.search(k) and v for k, v in loose) else None
     if not pairs or (len(pairs) < 2 and not any(_SECRET_KEY.search(k) for k, _ in pairs)):
         return None
     return libpq_url(pairs)

@@ -34,6 +34,9 @@ SPELLINGS = [
     f"password={PASSWORD}",  # a credential alone is enough
     f"host=db.internal password='{PASSWORD} with spaces' sslmode=require",
     f"HOST=db.internal PASSWORD={PASSWORD}",  # libpq wants lowercase; still no directory
+    # libpq refuses these whole (a stray token), but they name a password: still no directory
+    f"host=db.internal user=app password={PASSWORD} 2 dbname=chat",
+    f"host=db.internal password={PASSWORD} dbname=chat sslmode=require x",
 ]
 
 
