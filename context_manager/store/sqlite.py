@@ -25,15 +25,21 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from ..errors import ConfigurationError, StoreConflictError, StoreError
+from ..errors import (
+    ConfigurationError,
+    StoreError,
+    StoreOutcomeUnknownError,
+)
 from . import _files
 from ._drive import Flow
 from ._sqldb import SqlStore
 from ._urls import sqlite_url
 from .protocol import DEFAULT_SESSION
+from .records import record_id
 
 __all__ = ["SqliteStore", "ThreadConnections"]
 
@@ -128,13 +134,16 @@ class _Link:
     that file is no longer the one at the path.
 
     SQLite keeps using the file it opened: removed (a cleanup job) or replaced (a restore from
-    backup, another process recreating the database), every commit still succeeds, into a file
-    nobody reads again. So every operation ends with one ``lstat`` of the path: a different
-    file there drops this connection (the next use connects to the new file) and raises
-    ``StoreConflictError`` (reload and retry, as after another writer's change); no file there
-    raises ``StoreError``. Checked *after* the operation, so a replacement during it is seen too.
-    Closing the dropped connection is safe: SQLite does not delete the -wal / -shm names of a
-    database file that moved (they now belong to the new file).
+    backup, another process recreating the database), every commit still succeeds. In WAL mode
+    it lands in the ``-wal`` file *at the path*, which the new file now uses: frames of one
+    database over another's pages (duplicates, rows the restore rolled back, a corrupt index).
+    So every operation starts with one ``lstat`` of the path: a file replaced since the last
+    operation reconnects before anything is read or written (the store's head names the old
+    file, so a write conflicts and a retry reloads the new one). A replacement *during* an
+    operation is seen by a second ``lstat`` after it: its writes may have reached the new file,
+    so that is ``StoreOutcomeUnknownError`` (an append names its record ids, which a redo
+    checks); no file there raises ``StoreError``. Closing the dropped connection is safe:
+    SQLite checkpoints on close only while the file is still at its path.
     """
 
     def __init__(
@@ -165,22 +174,35 @@ class _Link:
             return None
         return None if (st.st_dev, st.st_ino) == self.file else "replaced"
 
-    def check(self) -> None:
-        """After an operation: raise when it ran on a file no longer at the path."""
+    def before(self) -> None:
+        """Before an operation: a file replaced since the last one reconnects (the head names
+        the old file, so a write conflicts); one removed raises, nothing done."""
         moved = self._moved() if self.conn is not None else None
         if moved is None:
             return
         self.drop()
-        done = "what this operation wrote went to the old file, which nobody reads any more"
         if moved == "removed":
             raise StoreError(
-                f"{self.path}: the SQLite database file was removed while this connection had "
-                f"it open; {done}. The next use creates a new database at the path"
+                f"{self.path}: the SQLite database file was removed since this connection last "
+                "used it; nothing was done. The next use creates a new database at the path"
             )
-        raise StoreConflictError(
-            f"{self.path}: the SQLite database file was replaced while this connection had it "
-            f"open (removed and recreated, or restored from a backup); {done}: reload the "
-            "session and retry (the next use connects to the file now at the path)"
+
+    def check(self) -> None:
+        """After an operation: raise when the file moved while it ran."""
+        moved = self._moved() if self.conn is not None else None
+        if moved is None:
+            return
+        self.drop()
+        if moved == "removed":
+            raise StoreError(
+                f"{self.path}: the SQLite database file was removed during this operation; "
+                "what it wrote went with it. The next use creates a new database at the path"
+            )
+        raise StoreOutcomeUnknownError(
+            f"{self.path}: the SQLite database file was replaced during this operation "
+            "(removed and recreated, or restored from a backup); what it wrote may have reached "
+            "the new file through the shared -wal file. Reload the session before redoing it "
+            "(stop the workers before replacing a database file: SQLite cannot keep them apart)"
         )
 
     def refresh(self) -> None:
@@ -291,6 +313,7 @@ class SqliteStore(SqlStore):
 
     def _run(self, flow: Flow[_T]) -> _T:
         with self._lock:
+            self._link.before()
             try:
                 self._attach()
                 result = super()._run(flow)
@@ -299,6 +322,15 @@ class SqliteStore(SqlStore):
                 raise
             self._link.check()
             return result
+
+    def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
+        try:
+            return super().append(records, durable=durable)
+        except StoreOutcomeUnknownError as exc:
+            if exc.record_ids:
+                raise
+            rids = tuple(rid for rid in map(record_id, records) if rid is not None)
+            raise StoreOutcomeUnknownError(str(exc), record_ids=rids) from None
 
     def _epoch(self, stored: object) -> str:
         """The epoch and the database file it was read from: a file restored from a backup

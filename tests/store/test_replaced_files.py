@@ -1,9 +1,10 @@
 """Files replaced or linked under a store: nothing acknowledged may land where no reader looks.
 
 - A SQLite database removed (a cleanup job) or replaced (a restore, another process recreating
-  it) while a connection has it open: SQLite keeps committing into the old, unlinked file. Every
-  operation must say so (``StoreConflictError`` / ``StoreError``) and the next use must work on
-  the file now at the path.
+  it) while a connection has it open: SQLite keeps committing into the old, unlinked file (or,
+  with the -wal left at the path, into the new file's log). A replacement between operations
+  reconnects first (a write then conflicts: its head names the old file); a removal raises
+  ``StoreError``; the next use works on the file now at the path.
 - A JSONL session directory (``<root>/<session>``) that is a symbolic link is refused like a
   linked log or lock file, so a planted link cannot send a session's data outside the root.
 """
@@ -115,17 +116,43 @@ def test_sqlite_removed_under_an_open_store_is_a_typed_error(tmp_path: Path) -> 
     assert contents(url) == ["fresh"]
 
 
-def test_sqlite_read_through_a_replaced_file_is_refused(tmp_path: Path) -> None:
+def test_sqlite_read_after_the_file_was_replaced_reads_the_new_file(tmp_path: Path) -> None:
+    """The old connection would read the old, unlinked file (or the new file's -wal laid over
+    it): the store reconnects before reading."""
     db = tmp_path / "app.db"
     url = f"sqlite:///{db}"
     store = open_store(url, session="s")
     store.append([{"role": USER, "content": "before"}])
     _remove_database(db)
     _other_process_writes(url, "other")
-    with pytest.raises(StoreConflictError):
-        store.load()
     assert [json.loads(raw)["content"] for _, raw in store.load().lines] == ["other"]
     store.close()
+
+
+def test_sqlite_restored_as_the_guide_says_between_requests_takes_each_write_once(
+    tmp_path: Path,
+) -> None:
+    """A backup renamed over the database (its -wal and -shm removed with it, as an operator
+    restores one) between two requests of a live worker: the worker's next write goes to the
+    restored file once, after a conflict and a reload; the restored file stays sound."""
+    import sqlite3
+
+    from context_manager.store import retrying
+
+    db = tmp_path / "app.db"
+    url = f"sqlite:///{db}"
+    worker = MessageContextManager.open(url, session="s", max_tokens=8000)
+    worker.add({"role": USER, "content": "m1"})
+    backup = tmp_path / "backup.db"
+    with sqlite3.connect(db) as source, sqlite3.connect(backup) as target:
+        source.backup(target)
+    worker.add({"role": USER, "content": "after the backup"})
+    _restore(db, backup)
+    retrying(worker, lambda m: m.add({"role": USER, "content": "m2"}))
+    worker.store.close()
+    assert contents(url) == ["m1", "m2"]
+    with sqlite3.connect(db) as check:
+        assert check.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
 
 
 def _linked_session(tmp_path: Path) -> tuple[Path, Path]:
