@@ -30,6 +30,7 @@ from typing import Any, TextIO
 from . import __version__
 from ._cli_input import CliError, as_json, load_messages
 from ._config import SAFE_INT
+from .budget.strategies import STRATEGIES
 from .counting import count_tokens
 from .errors import ContextManagerError
 from .manager import MessageContextManager
@@ -326,7 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p: argparse.ArgumentParser, model_help: str, strategy_help: str = "") -> None:
+    def common(p: argparse.ArgumentParser, model_help: str, *strategies: str) -> None:
+        """The file and counter options; with ``strategies`` (a help text, then the choices),
+        which messages to keep (trim and stats)."""
         p.add_argument("file", help="JSON array of messages or JSONL; - for stdin")
         p.add_argument("--model", default=None, help=model_help)
         p.add_argument(
@@ -336,10 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
             "most precise counter, else the safe estimate",
         )
         p.add_argument("--repair", action="store_true", help="fix broken tool-call pairing")
-        if strategy_help:  # trim and stats: which messages to keep
-            strategies = ["fifo", "sliding_window", "priority"]
+        if strategies:
             p.add_argument(
-                "--strategy", default="sliding_window", choices=strategies, help=strategy_help
+                "--strategy", default="sliding_window", choices=strategies[1:], help=strategies[0]
             )
             p.add_argument("--max-messages", type=int, default=None, help="keep at most this many")
             p.add_argument("--provider", default=None, choices=PROVIDER_NAMES)
@@ -358,7 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Every option means what the trim() argument of the same name means, with its default.",
     )
     model_help = "model name: picks its counter (not the budget, as in trim())"
-    common(trimming, model_help, strategy_help="trim()'s strategy= (default sliding_window)")
+    fifo = "default sliding_window; fifo is a manager's: it evicts on add"
+    common(trimming, model_help, f"trim()'s strategy= ({fifo})", "sliding_window", "priority")
     trimming.add_argument(
         "--budget-tokens",
         type=int,
@@ -377,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--window is the manager's context window, of which 20% is reserved for the reply "
         "unless --reserve-tokens is given; trim, not stats, applies trim()'s budget.",
     )
-    common(stats, "model name (sets the window and limits)", strategy_help="the manager's")
+    common(stats, "model name (sets the window and limits)", "the manager's", *STRATEGIES)
     stats.add_argument("--window", type=int, default=None, help="default: --model's, else 128000")
     stats.add_argument("--reserve-tokens", type=int, default=None, help="default: 20%% of window")
     stats.set_defaults(func=cmd_stats)
