@@ -173,14 +173,16 @@ def _part(part: Any, index: int | None, out: _Parts) -> None:
 def _compaction_block(part: Mapping[str, Any], out: _Parts) -> None:
     """An Anthropic server-compaction block: its summary is read as text (what it costs), its
     opaque ``encrypted_content`` by its length; the turn is then sent as given or not at all
-    (the API checks the summary against its ``signature``)."""
+    (the API checks the summary against its ``signature``). Only a block with a summary is a
+    compaction: ``content: null`` is one that failed, which the API reads as a no-op (its SDK's
+    ``BetaCompactionBlock``), so the turns before it are still the conversation."""
     content, encrypted = part.get("content"), part.get("encrypted_content")
     if isinstance(content, str):
         out.texts.append(content)
+        out.compaction = "anthropic"
     if isinstance(encrypted, str):
         out.other.append(encrypted)
     out.signed = True
-    out.compaction = "anthropic"
 
 
 def _bedrock_part(part: Mapping[str, Any], index: int | None, out: _Parts) -> bool:
