@@ -6,7 +6,7 @@ head+tail, or clearing it when it ages, throws away what the model may need late
 head+tail *stub* naming the handle; the model reads more with the ``recall`` tool (by lines,
 bytes or a search text, within a token cap), paging on the total size it is told.
 
-- :class:`OffloadArea`: the protocol (``put`` / ``get`` / ``delete_session``, plus the revert
+- :class:`OffloadArea`: the protocol (``put`` / ``get`` / ``delete_entries``, plus the revert
   bookkeeping ``retire`` / ``revive``); :class:`MemoryOffload` is the caller-owned in-memory
   area (bounded by bytes, oldest evicted); the store-backed areas (JSONL, SQLite, PostgreSQL,
   Redis) are in ``context_manager.store.offload``.

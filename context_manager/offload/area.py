@@ -6,7 +6,7 @@ is refused as such (:class:`~context_manager.errors.OffloadHandleError`) rather 
 Anything else (a path, a truncated or forged handle) is refused before any I/O: the backends
 only ever see the 32 hex digits of a checked handle, never the caller's text.
 
-*Live* entries: an area keeps what it stored until :meth:`OffloadArea.delete_session`, but a
+*Live* entries: an area keeps what it stored until :meth:`OffloadArea.delete_entries`, but a
 handle resolves only while its result is part of the history. :meth:`~OffloadArea.retire`
 (called when the history is cleared or rebuilt, e.g. by ``revert_to``) makes every handle stop
 resolving; :meth:`~OffloadArea.revive` (a replayed message that names the handle) and a new
@@ -14,7 +14,7 @@ resolving; :meth:`~OffloadArea.revive` (a replayed message that names the handle
 So a result reverted away stops resolving while every kept one still does.
 
 A backend implements the abstract methods of :class:`BaseArea` (``_insert``, ``_fetch``,
-``_revive``, ``_import``, ``retire``, ``delete_session``, ``entries``); the checks, the
+``_revive``, ``_import``, ``retire``, ``delete_entries``, ``entries``); the checks, the
 encoding and the slicing (``slicing.py``) live here once.
 """
 
@@ -150,7 +150,7 @@ class OffloadArea(Protocol):
         """These handles (of this session) resolve again; unknown ones are ignored."""
         ...
 
-    def delete_session(self) -> int:
+    def delete_entries(self) -> int:
         """Delete everything stored for the session; how many entries were deleted."""
         ...
 
@@ -292,7 +292,7 @@ class BaseArea(ABC):
         """Every handle stops resolving until revived or put again (the history was rebuilt)."""
 
     @abstractmethod
-    def delete_session(self) -> int:
+    def delete_entries(self) -> int:
         """Delete every entry of the session; how many there were."""
 
     @abstractmethod

@@ -100,7 +100,7 @@ class MemoryOffload(BaseArea):
             for item in self._items.values():
                 item.live = False
 
-    def delete_session(self) -> int:
+    def delete_entries(self) -> int:
         with self._lock:
             n = len(self._items)
             self._items.clear()

@@ -61,7 +61,7 @@ class Offloader:
     def __init__(self, area: OffloadArea) -> None:
         if not isinstance(area, OffloadArea):
             raise ConfigurationError(
-                f"offload must be an offload area (put/get/delete_session), got {area!r:.60}"
+                f"offload must be an offload area (put/get/delete_entries), got {area!r:.60}"
             )
         self.area = area
         # id(text) -> (text, handle, bytes, lines): the text is held so its id is not reused.

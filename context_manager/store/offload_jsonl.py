@@ -113,7 +113,7 @@ class JsonlOffload(BaseArea):
     def retire(self) -> None:
         self._set_live(None, False)
 
-    def delete_session(self) -> int:
+    def delete_entries(self) -> int:
         self._checked()
         n = 0
         try:

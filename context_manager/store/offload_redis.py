@@ -69,7 +69,7 @@ class RedisOffload(BaseArea):
     def retire(self) -> None:
         self._do(("delete", (self._live,)))
 
-    def delete_session(self) -> int:
+    def delete_entries(self) -> int:
         n, _ = self._do(("hlen", (self._data,)), ("delete", (self._data, self._live, self._keys)))
         return int(n)
 

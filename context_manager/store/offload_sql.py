@@ -145,7 +145,7 @@ class SqlOffload(BaseArea):
 
         self._run(body, write=True, create=False)
 
-    def delete_session(self) -> int:
+    def delete_entries(self) -> int:
         def body() -> Flow[int]:
             rows = yield Sql(
                 self._q("SELECT count(*) FROM {p}offload WHERE session = ?"), (self._session,)

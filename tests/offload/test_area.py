@@ -118,7 +118,7 @@ def test_memory_area_is_bounded_oldest_first() -> None:
     assert area.get(third).text == "c" * 40
     with pytest.raises(OffloadError):
         area.put("d" * 101)
-    assert area.delete_session() == 2
+    assert area.delete_entries() == 2
     with pytest.raises(OffloadNotFoundError):
         area.get(third)
 

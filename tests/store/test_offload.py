@@ -81,7 +81,7 @@ def test_handles_are_bound_to_their_session(backend: Backend) -> None:
             mine.get(bad)
     # Each session deletes only its own results.
     other = theirs.put("theirs")
-    assert mine.delete_session() == 1
+    assert mine.delete_entries() == 1
     with pytest.raises(OffloadNotFoundError):
         mine.get(handle)
     assert theirs.get(other).text == "theirs"

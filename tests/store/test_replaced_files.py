@@ -269,5 +269,5 @@ def test_jsonl_offload_directory_linked_after_open_is_refused(tmp_path: Path) ->
     with pytest.raises(StoreError, match="symbolic link"):
         area.get(handle)
     with pytest.raises(StoreError, match="symbolic link"):
-        area.delete_session()
+        area.delete_entries()
     assert sorted(os.listdir(elsewhere)) == ["theirs.meta"]  # nothing written or removed there
