@@ -87,6 +87,8 @@ def _range(value: object, name: str) -> tuple[int, int | None] | None:
             and first >= 0
             and (last is None or (isinstance(last, int) and not isinstance(last, bool)))
         ):
+            if last is not None and last < first:  # an empty page would tell the model nothing
+                raise ConfigurationError(f"{name} must end where it starts or after: {value!r:.60}")
             return first, last
     raise ConfigurationError(f"{name} must be [first, last] (non-negative ints), got {value!r:.60}")
 
@@ -143,8 +145,12 @@ def select(
     total_lines = line_count(data)
     base: dict[str, Any] = {"handle": handle, "total_bytes": len(data), "total_lines": total_lines}
     if span is not None:
+        if span[0] > len(data):
+            raise ConfigurationError(f"bytes start past the end: the result has {len(data)}")
         return _bytes_page(data, span, cap, counter, base)
     first, last = line_range if line_range is not None else (1, None)
+    if first > max(total_lines, 1):
+        raise ConfigurationError(f"lines start past the end: the result has {total_lines}")
     first = max(first, 1)
     last = total_lines if last is None else min(last, total_lines)
     if isinstance(pattern, str):

@@ -311,3 +311,22 @@ def test_offload_results_never_makes_a_stub_larger_than_the_result(size: int) ->
     assert previews == "z" * head + "\n...\n" + "z" * (tail - 1) + "!"
     (handle,) = set(HANDLE.findall(stub))
     assert recall(area, handle, max_tokens=10_000, counter="chars").text == text
+
+
+@pytest.mark.parametrize(
+    ("asked", "said"),
+    [
+        ({"lines": [5, 2]}, "lines must end where it starts or after"),
+        ({"bytes": [10, 5]}, "bytes must end where it starts or after"),
+        ({"lines": [5000, 6000]}, "lines start past the end: the result has 1000"),
+        ({"bytes": [99_999, None]}, "bytes start past the end"),
+    ],
+)
+def test_a_range_that_selects_nothing_is_an_error_the_model_can_correct(
+    asked: dict[str, Any], said: str
+) -> None:
+    """An empty page would tell the model nothing; the error says what to ask instead."""
+    area = MemoryOffload("s")
+    handle = area.put("\n".join(f"line {i}" for i in range(1000)))
+    assert run_recall(area, {"handle": handle, **asked}).startswith(f"recall error: {said}")
+    assert "line 999" in run_recall(area, {"handle": handle, "lines": [1000, 1000]})
