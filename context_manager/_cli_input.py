@@ -80,7 +80,9 @@ def load_messages(source: str) -> list[Any]:
         else:
             path = Path(source)
             if not path.is_file():
-                raise CliError(f"{source}: no such file (pass a JSON array or JSONL file, or -)")
+                what = "a directory" if path.is_dir() else "no such file"
+                what = "not a regular file" if path.exists() and not path.is_dir() else what
+                raise CliError(f"{source}: {what} (pass a JSON array or JSONL file, or -)")
             with path.open("rb") as file:
                 raw = _read_at_most(file, limit + 1)
     except OSError as exc:
@@ -161,7 +163,8 @@ def _load(text: str, where: str, invalid: str = "") -> Any:
     except RecursionError:
         raise CliError(f"{where}: JSON nested too deeply to be a message list") from None
     except ValueError as exc:  # NaN, Infinity, 1e999, an integer past 4,300 digits
-        raise CliError(f"{where}: unreadable number: {exc}") from None
+        reason = "an integer of more than 4,300 digits" if "digits" in str(exc) else exc
+        raise CliError(f"{where}: unreadable number: {reason}") from None
 
 
 def _document(data: Any, text: str, name: str) -> list[Any]:

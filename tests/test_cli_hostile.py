@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,7 +170,48 @@ def test_a_plot_that_cannot_be_written_is_one_error_line(
 ) -> None:
     pytest.importorskip("matplotlib")
     args = ["replay", str(SAMPLE), "--provider", "openai", "--counter", "chars"]
+    args += ["--budget-tokens", "2000"]
     assert main([*args, "--plot", str(tmp_path / "missing" / "x.png")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("context-manager: error: ") and "Traceback" not in err
     assert err.count("\n") == 1
+
+
+def test_a_plot_named_without_a_suffix_is_written_where_it_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """matplotlib writes ``myplot.png`` for ``myplot``; the command names that file."""
+    pytest.importorskip("matplotlib")
+    args = ["replay", str(SAMPLE), "--provider", "openai", "--counter", "chars"]
+    args += ["--budget-tokens", "2000"]
+    assert main([*args, "--plot", str(tmp_path / "myplot")]) == 0
+    written = tmp_path / "myplot.png"
+    assert written.is_file()
+    assert f"plot: {written}\n" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda p: p.mkdir(), "a directory"),
+        (lambda p: os.mkfifo(p), "not a regular file"),
+        (lambda p: p.write_text('[{"role": "user", "n": ' + "9" * 5000 + "}]"), "4,300 digits"),
+    ],
+)
+def test_an_input_that_is_no_message_file_says_what_it_is(
+    make: Any, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "input"
+    make(target)
+    assert main(["count", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("context-manager: error: ") and said in err
+    assert "set_int_max_str_digits" not in err and err.count("\n") == 1
+
+
+def test_verify_skips_a_json_file_it_cannot_read_as_a_fixture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "numbers.json").write_text("[" + "9" * 5000 + "]")
+    assert main(["verify", str(tmp_path)]) == 2
+    assert "no fixture files" in capsys.readouterr().err

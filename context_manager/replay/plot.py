@@ -62,6 +62,7 @@ def plot(results: Sequence[ReplayResult], path: str | Path, title: str = "") -> 
         sent.set_title(title, fontsize=10)
     fig.tight_layout()
     out = Path(path)
+    out = out if out.suffix else out.with_suffix(".png")  # what savefig writes: say it
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return out
