@@ -142,6 +142,12 @@ def checked_tools(tools: Any) -> tuple[Any, ...] | None:
             f"tools must be a list of tool definitions, got {short_repr(tools, 200)}"
         )
     defs = tuple(tools)
+    for i, tool in enumerate(defs):  # a dict or an SDK's tool object; never a bare value
+        if tool is None or isinstance(tool, str | bytes | int | float | list | tuple):
+            raise ConfigurationError(
+                f"tool definition {i} must be an object (a dict or an SDK tool), got "
+                f"{short_repr(tool, 80)}"
+            )
     check_tool_nesting(defs)
     return defs or None
 

@@ -42,7 +42,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (7, ("store",)),
     (8, ("interop",)),
     (9, ("parity", "replay")),
-    (10, ("cli", "_cli_input", "__main__", "integrations")),
+    (10, ("cli", "_cli_input", "_cli_store", "__main__", "integrations")),
 ]
 # Convenience methods on the manager (in its base, _hub.ExtensionHub) that load an upper layer
 # on first use; the layers they load never import the manager, so the graph stays acyclic.

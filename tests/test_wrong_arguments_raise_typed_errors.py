@@ -295,6 +295,9 @@ WRONG_TYPES: dict[str, Callable[[], object]] = {
     "ToolResultPruning(image_chars=nan)": lambda: cm.ToolResultPruning(image_chars=float("nan")),  # type: ignore[arg-type]
     "ToolResultPruning(exclude_tools=None)": lambda: cm.ToolResultPruning(exclude_tools=None),  # type: ignore[arg-type]
     "ToolResultPruning(only_tools=5)": lambda: cm.ToolResultPruning(only_tools=5),  # type: ignore[arg-type]
+    # a tool definition is an object; the estimator used to count [1, 2] as JSON and go on
+    "manager tools=[1, 2]": lambda: cm.MessageContextManager(1000, tools=[1, 2]),
+    "trim tools=[[]]": lambda: cm.trim([{"role": "user", "content": "x"}], 1000, tools=[[]]),
 }
 
 

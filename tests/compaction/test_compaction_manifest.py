@@ -192,6 +192,21 @@ def test_cli_refuses_a_missing_session(tmp_path: Path, capsys: pytest.CaptureFix
     assert not (tmp_path / "none.jsonl").exists()
 
 
+def test_cli_says_a_mistyped_session_is_not_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A database holding session ``real`` and no ``raal``: ``0 compaction(s)`` for the typo
+    would read as "nothing was compacted"; ``sessions delete`` says the same about it."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    manager = MessageContextManager.open(url, session="real", max_tokens=8_000)
+    manager.add({"role": "user", "content": "hi"})
+    manager.store.close()
+    assert main(["compactions", url, "--session", "real"]) == 0
+    assert "0 compaction(s)" in capsys.readouterr().err
+    assert main(["compactions", url, "--session", "raal"]) == 1
+    assert "no session 'raal'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "url", ["postgresql://user:s3cr3t@127.0.0.1:1/db", "redis://:s3cr3t@127.0.0.1:1/0"]
 )

@@ -21,15 +21,15 @@ def tree(root: Path) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "argv",
+    ("argv", "status"),
     [
-        ["compactions", "{d}", "--session", "typo"],
-        ["sessions", "copy", "{d}", "{e}", "--session", "typo"],
-        ["sessions", "list", "{d}"],
+        (["compactions", "{d}", "--session", "typo"], 1),  # "no session 'typo'"
+        (["sessions", "copy", "{d}", "{e}", "--session", "typo"], 0),
+        (["sessions", "list", "{d}"], 0),
     ],
 )
 def test_read_only_commands_create_no_session(
-    tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, argv: list[str], status: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "d").mkdir()
     real = MessageContextManager.open(tmp_path / "d", session="real", max_tokens=1_000)
@@ -37,7 +37,7 @@ def test_read_only_commands_create_no_session(
     real.store.close()
     before = tree(tmp_path)
     args = [a.format(d=tmp_path / "d", e=tmp_path / "e") for a in argv]
-    assert main(args) == 0
+    assert main(args) == status
     assert tree(tmp_path) == before
     capsys.readouterr()
     assert main(["sessions", "list", str(tmp_path / "d")]) == 0
