@@ -282,7 +282,7 @@ def request_ratio_targets() -> list[RatioTarget]:
             name.format(backend, "cached", 1_000),
             0.5,
         )
-        for backend in ("jsonl", "sqlite")
+        for backend in ("jsonl", "sqlite", "redis", "postgres")
     ]
     for backend in ("sqlite", "redis", "postgres"):
         for n in (1_000, 10_000):
