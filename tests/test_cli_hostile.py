@@ -165,13 +165,17 @@ def test_no_command_prints_a_password_given_on_its_command_line(
     assert os.listdir(tmp_path) == []  # no database file, no directory named after the DSN
 
 
+def _replay_plotted(plot: Path) -> int:
+    """``replay`` of the bundled sample drawn to ``plot`` (matplotlib: the ``plot`` extra)."""
+    pytest.importorskip("matplotlib")
+    args = ["replay", str(SAMPLE), "--provider", "openai", "--counter", "chars"]
+    return main([*args, "--budget-tokens", "2000", "--plot", str(plot)])
+
+
 def test_a_plot_that_cannot_be_written_is_one_error_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("matplotlib")
-    args = ["replay", str(SAMPLE), "--provider", "openai", "--counter", "chars"]
-    args += ["--budget-tokens", "2000"]
-    assert main([*args, "--plot", str(tmp_path / "missing" / "x.png")]) == 2
+    assert _replay_plotted(tmp_path / "missing" / "x.png") == 2
     err = capsys.readouterr().err
     assert err.startswith("context-manager: error: ") and "Traceback" not in err
     assert err.count("\n") == 1
@@ -181,10 +185,7 @@ def test_a_plot_named_without_a_suffix_is_written_where_it_says(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """matplotlib writes ``myplot.png`` for ``myplot``; the command names that file."""
-    pytest.importorskip("matplotlib")
-    args = ["replay", str(SAMPLE), "--provider", "openai", "--counter", "chars"]
-    args += ["--budget-tokens", "2000"]
-    assert main([*args, "--plot", str(tmp_path / "myplot")]) == 0
+    assert _replay_plotted(tmp_path / "myplot") == 0
     written = tmp_path / "myplot.png"
     assert written.is_file()
     assert f"plot: {written}\n" in capsys.readouterr().err

@@ -174,36 +174,29 @@ class _Link:
             return None
         return None if (st.st_dev, st.st_ino) == self.file else "replaced"
 
-    def before(self) -> None:
-        """Before an operation: a file replaced since the last one reconnects (the head names
-        the old file, so a write conflicts); one removed raises, nothing done."""
+    def check(self, *, ran: bool) -> None:
+        """Whether the path still names this connection's file, before an operation (``ran``
+        False: a replaced file reconnects; the head names the old file, so a write conflicts)
+        or after one (it may have reached the new file: outcome unknown)."""
         moved = self._moved() if self.conn is not None else None
         if moved is None:
             return
         self.drop()
         if moved == "removed":
+            when = "during this operation" if ran else "since this connection last used it"
+            done = "what it wrote went with it" if ran else "nothing was done"
             raise StoreError(
-                f"{self.path}: the SQLite database file was removed since this connection last "
-                "used it; nothing was done. The next use creates a new database at the path"
+                f"{self.path}: the SQLite database file was removed {when}; {done}. The next "
+                "use creates a new database at the path"
             )
-
-    def check(self) -> None:
-        """After an operation: raise when the file moved while it ran."""
-        moved = self._moved() if self.conn is not None else None
-        if moved is None:
-            return
-        self.drop()
-        if moved == "removed":
-            raise StoreError(
-                f"{self.path}: the SQLite database file was removed during this operation; "
-                "what it wrote went with it. The next use creates a new database at the path"
+        if ran:
+            raise StoreOutcomeUnknownError(
+                f"{self.path}: the SQLite database file was replaced during this operation "
+                "(removed and recreated, or restored from a backup); what it wrote may have "
+                "reached the new file through the shared -wal file. Reload the session before "
+                "redoing it (stop the workers before replacing a database file: SQLite cannot "
+                "keep them apart)"
             )
-        raise StoreOutcomeUnknownError(
-            f"{self.path}: the SQLite database file was replaced during this operation "
-            "(removed and recreated, or restored from a backup); what it wrote may have reached "
-            "the new file through the shared -wal file. Reload the session before redoing it "
-            "(stop the workers before replacing a database file: SQLite cannot keep them apart)"
-        )
 
     def refresh(self) -> None:
         """Before a new session uses the connection: reopen it if the file moved (nothing
@@ -313,14 +306,14 @@ class SqliteStore(SqlStore):
 
     def _run(self, flow: Flow[_T]) -> _T:
         with self._lock:
-            self._link.before()
+            self._link.check(ran=False)
             try:
                 self._attach()
                 result = super()._run(flow)
             except Exception:
-                self._link.check()  # an error on a moved file: say the file moved
+                self._link.check(ran=True)  # an error on a moved file: say the file moved
                 raise
-            self._link.check()
+            self._link.check(ran=True)
             return result
 
     def append(self, records: Sequence[Mapping[str, Any]], *, durable: bool = False) -> list[int]:
