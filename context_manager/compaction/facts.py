@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..messages import Message
+from ..offload.area import HANDLE, HANDLE_PREFIX
 from .extractive import _clip, _paths, _sentences
 
 __all__ = [
@@ -200,6 +201,8 @@ def _errors(text: str) -> Iterable[str]:
 
 
 def _ids(text: str) -> Iterable[str]:
+    if HANDLE_PREFIX in text:  # an offloaded result's handle: what the model recalls it by
+        yield from (m.group() for m in HANDLE.finditer(text))
     yield from (m.group() for m in _UUID.finditer(text))
     for match in _HEX.finditer(text):
         token = match.group()
