@@ -162,12 +162,8 @@ class _Cuts:
         counter: TokenCounter,
         offload: Offloader | None,
     ) -> None:
-        self.originals, self.records, self.counter, self.offload = (
-            originals,
-            records,
-            counter,
-            offload,
-        )
+        self.originals, self.records = originals, records
+        self.counter, self.offload = counter, offload
         self.lengths = [max((utf16_len(r.text) for r in rec.results), default=0) for rec in records]
         self.longest = max(self.lengths, default=0)
         self.costs = [counter.count_message(r) for r in records]
@@ -368,9 +364,8 @@ def plan_view(
         view = options.pruned(ledger, plan)
         if plan.saved_tokens:
             repl = plan.replacements
-    fit = None
+    fit, uncut = None, None  # uncut: the newest group that could not be cut to fit
     g = ledger.complete - 1
-    least = view  # what an overflow is measured on: the newest group cut to nothing
     if options.truncate_newest and g >= ledger.floor and not ledger.group_pinned[g]:
         p = ledger.protected_group()  # with the turn a context opens with (plan.lead_group)
         lead = lead_group(ledger, p, provider) if p >= 0 else -1
@@ -383,14 +378,13 @@ def plan_view(
                 view = with_group_tokens(view, g, fit.tokens)
                 repl = {**repl, **dict(zip(ledger.seq[a:b], fit.messages, strict=True))}
             else:
-                tokens = least_group_tokens(*group, counter)  # (no offload: nothing is stored)
-                if tokens is not None:
-                    least = with_group_tokens(view, g, tokens)
+                uncut = group
     try:
         kept = plan_context(view, strategy, room, provider)
-    except Shortfall:
-        if least is not view:  # say what is short with the newest results cut to nothing
-            plan_context(least, strategy, room, provider)
+    except Shortfall:  # say what is short with the newest results cut to nothing
+        least = None if uncut is None else least_group_tokens(*uncut, counter)  # nothing stored
+        if least is not None:
+            plan_context(with_group_tokens(view, g, least), strategy, room, provider)
         raise
     if kept.scattered is not None:
         return ViewPlan([], [], kept.trimmable_tokens, repl, report, fit, kept.scattered)

@@ -21,7 +21,7 @@ from typing import Any
 
 from .._js import utf16_len
 from ..errors import InvalidMessageError
-from .chat_dicts import read_many
+from .chat_dicts import read_common
 from .gemini import from_content, is_gemini_content
 from .media import add_blob, image_of, media_of
 from .nesting import describe_nesting
@@ -454,7 +454,7 @@ def normalize(message: Any, index: int | None = None) -> Message:
     without an index (e.g. by ``to_json_text``) gets ``index`` added.
     """
     if type(message) is dict:  # the three common chat dicts first (``chat_dicts.py``)
-        common = read_many((message,))[0]
+        common = read_common(message)
         if common is not None:
             return common
     try:
