@@ -267,7 +267,7 @@ class MessageContextManager(ExtensionHub):
         if change is not None and self._listeners:
             self._emit(change)
         evicted = self._view.evict(ledger, self._strategy, self._room(held=True))
-        if released or evicted:
+        if (released or evicted) and (self._listeners or self.on_evict is not None):
             gone = [*released, *evicted]
             if self._listeners:
                 self._emit(Evicted(tuple(gone)))

@@ -318,6 +318,7 @@ class Ledger:
         originals = self.originals
         originals.append(original)
         self.records.append(rec)
+        turn = rec.is_user_turn
         self.tokens.append(tokens)
         self.seq.append(self.next_seq)
         self.next_seq += 1
@@ -339,11 +340,11 @@ class Ledger:
                 self.pinned_total += tokens
             else:
                 cum.append(cum[-1] + tokens)
-            if rec.is_user_turn or rec.compaction:
+            if turn or rec.compaction:
                 self.openers.append(g)
         if rec.compaction:
             self.native = g
-        if rec.role != "user" or not rec.is_user_turn:
+        if not turn:
             return ()
         released: Sequence[Any] = ()
         kept = self.kept_protected
@@ -435,7 +436,7 @@ class Ledger:
         if new_floor <= floor:
             return []
         pins, protected = self.pinned_groups, self.protected
-        stay = pins[bisect_left(pins, floor) : bisect_left(pins, new_floor)]
+        stay = pins[bisect_left(pins, floor) : bisect_left(pins, new_floor)] if pins else []
         if floor <= protected < new_floor and not self.group_pinned[protected]:
             self.kept_protected = protected
             stay = sorted([*stay, protected])
