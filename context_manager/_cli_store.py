@@ -82,7 +82,28 @@ def existing(target: str) -> str:
     path = sqlite_path(target) if scheme.startswith("sqlite:") else target
     if not os.path.exists(path):
         raise CliError(f"{target}: no such session log, directory or database")
+    if path is target and os.path.isfile(path):
+        _check_log(path)
     return target
+
+
+def _check_log(path: str) -> None:
+    """Refuse a file that cannot be a JSONL session log (one JSON object per line) before the
+    store opens it: a conversation saved as a JSON array or an SQLite file would otherwise be
+    read as a log of corrupt lines, and get a lock file beside it."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(4096)
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if head.startswith(b"SQLite format 3\x00"):
+        raise CliError(f"{path}: an SQLite database; name it as sqlite:///{path}")
+    first = head.lstrip()[:1]
+    if first and first != b"{":
+        raise CliError(
+            f"{path}: not a session log (a JSONL file, one JSON object per line); a "
+            "conversation file is read by count, trim, stats, check and replay"
+        )
 
 
 def compaction_lines(number: int, entry: Any) -> str:

@@ -60,3 +60,34 @@ def test_a_store_reads_a_missing_session_as_empty_and_the_first_write_creates_it
     ]
     store.close()
     manager.store.close()
+
+
+@pytest.mark.parametrize("command", [["compactions"], ["sessions", "list"]])
+def test_a_conversation_file_is_not_read_as_a_session_log(
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A conversation saved as an indented JSON array (what ``trim`` reads) has lines that are
+    not JSON objects: it used to be reported as a log of corrupt lines, "0 compaction(s)", exit
+    0, with a lock file left beside it."""
+    chat = tmp_path / "chat.json"
+    chat.write_text('[\n {"role": "user", "content": "hi"}\n]\n')
+    before = tree(tmp_path)
+    assert main([*command, str(chat)]) == 2
+    error = capsys.readouterr().err
+    assert "not a session log" in error and "corrupt" not in error
+    assert tree(tmp_path) == before
+
+
+def test_an_sqlite_file_given_as_a_path_is_named_with_its_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "chat.db"
+    manager = MessageContextManager.open(f"sqlite:///{db}", max_tokens=1_000)
+    manager.add({"role": "user", "content": "hi"})
+    manager.store.close()
+    before = tree(tmp_path)
+    assert main(["sessions", "list", str(db)]) == 2
+    hint = capsys.readouterr().err.strip().rsplit(" ", 1)[-1]
+    assert tree(tmp_path) == before
+    assert main(["sessions", "list", hint]) == 0  # the URL it names lists the session
+    assert capsys.readouterr().out.split() == ["default"]
