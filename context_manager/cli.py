@@ -388,7 +388,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         result: int = args.func(args, out, err)
     except ContextManagerError as exc:
         text = f"context-manager: error: {_one_line(exc)}\n"
-    except Exception as exc:  # a client library's or the OS's own (a plot path, no memory left)
+    except OSError as exc:  # the OS's own, about a path we were given (a plot in no directory)
+        named = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else None
+        text = f"context-manager: error: {_one_line(named or f'{type(exc).__name__}: {exc}')}\n"
+    except Exception as exc:  # a client library's own, or no memory left
         text = f"context-manager: error: {type(exc).__name__}: {_one_line(exc)}\n"
     else:
         return _emit(redact(out.getvalue(), secrets), redact(err.getvalue(), secrets), result)

@@ -179,6 +179,8 @@ def test_a_plot_that_cannot_be_written_is_one_error_line(
     err = capsys.readouterr().err
     assert err.startswith("context-manager: error: ") and "Traceback" not in err
     assert err.count("\n") == 1
+    # The path and the OS's reason, as the CLI names every other file it cannot use.
+    assert err.endswith(f"{tmp_path / 'missing' / 'x.png'}: No such file or directory\n")
 
 
 def test_a_plot_named_without_a_suffix_is_written_where_it_says(
