@@ -398,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _emit("", redact(text, secrets), 2)
 
 
-def _one_line(exc: BaseException) -> str:
+def _one_line(exc: BaseException | str) -> str:
     text = " ".join(str(exc).split())
     return text if len(text) <= 2000 else text[:1999] + "…"
 
