@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: last seconds to minutes (everything 1.6-2x slower: an estimator add at 12-15 us where it
 #: takes 8 us otherwise), and a target sits close to such a limit; a regression is slow in
 #: every attempt.
-REMEASURES = 3
-REMEASURE_PAUSE = 20.0  # seconds
+REMEASURES = 4
+REMEASURE_PAUSE = 30.0  # seconds
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "latest.json"
 
 
