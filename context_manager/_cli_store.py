@@ -88,7 +88,7 @@ def existing(target: str) -> str:
 
 
 def _check_log(path: str) -> None:
-    """Refuse a file that cannot be a JSONL session log (one JSON object per line) before the
+    """Refuse a file that is not a JSONL session log (one JSON object per line) before the
     store opens it: a conversation saved as a JSON array or an SQLite file would otherwise be
     read as a log of corrupt lines, and get a lock file beside it."""
     try:
@@ -98,8 +98,9 @@ def _check_log(path: str) -> None:
         raise CliError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     if head.startswith(b"SQLite format 3\x00"):
         raise CliError(f"{path}: an SQLite database; name it as sqlite:///{path}")
-    first = head.lstrip()[:1]
-    if first and first != b"{":
+    # A JSON array: a conversation. Other damage (a torn or zero-filled line, as a crash can
+    # leave) is the log's own to report, line by line, and the rest of the log is still read.
+    if head.lstrip()[:1] == b"[":
         raise CliError(
             f"{path}: not a session log (a JSONL file, one JSON object per line); a "
             "conversation file is read by count, trim, stats, check and replay"

@@ -91,3 +91,18 @@ def test_an_sqlite_file_given_as_a_path_is_named_with_its_url(
     assert tree(tmp_path) == before
     assert main(["sessions", "list", hint]) == 0  # the URL it names lists the session
     assert capsys.readouterr().out.split() == ["default"]
+
+
+def test_a_log_with_a_damaged_first_line_is_still_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A crash can leave a zero-filled block in a log; the CLI still lists what it holds (the
+    store skips the bad line) rather than calling the file a conversation."""
+    log = tmp_path / "s.jsonl"
+    manager = MessageContextManager.open(log, max_tokens=1_000)
+    manager.add({"role": "user", "content": "hi"})
+    manager.store.close()
+    log.write_bytes(b"\x00" * 64 + b"\n" + log.read_bytes())
+    assert main(["sessions", "list", str(log)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.split() == ["s"] and "not a session log" not in captured.err
