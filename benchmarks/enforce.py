@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .targets import Target, oneshot_ratio_targets, request_ratio_targets, targets
+from .targets import Target, ratio_targets, targets
 
 ROOT = Path(__file__).resolve().parent.parent
 #: A missed enforced target is measured again on its own up to this many times, after a pause
@@ -154,7 +154,7 @@ def check_ratios(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[li
     failed: list[str] = []
     warned: list[str] = []
     print(f"\n{'ratio target (theirs / ours)':<66} {'limit':>7} {'ratio':>8}  result")
-    for target in [*oneshot_ratio_targets(quick), *request_ratio_targets()]:
+    for target in ratio_targets(quick):
         a, b = results.get(target.ours), results.get(target.theirs)
         if a is None or b is None:
             ratio, verdict = math.nan, "MISSING"
@@ -218,8 +218,7 @@ def oneshot_table(results: dict[str, dict[str, Any]]) -> list[str]:
 def print_reported(results: dict[str, dict[str, Any]], *, quick: bool) -> None:
     """Medians of the benchmarks no target reads (20K-char adds, store, compaction, ...)."""
     covered = {t.benchmark for t in targets(quick)}
-    ratio_targets = [*oneshot_ratio_targets(quick), *request_ratio_targets()]
-    covered |= {n for t in ratio_targets for n in (t.ours, t.theirs)}
+    covered |= {n for t in ratio_targets(quick) for n in (t.ours, t.theirs)}
     rest = [
         name
         for name in sorted(results)
@@ -313,7 +312,7 @@ def remeasure(
 ) -> dict[str, dict[str, Any]]:
     """The benchmarks behind the ``missed`` target labels, run again in one process."""
     names = {t.benchmark for t in targets(quick) if t.label in missed}
-    for ratio in oneshot_ratio_targets(quick):
+    for ratio in ratio_targets(quick):
         if ratio.label in missed:
             names |= {ratio.ours, ratio.theirs}
     ids = sorted({results[n]["fullname"] for n in names if "fullname" in results.get(n, {})})

@@ -316,3 +316,8 @@ def request_ratio_targets() -> list[RatioTarget]:
             )
         )
     return out
+
+
+def ratio_targets(quick: bool = False) -> list[RatioTarget]:
+    """Every ratio target: what the enforcer checks and, when one is missed, measures again."""
+    return [*oneshot_ratio_targets(quick), *request_ratio_targets()]

@@ -6,6 +6,8 @@ No timings are asserted here (speed targets live in ``benchmarks/``, run by
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -185,3 +187,27 @@ def test_paired_timing_alternates_blocks_and_measures_each_side() -> None:
     assert theirs_s > 20 * ours_s > 0
     # Blocks alternate for the whole window: many changes of side, not one of each.
     assert calls[:2] == ["o", "t"] and len(calls) >= 2 * 3
+
+
+def test_a_missed_ratio_of_any_kind_is_measured_again_on_both_sides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stop 51's CI failed on a request ratio (PostgreSQL, cached 100k vs 1k) that the enforcer
+    never measured again: the re-measure looked only at the one-shot ratios."""
+    run = {bench["name"]: bench for bench in _passing_run()}
+    for bench in run.values():
+        bench["fullname"] = f"benchmarks/x.py::{bench['name']}"
+    request = request_ratio_targets()[0]
+    run[request.ours]["stats"]["median"] = 1.0  # 100k 200x slower than 1k: missed
+    with contextlib.redirect_stdout(io.StringIO()):
+        failed, _ = enforce.verdicts(run, quick=True)
+    assert failed == [request.label]
+    asked: list[list[str]] = []
+
+    def record(*_: object, only: list[str] | None = None, **__: object) -> int:
+        asked.append(list(only or []))
+        return 0  # writes no results
+
+    monkeypatch.setattr(enforce, "run", record)
+    assert enforce.remeasure(run, failed, tmp_path / "run.json", quick=True, extra=[]) == {}
+    assert asked == [sorted(run[name]["fullname"] for name in (request.ours, request.theirs))]
