@@ -226,8 +226,8 @@ def test_a_timeout_on_a_threaded_write_is_raised_once_the_write_is_stored(
         store = await aopen_store(held)
         assert isinstance(store, ThreadedStore)
         held.hold("append")
+        began = time.monotonic()  # before the timer starts: it releases 0.3 s after this
         threading.Timer(0.3, held.release.set).start()
-        began = time.monotonic()
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(0.05):
                 await store.append([user("one"), user("two")])
