@@ -82,29 +82,7 @@ def existing(target: str) -> str:
     path = sqlite_path(target) if scheme.startswith("sqlite:") else target
     if not os.path.exists(path):
         raise CliError(f"{target}: no such session log, directory or database")
-    if path is target and os.path.isfile(path):
-        _check_log(path)
-    return target
-
-
-def _check_log(path: str) -> None:
-    """Refuse a file that is not a JSONL session log (one JSON object per line) before the
-    store opens it: a conversation saved as a JSON array or an SQLite file would otherwise be
-    read as a log of corrupt lines, and get a lock file beside it."""
-    try:
-        with open(path, "rb") as file:
-            head = file.read(4096)
-    except OSError as exc:
-        raise CliError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    if head.startswith(b"SQLite format 3\x00"):
-        raise CliError(f"{path}: an SQLite database; name it as sqlite:///{path}")
-    # A JSON array: a conversation. Other damage (a torn or zero-filled line, as a crash can
-    # leave) is the log's own to report, line by line, and the rest of the log is still read.
-    if head.lstrip()[:1] == b"[":
-        raise CliError(
-            f"{path}: not a session log (a JSONL file, one JSON object per line); a "
-            "conversation file is read by count, trim, stats, check and replay"
-        )
+    return target  # a file that is no session log is refused by the store (check_log_kind)
 
 
 def compaction_lines(number: int, entry: Any) -> str:

@@ -276,6 +276,46 @@ def read_from(path: Path, offset: int, root: Path | None = None) -> tuple[int, i
         os.close(fd)
 
 
+def check_log_kind(path: Path) -> None:
+    """Refuse a file that is not a session log (one JSON object per line) before anything reads,
+    locks or repairs it: a conversation saved as a JSON array, or an SQLite database given as a
+    bare path, would be read as a log of corrupt lines, its last line cut as a torn tail and the
+    next record appended to it. Other damage (a torn or zero-filled line, as a crash can leave)
+    is the log's own to report line by line. A missing file is a new log; one that cannot be
+    read (a link, a FIFO) is refused by the operation that reads it, naming why."""
+    try:
+        found = read_head(path, 4096)
+    except StoreError:
+        return
+    if found is None:
+        return
+    if found.startswith(b"SQLite format 3\x00"):
+        raise ConfigurationError(f"{path}: an SQLite database; name it as sqlite:///{path}")
+    if found.lstrip()[:1] == b"[":
+        raise ConfigurationError(
+            f"{path}: a JSON array (a conversation file?), not a session log (JSONL, one JSON "
+            "object per line); nothing was read or written"
+        )
+
+
+def read_head(path: Path, size: int) -> bytes | None:
+    """The file's first ``size`` bytes, or None when it does not exist (as :func:`read_from`)."""
+    check_path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _NOFOLLOW | _CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _open_error(exc, path, "read") from exc
+    fd = _regular(fd, path, "read")
+    try:
+        return os.pread(fd, size, 0)
+    except OSError as exc:
+        raise _typed(exc, path, "read") from exc
+    finally:
+        os.close(fd)
+
+
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:

@@ -26,8 +26,7 @@ Why it is built this way:
   one ``os.write``; a writer killed inside it can leave a torn last line (never acknowledged, cut
   by the next writer), and the kernel may stop a multi-page write at a page boundary: each line
   of a batch carries its place (``_cm.batch``), so readers ignore an unfinished batch (``_tail``).
-- With ``session=`` the log lives at ``<root>/<session>/context.jsonl`` (Kimi CLI's layout), and
-  :meth:`sessions` lists the session directories of ``root``.
+- With ``session=`` the log lives at ``<root>/<session>/context.jsonl`` (Kimi CLI's layout).
 - Files are created 0600 in 0700 directories, temporary names are unpredictable and opened with
   ``O_EXCL``, a symlinked log is refused with a typed :class:`~context_manager.errors.StoreError`
   (all through :mod:`._files`; docs/security.md). A write that fails half-way (full disk, file size
@@ -150,6 +149,8 @@ class JsonlLog(RecordWriter):
         # without reading the file when nothing was written since.
         self._last_batch: tuple[str, int] | None = None
         _files.check_below(self.root, _files.check_path(self.path.parent))  # made on 1st write
+        if session is None:  # a file the caller named: a conversation or database is refused
+            _files.check_log_kind(self.path)
 
     @property
     def next_checkpoint_id(self) -> int:
@@ -496,7 +497,6 @@ class JsonlLog(RecordWriter):
         self._lock.close()  # it locked the removed file; the next operation locks the new one
         return found
 
-    # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
         try:  # nothing written: no lock (which would remake a deleted session's directory)
             if self._fd is not None and self.fsync != "never":

@@ -13,6 +13,7 @@ import pytest
 
 from context_manager import MessageContextManager
 from context_manager.cli import main
+from context_manager.errors import ConfigurationError
 from context_manager.store import open_store
 
 
@@ -76,6 +77,21 @@ def test_a_conversation_file_is_not_read_as_a_session_log(
     error = capsys.readouterr().err
     assert "not a session log" in error and "corrupt" not in error
     assert tree(tmp_path) == before
+
+
+def test_opening_a_conversation_file_as_a_session_leaves_it_untouched(tmp_path: Path) -> None:
+    """``MessageContextManager.open("chat.json")`` on a saved conversation used to read it as
+    a log of corrupt lines (an empty session, warnings only), cut its closing ``]`` as a torn
+    last line, and append the next message to it as JSONL: the user's file was broken."""
+    chat = tmp_path / "chat.json"
+    chat.write_text('[\n  {"role": "user", "content": "hi"}\n]')  # no final newline
+    before = chat.read_bytes()
+    with pytest.raises(ConfigurationError, match="not a session log"):
+        MessageContextManager.open(chat, max_tokens=1_000)
+    with pytest.raises(ConfigurationError, match="not a session log"):
+        open_store(str(chat))
+    assert chat.read_bytes() == before
+    assert tree(tmp_path) == ["chat.json"]
 
 
 def test_an_sqlite_file_given_as_a_path_is_named_with_its_url(
