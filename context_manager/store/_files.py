@@ -278,24 +278,30 @@ def read_from(path: Path, offset: int, root: Path | None = None) -> tuple[int, i
 
 def check_log_kind(path: Path) -> None:
     """Refuse a file that is not a session log (one JSON object per line) before anything reads,
-    locks or repairs it: a conversation saved as a JSON array, or an SQLite database given as a
-    bare path, would be read as a log of corrupt lines, its last line cut as a torn tail and the
-    next record appended to it. Other damage (a torn or zero-filled line, as a crash can leave)
-    is the log's own to report line by line. A missing file is a new log; one that cannot be
-    read (a link, a FIFO) is refused by the operation that reads it, naming why."""
+    locks or repairs it: a conversation saved as a JSON array, an SQLite database given as a
+    bare path, or any text would be read as a log of corrupt lines, its last line cut as a torn
+    tail and the next record appended to it. Every writer of a log (ours, Kimi CLI's) starts it
+    with ``{``; a crash can zero-fill a block, so a first line of NULs is the log's own damage,
+    skipped and reported line by line like any other. A missing or empty file is a new log; one
+    that cannot be read (a link, a FIFO) is refused by the operation that reads it, naming why."""
     try:
         found = read_head(path, 4096)
     except StoreError:
         return
-    if found is None:
+    first = (found or b"").lstrip(b" \t\r\n")[:1]
+    if first in (b"", b"{", b"\x00"):
         return
-    if found.startswith(b"SQLite format 3\x00"):
+    if found is not None and found.startswith(b"SQLite format 3\x00"):
         raise ConfigurationError(f"{path}: an SQLite database; name it as sqlite:///{path}")
-    if found.lstrip()[:1] == b"[":
-        raise ConfigurationError(
-            f"{path}: a JSON array (a conversation file?), not a session log (JSONL, one JSON "
-            "object per line); nothing was read or written"
-        )
+    kind = (
+        "a JSON array (a conversation file?)"
+        if first == b"["
+        else "its first line is no JSON object"
+    )
+    raise ConfigurationError(
+        f"{path}: {kind}, not a session log (JSONL, one JSON object per line); nothing was read "
+        "or written"
+    )
 
 
 def read_head(path: Path, size: int) -> bytes | None:

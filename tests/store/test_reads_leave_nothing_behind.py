@@ -94,6 +94,34 @@ def test_opening_a_conversation_file_as_a_session_leaves_it_untouched(tmp_path: 
     assert tree(tmp_path) == ["chat.json"]
 
 
+@pytest.mark.parametrize(
+    "content",
+    [b"notes: call Bob\nbuy milk", b"role,content\nuser,hi", b"\x1f\x8b\x08\x00gzip"],
+    ids=["text", "csv", "gzip"],
+)
+def test_any_file_that_does_not_start_as_a_log_is_left_untouched(
+    tmp_path: Path, content: bytes
+) -> None:
+    """Each was read as a log of corrupt lines, its last line cut as a torn tail."""
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content)
+    with pytest.raises(ConfigurationError, match="not a session log"):
+        MessageContextManager.open(path, max_tokens=1_000)
+    assert path.read_bytes() == content
+    assert tree(tmp_path) == ["notes.txt"]
+
+
+def test_an_empty_file_is_a_new_log(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"")
+    manager = MessageContextManager.open(path, max_tokens=1_000)
+    manager.add({"role": "user", "content": "hi"})
+    manager.store.close()
+    assert MessageContextManager.open(path, max_tokens=1_000).messages == [
+        {"role": "user", "content": "hi"}
+    ]
+
+
 def test_an_sqlite_file_given_as_a_path_is_named_with_its_url(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
