@@ -250,15 +250,10 @@ def read_from(path: Path, offset: int, root: Path | None = None) -> tuple[int, i
     """``(inode, size, bytes from offset to the end)`` of the file, or None when it does not
     exist; symlinks refused (below ``root`` too). A reader that knows what it read before reads
     only what follows."""
-    check_path(path)
-    check_below(root, path.parent)
-    try:
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _NOFOLLOW | _CLOEXEC)
-    except FileNotFoundError:
+    check_below(root, check_path(path).parent)
+    fd = _open_to_read(path)
+    if fd is None:
         return None
-    except OSError as exc:
-        raise _open_error(exc, path, "read") from exc
-    fd = _regular(fd, path, "read")  # a FIFO opened without waiting, then refused
     try:
         st = os.fstat(fd)
         chunks: list[bytes] = []
@@ -306,6 +301,20 @@ def check_log_kind(path: Path) -> None:
 
 def read_head(path: Path, size: int) -> bytes | None:
     """The file's first ``size`` bytes, or None when it does not exist (as :func:`read_from`)."""
+    fd = _open_to_read(path)
+    if fd is None:
+        return None
+    try:
+        return os.pread(fd, size, 0)
+    except OSError as exc:
+        raise _typed(exc, path, "read") from exc
+    finally:
+        os.close(fd)
+
+
+def _open_to_read(path: Path) -> int | None:
+    """A descriptor of the regular file at ``path`` (no link followed, a FIFO opened without
+    waiting, then refused), or None when it does not exist."""
     check_path(path)
     try:
         fd = os.open(path, os.O_RDONLY | _NONBLOCK | _NOFOLLOW | _CLOEXEC)
@@ -313,13 +322,7 @@ def read_head(path: Path, size: int) -> bytes | None:
         return None
     except OSError as exc:
         raise _open_error(exc, path, "read") from exc
-    fd = _regular(fd, path, "read")
-    try:
-        return os.pread(fd, size, 0)
-    except OSError as exc:
-        raise _typed(exc, path, "read") from exc
-    finally:
-        os.close(fd)
+    return _regular(fd, path, "read")
 
 
 def write_all(fd: int, data: bytes) -> None:
