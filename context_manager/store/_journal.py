@@ -132,6 +132,7 @@ class JournalCore:
                 extra=extra,
                 record_id=rid,
             )
+            self.restored.history += 1  # a message record, at the history's next index
         elif isinstance(change, SystemPromptSet):
             original = system_original(change.message)
             log.write_system_prompt(change.record.text, original, record_id=rid)
@@ -142,7 +143,7 @@ class JournalCore:
             count = None if fingerprint is None else (change.counted, fingerprint)
             log.append_usage(change.input_tokens, count=count, record_id=rid)
         elif isinstance(change, Compacted):
-            log.append_compaction(compaction_record(change), record_id=rid)
+            log.append_compaction(compaction_record(change, self.restored), record_id=rid)
 
     def _fingerprint(self) -> str | None:
         manager = self._manager
@@ -156,6 +157,7 @@ class JournalCore:
             rid = new_record_id()  # exactly-once: every backend refuses to store an id twice
             if isinstance(change, Cleared):
                 clear()
+                self.restored.history, self.restored.history_gaps = 0, []  # a new generation
                 self._prompt_after_clear(change.keep_system_prompt, rid)
             else:
                 self._encode(change, rid)
@@ -183,9 +185,13 @@ class JournalCore:
             try:
                 if fresh:
                     manager.clear(keep_system_prompt=False)
-                restored = self.restored if fresh else None
                 replay(
-                    manager, sequence, strict=self.log.strict, path=self.target, restored=restored
+                    manager,
+                    sequence,
+                    strict=self.log.strict,
+                    path=self.target,
+                    tally=self.restored,
+                    restored=self.restored if fresh else None,
                 )
             finally:
                 manager.attach_journal(self)  # type: ignore[arg-type]

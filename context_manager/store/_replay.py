@@ -8,6 +8,7 @@ messages that preceded it.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -53,7 +54,14 @@ def restore_manager(
     # Callbacks see what happens from now on: replaying history must not fire them again.
     hooks = {name: options.pop(name, None) for name in _HOOKS}
     manager = cls(**options)
-    replay(manager, sequence, strict=strict, path=target, restored=restored)
+    replay(
+        manager,
+        sequence,
+        strict=strict,
+        path=target,
+        tally=restored if restored is not None else RestoredLog(),
+        restored=restored,
+    )
     set_hooks(manager, hooks)
     return manager, system_prompt
 
@@ -69,15 +77,18 @@ def set_hooks(manager: ManagerHost, hooks: Mapping[str, Any]) -> None:
         setattr(manager, name, None if hook is None else checked_hook(name, hook))
 
 
-def compaction_record(change: Compacted) -> dict[str, Any]:
-    """The entry's own fields, plus what replay needs: the cut and the summary message sent."""
+def compaction_record(change: Compacted, log: RestoredLog) -> dict[str, Any]:
+    """The entry's own fields, plus what replay needs: the cut, as the index of a message record
+    of the log (``log``: what the journal knows of the records it did not put in the history),
+    and the summary message sent."""
     entry: Any = change.entry
     fields: dict[str, Any] = {}
     if entry is not None and hasattr(entry, "to_dict"):
         fields.update(entry.to_dict())
     elif isinstance(entry, Mapping):
         fields.update(entry)
-    fields["first_kept_index"] = change.first_kept_index
+    kept = change.first_kept_index
+    fields["first_kept_index"] = kept + bisect.bisect_right(log.history_gaps, kept)
     if change.summary is not None:
         payload, tag = encode(change.summary)
         fields["summary_message"] = payload if tag is None else {"type": tag, "payload": payload}
@@ -115,34 +126,38 @@ def replay(
     *,
     strict: bool,
     path: str,
+    tally: RestoredLog,
     restored: RestoredLog | None = None,
 ) -> None:
     """Apply logged records to ``manager`` in file order (no listener must be attached).
 
-    A compaction's ``first_kept_index`` counts message lines of this file (the manager numbers
-    messages from 0 after each clear, and every clear starts a new file); if replay skipped lines,
-    it is mapped onto the messages actually added.
+    A compaction's ``first_kept_index`` counts the message records of this file before its
+    cut (every clear starts a new file; the writer converts its history index, see
+    :func:`compaction_record`): it is mapped onto the history index of the messages replayed.
+    ``tally`` learns the history's length and the records it left out (``history_gaps``).
 
     The manager reads each message (a ``Replayer(defer_messages=True)`` left that to it): one
     it cannot read is reported as the reader reports a corrupt line (``_lines.corrupt_line``:
     by number; strict raises) and, in ``restored``, moved from the messages to the skipped
     lines.
     """
-    added_before: list[int] = []  # per message line: how many were added before it
-    added = 0
+    history_before: list[int] = []  # per message record: the history index it stood before
+    history = tally.history
+    gaps = tally.history_gaps
     unreadable: set[int] = set()
     fingerprint = manager.counter.fingerprint()  # a line counted under it is not recounted
     for item in sequence:
         if isinstance(item, StoredMessage):
-            added_before.append(added)
+            history_before.append(history)
             count = item.count
             tokens = count[0] if count is not None and count[1] == fingerprint else None
+            prompt_free = not history and manager.system_prompt is None
             try:
                 manager.add_counted(
                     item.message, tokens, priority=item.priority, pinned=item.pinned
                 )
-                added += 1
             except _REPLAY_ERRORS as exc:
+                gaps.append(history)
                 # Only a refusal pays for reading the message again, to tell which it was.
                 problem = message_problem(item.message)
                 if problem is None:
@@ -150,11 +165,17 @@ def replay(
                 else:
                     corrupt_line(path, item.line, problem, strict=strict)
                     unreadable.add(item.line)
+                continue
+            if prompt_free and manager.system_prompt is not None:
+                gaps.append(history)  # a leading system message became the system prompt
+            else:
+                history += 1
             continue
         try:
-            _replay_meta(manager, item, added_before, added, path, fingerprint)
+            _replay_meta(manager, item, history_before, history, path, fingerprint)
         except _REPLAY_ERRORS as exc:
             _rejected(path, int(item.get("_line", 0)), f"{type(exc).__name__}: {exc}", strict)
+    tally.history = history
     if restored is not None and unreadable:
         _skip_in(restored, unreadable)
 
@@ -173,8 +194,8 @@ _REPLAY_ERRORS = (ContextManagerError, TypeError, ValueError, KeyError, Recursio
 def _replay_meta(
     manager: ManagerHost,
     item: dict[str, Any],
-    added_before: list[int],
-    added: int,
+    history_before: list[int],
+    history: int,
     path: str,
     fingerprint: str | None,
 ) -> None:
@@ -199,13 +220,13 @@ def _replay_meta(
         else:
             manager.record_usage(item["token_count"])
     elif role == COMPACTION:
-        _replay_compaction(manager, item, added_before, added, path)
+        _replay_compaction(manager, item, history_before, history, path)
     elif role != CHECKPOINT:
         logger.debug("%s: ignoring unknown metadata record %r", path, role)
 
 
 def _replay_compaction(
-    manager: ManagerHost, item: dict[str, Any], added_before: list[int], added: int, path: str
+    manager: ManagerHost, item: dict[str, Any], history_before: list[int], history: int, path: str
 ) -> None:
     apply = manager.apply_compaction
     fields = {k: v for k, v in item.items() if k not in ("role", "content", "_line")}
@@ -213,9 +234,9 @@ def _replay_compaction(
     # A compaction names a message line of this file before it (or the end: none kept). One
     # that names none, or a line past the end, cannot be applied without losing messages it
     # never covered: the line is rejected like any other (strict raises, else a warning).
-    if not isinstance(kept, int) or isinstance(kept, bool) or not 0 <= kept <= len(added_before):
+    if not isinstance(kept, int) or isinstance(kept, bool) or not 0 <= kept <= len(history_before):
         raise ValueError(f"compaction with an invalid first_kept_index {short_repr(kept)}")
-    first_kept = added_before[kept] if kept < len(added_before) else added
+    first_kept = history_before[kept] if kept < len(history_before) else history
     summary = fields.get("summary_message")
     if isinstance(summary, dict) and summary.keys() == {"type", "payload"}:
         summary = decode(summary["payload"], summary["type"])  # an SDK object, as written

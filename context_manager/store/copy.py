@@ -56,7 +56,9 @@ def copy_session(
     """Copy ``session`` from ``source`` to ``destination`` (as ``to_session``); returns the
     number of records copied. A record that cannot be read (malformed, nested too deeply, an
     integer too long, a CRC that does not match) is skipped with a warning naming its position,
-    on every backend, as a restore would skip it. Records keep their ids, so the destination
+    on every backend, as a restore would skip it. A message record the manager would refuse is
+    copied as it is: a restore of the copy skips it as one of the source does, and the message
+    records a compaction's cut counts stay the same. Records keep their ids, so the destination
     refuses a record it already holds like any retried write. The records are written in one
     atomic step (one transaction, one script, one file write), so a copy that fails (a full
     disk, a dropped connection) writes nothing and can simply be run again."""
@@ -71,7 +73,7 @@ def copy_session(
         _check_session(destination, dst, to_session)
         records: list[dict[str, Any]] = []
         for position, line in src.load().lines:
-            value = read_record(line)
+            value = read_record(line, check_message=False)
             if isinstance(value, str):
                 logger.warning(
                     "%s session %r: not copying record %d: %s",

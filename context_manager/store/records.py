@@ -357,11 +357,11 @@ def parse_record(raw: bytes, *, check_message: bool = True) -> dict[str, Any]:
     return value
 
 
-def read_record(raw: bytes) -> dict[str, Any] | str:
+def read_record(raw: bytes, *, check_message: bool = True) -> dict[str, Any] | str:
     """The record a stored line holds, or the reason it cannot be read (:func:`parse_record`'s
     rules, for readers that skip a bad line with a warning instead of replaying it)."""
     try:
-        return parse_record(raw)
+        return parse_record(raw, check_message=check_message)
     except _Invalid as exc:
         return str(exc)
 

@@ -59,6 +59,13 @@ class RestoredLog:
     messages_before_compaction: int = 0
     skipped_lines: list[int] = field(default_factory=list)
     torn_tail: bool = False
+    #: Messages in the manager's history since the log's last clear (its next history index),
+    #: and, for each message record the manager did not take into its history (one it
+    #: rejected, or a system message it made its prompt), the history index it stood before.
+    #: A compaction's ``first_kept_index`` is written in message records of the log, not in
+    #: history indices, so a reader that replays the same records finds the same cut.
+    history: int = 0
+    history_gaps: list[int] = field(default_factory=list)
 
     @property
     def n_checkpoints(self) -> int:
