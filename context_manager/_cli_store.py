@@ -74,12 +74,12 @@ def existing(target: str) -> str:
     """A target a command reads or deletes from, refused when it does not exist rather than
     created by opening it (a mistyped path or SQLite file; a libpq DSN where a URL was meant
     would become a directory named after its password). Servers are asked, not checked here."""
-    from .store.targets import SCHEMES, sqlite_path
+    from .store.targets import SCHEMES, plain_path, sqlite_path
 
     scheme = target.lower()
     if scheme.startswith(SCHEMES) and not scheme.startswith("sqlite:"):
         return target
-    path = sqlite_path(target) if scheme.startswith("sqlite:") else target
+    path = sqlite_path(target) if scheme.startswith("sqlite://") else plain_path(target)
     if not os.path.exists(path):
         raise CliError(f"{target}: no such session log, directory or database")
     return target  # a file that is no session log is refused by the store (check_log_kind)

@@ -10,7 +10,8 @@
 =============================  ==========================================================
 
 A libpq key=value string (``host=db password=... dbname=chat``) is neither: it is refused
-(:func:`not_libpq`) rather than made a directory named after its password.
+(:func:`plain_path`) rather than made a directory named after its password, and so is a
+URL that lost a slash (``postgresql:/...``).
 
 Database targets hold many sessions; ``session=`` picks one (default ``"default"``). Backend
 modules (and their client libraries) are imported only when their scheme is used.
@@ -87,7 +88,7 @@ def open_store(
         raise ConfigurationError(
             f"{describe(text)}: unknown scheme; use a path or one of {_SCHEMES}"
         )
-    check_path(not_libpq(text) if isinstance(target, str) else text)
+    check_path(plain_path(text) if isinstance(target, str) else text)
     strict = options.pop("strict", False)
     integrity = options.pop("integrity", False)
     if options:
@@ -171,7 +172,7 @@ def connect(
         raise ConfigurationError(
             f"{describe(probe)}: unknown scheme; use a path or one of {_SCHEMES}"
         )
-    root = check_path(not_libpq(probe) if isinstance(target, str) else probe)
+    root = check_path(plain_path(probe) if isinstance(target, str) else probe)
     found = stat_or_none(root, "inspect")
     if found is not None and not stat.S_ISDIR(found.st_mode):
         raise ConfigurationError(f"{root}: connect() needs a directory of JSONL sessions")
@@ -201,14 +202,27 @@ def _keywords(store: type) -> frozenset[str]:
     return frozenset(p.name for p in params if p.kind in kinds) - {"self", "url", "session", "path"}
 
 
-def not_libpq(text: str) -> str:
-    """``text``, refused when it is a libpq key=value connection string rather than a path.
+#: A database scheme with a slash or both missing (``postgresql:/u:pw@db/chat``): not a path.
+_SCHEME_TYPO = re.compile(r"(sqlite|rediss?|postgres(?:ql)?):(?!//)", re.IGNORECASE)
+
+
+def plain_path(text: str) -> str:
+    """``text``, refused when it reads as a database target rather than a path: a libpq
+    key=value connection string, or a URL whose scheme lost a slash.
 
     Taken as a path, ``host=db user=app password=pw dbname=chat`` became a directory named after
-    the password (and ``store.target``, ``repr`` and ``sessions list`` showed it). The targets
-    are paths and URLs, so the error names the URL to write, without the password. Only text is
-    checked: a ``Path`` object is a path by the caller's own word.
+    the password (and ``store.target``, ``repr`` and ``sessions list`` showed it), and so did
+    ``postgresql:/app:pw@db/chat``, whose sessions then lived in a local directory no other
+    worker reads. The error names the URL to write, never the password. Only text is checked:
+    a ``Path`` object is a path by the caller's own word.
     """
+    typo = _SCHEME_TYPO.match(text)
+    if typo is not None:
+        scheme = typo[1].lower()
+        raise ConfigurationError(
+            f"a target starting with '{typo[0]}' without '//' is not a path: write the URL as "
+            f"{scheme}://... (a directory whose name reads like one: give it as ./name)"
+        )
     url = libpq_target(text)
     if url is not None:
         raise ConfigurationError(

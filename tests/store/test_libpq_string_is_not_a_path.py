@@ -172,3 +172,55 @@ def test_a_path_object_is_a_path_whatever_its_name(
     manager.add({"role": "user", "content": "hi"})
     manager.store.close()
     assert (tmp_path / "host=a port=1" / "s" / "context.jsonl").is_file()
+
+
+#: A database URL that lost a slash or both: read as a path, it became a local directory named
+#: after the URL (password included), where no other worker would ever read the sessions.
+TYPOS = [
+    f"postgresql:/app:{PASSWORD}@db.internal/chat",
+    f"postgres:app:{PASSWORD}@db.internal/chat",
+    f"redis:/:{PASSWORD}@cache:6379/0",
+    f"REDISS:{PASSWORD}@cache:6380",
+    "sqlite:/srv/chat.db",
+]
+
+
+@pytest.mark.parametrize("how", list(_opens()))
+@pytest.mark.parametrize("target", TYPOS)
+def test_a_url_that_lost_a_slash_is_refused_before_anything_is_created(
+    how: str, target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    if how == "copy_session to it":
+        source = MessageContextManager.open(_SOURCE, session="s", max_tokens=100)
+        source.add({"role": "user", "content": "hi"})
+        source.store.close()
+    with pytest.raises(ConfigurationError, match="without '//' is not a path") as info:
+        _opens()[how](target)
+    assert PASSWORD not in _shown(info.value)
+    created = [name for name in os.listdir(tmp_path) if not name.startswith("source.db")]
+    assert created == []
+
+
+@pytest.mark.parametrize("command", [["sessions", "list"], ["compactions"]])
+def test_the_cli_refuses_a_url_that_lost_a_slash_without_printing_the_password(
+    command: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main([*command, TYPOS[0]]) == 2
+    captured = capsys.readouterr()
+    assert "postgresql://" in captured.err and PASSWORD not in captured.err
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_directory_named_like_a_scheme_is_given_as_a_dot_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    manager = MessageContextManager.open("./redis:cache", session="s", max_tokens=1000)
+    manager.add({"role": "user", "content": "hi"})
+    manager.store.close()
+    assert (tmp_path / "redis:cache" / "s" / "context.jsonl").is_file()
