@@ -127,15 +127,19 @@ def connect(
     if cache is not None and not isinstance(cache, SessionCache):
         raise ConfigurationError(f"cache must be a SessionCache, got {type(cache).__name__}")
     probe = os.fspath(target) if isinstance(target, (str, os.PathLike)) else target
+    # A handle outlives the working directory it was made in (a server may chdir later): its
+    # paths are made absolute, or a later request would open another, empty database or root.
     if isinstance(probe, str) and probe.startswith("sqlite://"):
         from .sqlite import ThreadConnections
 
+        path = os.path.abspath(sqlite_path(probe))
         shared = ThreadConnections(
-            sqlite_path(probe), busy_timeout=options.get("busy_timeout", 30.0), fsync=fsync
+            path, busy_timeout=options.get("busy_timeout", 30.0), fsync=fsync
         )
+        url = sqlite_url(path)
         return shared_handle(
-            sqlite_url(shared.path),
-            lambda s: open_store(probe, session=s, fsync=fsync, connections=shared, **options),
+            url,
+            lambda s: open_store(url, session=s, fsync=fsync, connections=shared, **options),
             shared.close,
             cache,
         )
@@ -172,7 +176,7 @@ def connect(
         raise ConfigurationError(
             f"{describe(probe)}: unknown scheme; use a path or one of {_SCHEMES}"
         )
-    root = check_path(plain_path(probe) if isinstance(target, str) else probe)
+    root = check_path(plain_path(probe) if isinstance(target, str) else probe).absolute()
     found = stat_or_none(root, "inspect")
     if found is not None and not stat.S_ISDIR(found.st_mode):
         raise ConfigurationError(f"{root}: connect() needs a directory of JSONL sessions")

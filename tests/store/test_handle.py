@@ -7,6 +7,8 @@ them; threads serving per-request sessions lose nothing.
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -159,3 +161,34 @@ def test_a_redis_handle_lists_a_session_once_and_again_once_it_was_rebuilt(
     asyncio.run(scenario())
     assert index_writes() - before == 1
     probe.close()
+
+
+@pytest.mark.parametrize("target", ["sqlite:///chat.db", "sessions/"])
+def test_a_handle_made_with_a_relative_target_survives_a_chdir(
+    target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server connects once at start-up and may change directory later; a request served
+    after that (on a new thread, as SQLite connects per thread) used to open a new, empty
+    database or directory at the relative path, splitting the session in two."""
+    (tmp_path / "app").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "app")
+    handle = connect(target)
+    first = MessageContextManager.open(handle, session="u", max_tokens=8_000)
+    first.add({"role": "user", "content": "first request"})
+    first.store.close()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    seen: list[object] = []
+
+    def request() -> None:
+        manager = MessageContextManager.open(handle, session="u", max_tokens=8_000)
+        seen.append([m["content"] for m in manager.messages])
+        manager.add({"role": "user", "content": "second request"})
+        manager.store.close()
+
+    worker = threading.Thread(target=request)
+    worker.start()
+    worker.join()
+    handle.close()
+    assert seen == [["first request"]]
+    assert list((tmp_path / "elsewhere").iterdir()) == []
