@@ -197,7 +197,7 @@ class PgDialect(SqlFlows):
     share_clause = " FOR SHARE"
     columns_query = (
         "SELECT column_name FROM information_schema.columns "
-        "WHERE table_schema = current_schema() AND table_name = %s"
+        "WHERE table_schema = current_schema() AND table_name = lower(%s)"  # unquoted: folded
     )
     table_query = "SELECT 1 WHERE to_regclass(%s) IS NOT NULL"
     begin_write = "BEGIN"
