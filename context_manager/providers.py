@@ -109,6 +109,11 @@ class ProviderRules:
     #: Responses pairs calls and outputs by ``call_id`` over the whole input). Chat Completions
     #: pairs a result with the call message before it, so servers that reuse ids accept them.
     unique_ids: bool = False
+    #: Every turn has content (Anthropic: "all messages must have non-empty content except for
+    #: the optional final assistant message"; Gemini: "contents.parts must not be empty";
+    #: Bedrock Converse: a message's content is required). An SDK returns such turns: Claude's
+    #: empty ``end_turn`` reply, a Gemini candidate with no parts after a safety stop.
+    non_empty: bool = False
 
 
 PROVIDERS: dict[str, ProviderRules] = {
@@ -122,12 +127,18 @@ PROVIDERS: dict[str, ProviderRules] = {
         thinking_first=True,
         reasoning="anthropic",
         unique_ids=True,
+        non_empty=True,
     ),
     "bedrock": ProviderRules(
-        "bedrock", first_user=True, alternate=True, strict=True, results_first=True
+        "bedrock", first_user=True, alternate=True, strict=True, results_first=True, non_empty=True
     ),
     "gemini": ProviderRules(
-        "gemini", first_user=True, alternate=True, one_response_turn=True, reasoning="gemini"
+        "gemini",
+        first_user=True,
+        alternate=True,
+        one_response_turn=True,
+        reasoning="gemini",
+        non_empty=True,
     ),
 }
 
@@ -268,6 +279,8 @@ def validate(
                 "the first message after the system prompt is not a user turn",
             )
         )
+    if rules.non_empty:
+        _non_empty(rules, body, problems)
     for k, ((_, a), (j, b)) in enumerate(pairwise(body)):
         if rules.one_response_turn and a.tool_calls and b.result_ids:
             _one_response_turn(a, body, k + 1, problems)
@@ -302,6 +315,29 @@ def validate(
 
 
 _THINKING = ("thinking", "redacted_thinking")
+
+
+def _non_empty(rules: ProviderRules, body: list[tuple[int, Message]], out: list[Problem]) -> None:
+    """Each turn says something: text that is not blank, a call, a result, an image or
+    document, reasoning, or a block the provider reads (Anthropic's final assistant turn, a
+    prefill, may be empty)."""
+    for k, (i, rec) in enumerate(body):
+        if (
+            rec.text.strip()
+            or rec.tool_calls
+            or rec.tool_call_id is not None
+            or rec.tool_results
+            or rec.images
+            or rec.media
+            or rec.thinking
+            or rec.other
+            or rec.compaction
+            or rec.signed
+        ):
+            continue
+        if rules.name == "anthropic" and k == len(body) - 1 and rec.role == "assistant":
+            continue
+        out.append(Problem(i, "non-empty", "a turn with no content (the API refuses it)"))
 
 
 def _kinds(rec: Message) -> list[str]:

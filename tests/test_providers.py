@@ -89,6 +89,38 @@ def test_validate_reports_each_rule_with_its_index() -> None:
     assert validate([bot("any order is fine")], "openai") == []
 
 
+def test_an_empty_turn_an_sdk_returns_is_reported_for_the_providers_that_refuse_it() -> None:
+    """Claude's empty ``end_turn`` reply and a Gemini candidate with no parts (after a safety
+    stop), as the SDKs build them. Anthropic: "all messages must have non-empty content except
+    for the optional final assistant message"; Gemini: "contents.parts must not be empty"."""
+    from anthropic.types import Message as ClaudeMessage
+    from anthropic.types import Usage
+    from google.genai import types
+
+    empty = ClaudeMessage(
+        id="msg_1",
+        type="message",
+        role="assistant",
+        model="claude-sonnet-4-5",
+        content=[],
+        stop_reason="end_turn",
+        stop_sequence=None,
+        usage=Usage(input_tokens=10, output_tokens=0),
+    )
+    claude = [user("q"), empty, user("again")]
+    assert [(p.index, p.rule) for p in validate(claude, "anthropic")] == [(1, "non-empty")]
+    assert [(p.index, p.rule) for p in validate(claude, "bedrock")] == [(1, "non-empty")]
+    assert validate(claude, "openai") == []  # Chat Completions takes an empty assistant turn
+    assert validate(claude[:2], "anthropic") == []  # a final assistant turn may be empty
+    assert validate([user("q"), bot("   ")], "bedrock")[0].rule == "non-empty"
+    gemini = [
+        types.Content(role="user", parts=[types.Part(text="q")]),
+        types.Content(role="model", parts=[]),
+        types.Content(role="user", parts=[types.Part(text="again")]),
+    ]
+    assert [(p.index, p.rule) for p in validate(gemini, "gemini")] == [(1, "non-empty")]
+
+
 def test_validate_responses_items_pairing() -> None:
     items = [
         user("q"),
@@ -293,10 +325,10 @@ def agent_history(draw: st.DrawFn) -> list[dict[str, Any]]:
     for n in range(draw(st.integers(1, 14))):
         kind = draw(st.sampled_from(["user", "reply", "tools", "tools", "interrupt"]))
         size = draw(st.integers(0, 200))
-        if kind == "user":
-            history.append(user("u" * size))
+        if kind == "user":  # (an empty turn is the caller's to fix: test_an_empty_turn_...)
+            history.append(user("u" * max(size, 1)))
         elif kind == "reply":
-            history.append(bot("a" * size))
+            history.append(bot("a" * max(size, 1)))
         else:
             k = draw(st.integers(1, 3))
             ids = [f"t{n}_{j}" for j in range(k)]

@@ -120,17 +120,17 @@ def clear_call_inputs(message: Any, call_ids: frozenset[str], placeholder: str =
 
 
 def strip_thinking(message: Any) -> Any:
-    """A copy of an assistant ``message`` without thinking blocks / reasoning (None: nothing)."""
+    """A copy of an assistant ``message`` without thinking blocks / reasoning (None: nothing to
+    strip). A turn that holds nothing but its thinking (a reply stopped at ``max_tokens`` while
+    thinking) keeps it: stripped, it would be an empty turn, which Anthropic and Gemini refuse."""
     if isinstance(message, Message):
-        return replace(message, thinking="") if message.thinking else None
+        rest = message.text or message.tool_calls or message.tool_results or message.other
+        if not message.thinking or not (rest or message.images or message.media):
+            return None
+        return replace(message, thinking="")
     if not isinstance(message, Mapping):
         return None
     out = dict(message)
-    changed = False
-    for key in ("reasoning_content", "reasoning"):
-        if key in out:
-            del out[key]
-            changed = True
     content = message.get("content")
     if isinstance(content, list):
         kept = [
@@ -138,7 +138,12 @@ def strip_thinking(message: Any) -> Any:
             for b in content
             if not (isinstance(b, Mapping) and b.get("type") in ("thinking", "redacted_thinking"))
         ]
+        if not kept and content:
+            return None  # nothing but thinking
         if len(kept) != len(content):
             out["content"] = kept
-            changed = True
-    return out if changed else None
+    elif not content and not message.get("tool_calls"):
+        return None  # its reasoning is all it says
+    for key in ("reasoning_content", "reasoning"):
+        out.pop(key, None)
+    return out if out != message else None

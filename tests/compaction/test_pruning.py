@@ -310,3 +310,47 @@ def test_send_with_recovery_falls_back_to_pruning_when_too_short_to_compact() ->
     assert sent[1][3]["content"] == OPENCLAW_PLACEHOLDER  # older result cleared, newest intact
     assert sent[1][-1]["content"] == "x" * 30_000
     assert m.messages[2]["content"] == "x" * 30_000  # history untouched
+
+
+def test_clearing_thinking_never_leaves_an_empty_turn() -> None:
+    """An older assistant turn that is nothing but a thinking block (Claude stopped at
+    ``max_tokens`` while thinking) kept its role and lost its only block: an empty turn, which
+    Anthropic refuses ("all messages must have non-empty content")."""
+    from context_manager.providers import validate
+
+    thought = {"type": "thinking", "thinking": "long thought " * 200, "signature": "SIG0"}
+    said = {"type": "text", "text": "an answer"}
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [{**thought, "signature": "SIG"}, said]},
+        {"role": "user", "content": "q0"},
+        {"role": "assistant", "content": [thought]},
+        {"role": "user", "content": "continue"},
+    ]
+    for i in range(6):
+        history += [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "t " * 50, "signature": f"S{i}"},
+                    {"type": "tool_use", "id": f"toolu_{i}", "name": "r", "input": {}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "data " * 200}
+                ],
+            },
+        ]
+    pruning = ToolResultPruning.anthropic(trigger_tokens=500, clear_thinking_keep=2)
+    manager = MessageContextManager(20_000, counter="chars", provider="anthropic", pruning=pruning)
+    for message in history:
+        manager.add(message)
+    for context in (
+        manager.get_context(),
+        trim(history, 20_000, counter="chars", provider="anthropic", pruning=pruning),
+    ):
+        assert context[1]["content"] == [said]  # cleared: its answer stays
+        assert context[3]["content"] == [thought]  # nothing else to send: kept whole
+        assert validate(context, "anthropic", source=history) == []
