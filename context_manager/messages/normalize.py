@@ -276,9 +276,15 @@ def _openai_tool_call(raw: Any, index: int | None) -> ToolCall:
             index=index,
             hint="every tool call needs the id its result will reference",
         )
+    custom = raw.get("custom") if raw.get("type") == "custom" else None
+    if isinstance(custom, Mapping) and isinstance(custom.get("name"), str):
+        # A custom tool's call (GPT-5 "custom tools"): free-form text input instead of JSON.
+        text = custom.get("input", "")
+        return ToolCall(call_id, custom["name"], text if isinstance(text, str) else "")
     if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
         raise InvalidMessageError(
-            f"tool call {call_id!r} needs 'function': {{'name': str, 'arguments': str}}",
+            f"tool call {call_id!r} needs 'function': {{'name': str, 'arguments': str}} "
+            "(or, for a custom tool, 'custom': {'name': str, 'input': str})",
             index=index,
         )
     args = fn.get("arguments", "")

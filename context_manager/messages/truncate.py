@@ -95,9 +95,14 @@ def clear_call_inputs(message: Any, call_ids: frozenset[str], placeholder: str =
         new_calls = []
         for call in calls_raw:
             if isinstance(call, Mapping) and call.get("id") in call_ids:
-                fn = call.get("function")
-                fn = {**fn, "arguments": placeholder} if isinstance(fn, Mapping) else fn
-                new_calls.append({**call, "function": fn})
+                # a function's JSON arguments, or a custom tool's text input
+                key, field = ("custom", "input") if "custom" in call else ("function", "arguments")
+                inner = call.get(key)
+                new_calls.append(
+                    {**call, key: {**inner, field: placeholder}}
+                    if isinstance(inner, Mapping)
+                    else call
+                )
                 changed = True
             else:
                 new_calls.append(call)
