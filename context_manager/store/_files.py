@@ -271,6 +271,22 @@ def read_from(path: Path, offset: int, root: Path | None = None) -> tuple[int, i
         os.close(fd)
 
 
+def sessions_root(root: Path, log_name: str) -> Path:
+    """``root``, refused when it is one session's own directory (it holds ``log_name``): opened
+    as a directory of sessions, it got a session nested inside it, so its history read empty,
+    new messages went to the nested one, and deleting the session was then refused."""
+    try:
+        is_session = (root / log_name).is_file()
+    except OSError:  # a name too long, a directory it may not read: the operation says so
+        is_session = False
+    if is_session:
+        raise ConfigurationError(
+            f"{root} is a session's own directory (it holds {log_name}); open the directory "
+            f"above it with session={root.name!r}, or the file {root / log_name} itself"
+        )
+    return root
+
+
 def check_log_kind(path: Path) -> None:
     """Refuse a file that is not a session log (one JSON object per line) before anything reads,
     locks or repairs it: a conversation saved as a JSON array, an SQLite database given as a

@@ -132,7 +132,7 @@ class JsonlLog(RecordWriter):
         #: With ``session``: the directory holding one sub-directory per session.
         self.root: Path | None = None
         if session is not None:
-            self.root = Path(path)
+            self.root = _files.sessions_root(Path(path), SESSION_FILE)
             path = self.root / check_session_id(session) / SESSION_FILE
         self.path = Path(path)
         self._session = session if session is not None else self.path.stem

@@ -27,10 +27,10 @@ import stat
 from typing import Any
 
 from ..errors import ConfigurationError
-from ._files import check_path, stat_or_none
+from ._files import check_path, sessions_root, stat_or_none
 from ._urls import describe, libpq_target, redis_url, sqlite_file, sqlite_url
 from .handle import StoreHandle, jsonl_handle, shared_handle
-from .jsonl import FsyncMode, JsonlLog
+from .jsonl import SESSION_FILE, FsyncMode, JsonlLog
 from .log import SessionLog, StoreLog
 from .protocol import DEFAULT_SESSION, Store
 from .warm import SessionCache
@@ -180,6 +180,7 @@ def connect(
     found = stat_or_none(root, "inspect")
     if found is not None and not stat.S_ISDIR(found.st_mode):
         raise ConfigurationError(f"{root}: connect() needs a directory of JSONL sessions")
+    sessions_root(root, SESSION_FILE)
     return jsonl_handle(
         str(root), lambda s: open_store(root, session=s, fsync=fsync, **options), cache
     )

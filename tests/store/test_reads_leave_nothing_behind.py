@@ -14,7 +14,7 @@ import pytest
 from context_manager import MessageContextManager
 from context_manager.cli import main
 from context_manager.errors import ConfigurationError
-from context_manager.store import open_store
+from context_manager.store import connect, open_store
 
 
 def tree(root: Path) -> list[str]:
@@ -150,3 +150,23 @@ def test_a_log_with_a_damaged_first_line_is_still_read(
     assert main(["sessions", "list", str(log)]) == 0
     captured = capsys.readouterr()
     assert captured.out.split() == ["s"] and "not a session log" not in captured.err
+
+
+def test_a_sessions_own_directory_is_not_a_directory_of_sessions(tmp_path: Path) -> None:
+    """Opened as a root, ``sessions/user-42`` (Kimi's layout: it holds ``context.jsonl``) got
+    an empty session nested inside it; new messages went there, and deleting ``user-42`` was
+    then refused for the foreign files in it."""
+    root = tmp_path / "sessions"
+    first = MessageContextManager.open(root, session="user-42", max_tokens=1_000)
+    first.add({"role": "user", "content": "my earlier history"})
+    first.store.close()
+    before = tree(tmp_path)
+    for session in (None, "default"):
+        with pytest.raises(ConfigurationError, match="session='user-42'"):
+            MessageContextManager.open(root / "user-42", session=session, max_tokens=1_000)
+    with pytest.raises(ConfigurationError, match="a session's own directory"):
+        connect(root / "user-42")
+    assert tree(tmp_path) == before
+    log = MessageContextManager.open(root / "user-42" / "context.jsonl", max_tokens=1_000)
+    assert log.messages == [{"role": "user", "content": "my earlier history"}]
+    log.store.close()
