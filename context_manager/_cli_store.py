@@ -39,7 +39,17 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"would delete {plan}; run again with --yes to delete it\n" if found else plan)
         return 1
     source = existing(args.source)
-    copied = copy_session(source, args.dest, session=args.session, to_session=args.to_session)
+    # A log file is one session (a Kimi CLI context.jsonl): --session names it at the dest.
+    one_file = "://" not in source and os.path.isfile(source)
+    copied = copy_session(
+        source,
+        args.dest,
+        session=None if one_file else args.session,
+        to_session=args.to_session or args.session,
+    )
+    if not copied:  # a mistyped id reads as an empty session: say so, as compactions does
+        err.write(f"no session {args.session!r} in {source}: nothing copied\n")
+        return 1
     err.write(f"copied {copied} records of session {args.session!r}\n")
     return 0
 

@@ -347,7 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
     copy = actions.add_parser("copy", help="copy one session to another store")
     copy.add_argument("source", help="source path or URL")
     copy.add_argument("dest", help="destination path or URL")
-    copy.add_argument("--session", required=True, help="session id to copy")
+    copy.add_argument(
+        "--session", required=True, help="session id to copy (a log file: its id at the dest)"
+    )
     copy.add_argument("--to-session", default=None, help="id in the destination (default: same)")
     deleting = actions.add_parser("delete", help="delete one session for good (asks for --yes)")
     deleting.add_argument("target", help="directory, sqlite:///x.db, redis://..., postgresql://...")

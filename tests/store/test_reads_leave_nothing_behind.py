@@ -25,7 +25,7 @@ def tree(root: Path) -> list[str]:
     ("argv", "status"),
     [
         (["compactions", "{d}", "--session", "typo"], 1),  # "no session 'typo'"
-        (["sessions", "copy", "{d}", "{e}", "--session", "typo"], 0),
+        (["sessions", "copy", "{d}", "{e}", "--session", "typo"], 1),  # "nothing copied"
         (["sessions", "list", "{d}"], 0),
     ],
 )
@@ -170,3 +170,21 @@ def test_a_sessions_own_directory_is_not_a_directory_of_sessions(tmp_path: Path)
     log = MessageContextManager.open(root / "user-42" / "context.jsonl", max_tokens=1_000)
     assert log.messages == [{"role": "user", "content": "my earlier history"}]
     log.store.close()
+
+
+def test_the_cli_copies_one_log_file_and_says_when_a_session_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Kimi CLI ``context.jsonl`` is one session: ``sessions copy`` read it as a directory
+    ("Not a directory"), while a mistyped session id copied 0 records and exited 0."""
+    log = tmp_path / "kimi" / "context.jsonl"
+    log.parent.mkdir()
+    log.write_text('{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "yo"}\n')
+    db = f"sqlite:///{tmp_path}/x.db"
+    assert main(["sessions", "copy", str(log), db, "--session", "imported"]) == 0
+    copied = MessageContextManager.open(db, session="imported", max_tokens=1_000)
+    assert [m["content"] for m in copied.messages] == ["hi", "yo"]
+    copied.store.close()
+    capsys.readouterr()
+    assert main(["sessions", "copy", str(log.parent.parent), db, "--session", "typo"]) == 1
+    assert "no session 'typo'" in capsys.readouterr().err
