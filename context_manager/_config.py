@@ -78,6 +78,14 @@ def check_int(name: str, value: Any, minimum: int | None = 0, maximum: int | Non
     return int(value)
 
 
+def check_flag(name: str, value: Any) -> bool:
+    """``value`` if it is a bool; else a ``ConfigurationError`` (``"no"`` or ``0`` read as a
+    truth value would switch an option on or off against the caller's intent)."""
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{name} must be True or False, got {value!r:.60}")
+    return value
+
+
 def check_count(name: str, value: Any) -> int:
     """A token count given by the caller (a stored count, a usage report): an int from 0 to
     2**53, the range every count we hold stays in (a larger one would overflow the float

@@ -28,6 +28,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from .._config import check_flag
 from ..errors import ConfigurationError, StoreError
 from .handle import StoreHandle
 from .jsonl import FsyncMode, JsonlLog
@@ -237,7 +238,7 @@ async def aconnect(
         from .redis import make_client
         from .redis_async import AsyncRedisStore
 
-        cluster = bool(options.get("cluster", False))
+        cluster = check_flag("cluster", options.get("cluster", False))
         # A caller's ``client=`` is used as it is and stays open when the handle closes.
         mine = options.pop("client", None)
         client = mine if mine is not None else make_client(text, cluster=cluster, asyncio=True)

@@ -46,6 +46,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from .._config import check_flag
 from ..errors import (
     CheckpointNotFoundError,
     ConfigurationError,
@@ -127,8 +128,7 @@ class JsonlLog(RecordWriter):
             )
         flags = {"strict": strict, "integrity": integrity, "detect_conflicts": detect_conflicts}
         for name, flag in flags.items():
-            if not isinstance(flag, bool):
-                raise ConfigurationError(f"{name} must be True or False, got {flag!r:.60}")
+            check_flag(name, flag)
         #: With ``session``: the directory holding one sub-directory per session.
         self.root: Path | None = None
         if session is not None:

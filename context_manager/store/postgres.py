@@ -34,6 +34,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from .._config import check_flag
 from ..errors import ConfigurationError, StoreError
 from ._drive import Flow, drive
 from ._sql import Sql, SqlFlows
@@ -63,8 +64,7 @@ def checked_connect_options(connect_timeout: object, prepare: object) -> tuple[i
         raise ConfigurationError(
             f"connect_timeout must be a finite number > 0, got {connect_timeout!r}"
         )
-    if not isinstance(prepare, bool):
-        raise ConfigurationError(f"prepare must be True or False, got {prepare!r}")
+    check_flag("prepare", prepare)
     # psycopg's default (prepare after 5 runs) unless off: None never prepares.
     return max(1, int(connect_timeout)), (5 if prepare else None)
 
@@ -263,7 +263,7 @@ class PostgresStore(PgDialect, SqlStore):
         self._lock = threading.RLock()
         self._pool = pool
         self._conn = self._open_connection()
-        if create and (pool is None or prefix not in pool.ready):
+        if check_flag("create", create) and (pool is None or prefix not in pool.ready):
             try:
                 self.create_tables()
             except BaseException:

@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
+from .._config import check_flag
 from ..errors import StoreError
 from ._drive import Failed, Flow, adrive
 from ._sql import Reconnect, Sql
@@ -114,7 +115,7 @@ class AsyncPostgresStore(PgDialect):
             pool=pool,
         )
         store._conn = await store._open_connection()
-        if create and (pool is None or prefix not in pool.ready):
+        if check_flag("create", create) and (pool is None or prefix not in pool.ready):
             try:
                 await store.create_tables()
             except BaseException:

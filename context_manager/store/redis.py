@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .._config import check_flag
 from ..errors import (
     CheckpointNotFoundError,
     ConfigurationError,
@@ -151,8 +152,7 @@ class RedisFlows:
         self._session = check_session_id(session)
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
             raise ConfigurationError(f"ttl must be a positive number of seconds, got {ttl!r}")
-        if not isinstance(cluster, bool):
-            raise ConfigurationError(f"cluster must be True or False, got {cluster!r}")
+        check_flag("cluster", cluster)
         if not isinstance(prefix, str) or "{" in prefix or "}" in prefix:
             raise ConfigurationError(f"prefix must be a string without braces, got {prefix!r}")
         # Checked before redis-py sees it: a bad port, bracket or database number is a

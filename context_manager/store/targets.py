@@ -26,6 +26,7 @@ import re
 import stat
 from typing import Any
 
+from .._config import check_flag
 from ..errors import ConfigurationError
 from ._files import check_path, sessions_root, stat_or_none
 from ._urls import describe, libpq_target, redis_url, sqlite_file, sqlite_url
@@ -148,7 +149,7 @@ def connect(
 
         # A caller's ``client=`` is used as it is and stays open when the handle closes.
         mine = options.pop("client", None)
-        cluster = bool(options.get("cluster", False))
+        cluster = check_flag("cluster", options.get("cluster", False))
         client = mine if mine is not None else make_client(probe, cluster=cluster)
         listed: dict[str, str] = {}  # sessions this handle's stores listed in the index
         return shared_handle(

@@ -192,3 +192,17 @@ def test_a_handle_made_with_a_relative_target_survives_a_chdir(
     handle.close()
     assert seen == [["first request"]]
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["no", "false", 0, None])
+def test_a_flag_given_as_a_string_or_number_is_refused(
+    value: object, redis_url: str, postgres_url: str
+) -> None:
+    """``cluster="no"`` read as a truth value switched Redis Cluster mode on (then failed as a
+    StoreError about the server), and ``create="no"`` created the tables."""
+    with pytest.raises(ConfigurationError, match="cluster must be True or False"):
+        connect(redis_url, cluster=value)
+    with pytest.raises(ConfigurationError, match="create must be True or False"):
+        MessageContextManager.open(
+            postgres_url, session="s", max_tokens=1_000, store_options={"create": value}
+        )
