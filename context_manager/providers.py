@@ -59,7 +59,14 @@ from .errors import ConfigurationError, InvalidMessageError
 from .messages import Message, message_list, normalize
 from .messages.gemini import answered_calls
 from .messages.nesting import short_repr
-from .messages.shapes import joined_responses, part_kinds, same_shape, shape_of
+from .messages.shapes import (
+    THINKING_KINDS,
+    joined_plain_turns,
+    joined_responses,
+    part_kinds,
+    same_shape,
+    shape_of,
+)
 
 __all__ = [
     "PROVIDERS",
@@ -314,7 +321,7 @@ def validate(
     return problems
 
 
-_THINKING = ("thinking", "redacted_thinking")
+_THINKING = THINKING_KINDS
 
 
 def _non_empty(rules: ProviderRules, body: list[tuple[int, Message]], out: list[Problem]) -> None:
@@ -479,38 +486,6 @@ def _thinking_prefix(message: Any) -> list[str]:
 
 # -- strict alternation: joining same-role neighbours -------------------------------------
 
-_PLAIN_KEYS = frozenset(("role", "content"))
-
-
-def turn_blocks(message: dict[str, Any]) -> list[Any] | None:
-    """The content as a block list, or None when it is not plain Anthropic-shaped content."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    if isinstance(content, list) and all(isinstance(b, dict) for b in content):
-        return content
-    return None
-
-
-def _fused(a: Any, b: Any) -> dict[str, Any] | None:
-    """``a`` and ``b`` as one turn, or None when joining them would break another rule."""
-    if not (isinstance(a, dict) and isinstance(b, dict)) or a.get("role") != b.get("role"):
-        return None
-    role = a.get("role")
-    if role not in ("user", "assistant") or not (a.keys() <= _PLAIN_KEYS >= b.keys()):
-        return None
-    first, second = turn_blocks(a), turn_blocks(b)
-    if first is None or second is None:
-        return None
-    # one reading of block kinds (Anthropic ``type``, a Converse block's key) for both shapes
-    kinds_a = set(part_kinds({"role": role, "content": first}))
-    kinds_b = set(part_kinds({"role": role, "content": second}))
-    if role == "user" and "tool_result" in kinds_b and kinds_a - {"tool_result"}:
-        return None  # results would come after text
-    if role == "assistant" and ("tool_use" in kinds_a or kinds_b & set(_THINKING)):
-        return None  # a call must end its turn; thinking must open it
-    return {"role": role, "content": [*first, *second]}
-
 
 def fuse_turns(messages: list[Any], provider: str | ProviderRules | None = "bedrock") -> list[Any]:
     """``messages`` with each run of turns ``provider`` wants as one turn joined into one.
@@ -532,7 +507,7 @@ def fuse_turns(messages: list[Any], provider: str | ProviderRules | None = "bedr
     out: list[Any] | None = None
     for k in range(1, len(messages)):
         prev = out[-1] if out is not None else messages[k - 1]
-        joined = _fused(prev, messages[k]) if rules.strict else None
+        joined = joined_plain_turns(prev, messages[k]) if rules.strict else None
         if joined is None and rules.one_response_turn:
             joined = joined_responses(prev, messages[k])
         if joined is not None:

@@ -1,4 +1,5 @@
-"""The three commonest OpenAI chat dicts, read by their exact key set before the general reader.
+"""The three commonest OpenAI chat dicts, read by their exact key set before the general reader;
+and the general reader of an OpenAI chat tool call (:func:`openai_tool_call`).
 
 Nearly every stored chat history is made of three shapes, and each is recognised in a few type
 checks, where the general reader (``normalize._read``: every SDK shape, aliases, content parts,
@@ -16,12 +17,14 @@ so this can only be faster, never different (property-tested against it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .record import Message, ToolCall
+from ..errors import InvalidMessageError
+from .record import Message, ToolCall, to_json_text
+from .sdk import as_part
 
-__all__ = ["read_common", "read_many"]
+__all__ = ["openai_tool_call", "read_common", "read_many"]
 
 _PLAIN_ROLES = frozenset({"user", "assistant", "system", "developer"})
 
@@ -86,3 +89,32 @@ def read_many(messages: Iterable[Any]) -> list[Message | None]:
                 pass
         append(rec)
     return out
+
+
+def openai_tool_call(raw: Any, index: int | None) -> ToolCall:
+    """One entry of an OpenAI chat message's ``tool_calls`` in any shape the general reader
+    takes (an SDK object, a function or a custom tool's call); raises on anything else."""
+    raw = as_part(raw, index)
+    if not isinstance(raw, Mapping):
+        raise InvalidMessageError("each tool_calls entry must be an object", index=index)
+    call_id, fn = raw.get("id"), raw.get("function")
+    if not isinstance(call_id, str) or not call_id:
+        raise InvalidMessageError(
+            "tool call without a string 'id'",
+            index=index,
+            hint="every tool call needs the id its result will reference",
+        )
+    custom = raw.get("custom") if raw.get("type") == "custom" else None
+    if isinstance(custom, Mapping) and isinstance(custom.get("name"), str):  # free-form input
+        text = custom.get("input", "")
+        return ToolCall(call_id, custom["name"], text if isinstance(text, str) else "")
+    if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+        raise InvalidMessageError(
+            f"tool call {call_id!r} needs 'function': {{'name': str, 'arguments': str}} "
+            "(or, for a custom tool, 'custom': {'name': str, 'input': str})",
+            index=index,
+        )
+    args = fn.get("arguments", "")
+    if not isinstance(args, str):
+        args = to_json_text(args)
+    return ToolCall(call_id, fn["name"], args)

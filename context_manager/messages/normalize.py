@@ -21,7 +21,7 @@ from typing import Any
 
 from .._js import utf16_len
 from ..errors import InvalidMessageError
-from .chat_dicts import read_common
+from .chat_dicts import openai_tool_call, read_common
 from .gemini import from_content, is_gemini_content
 from .media import add_blob, image_of, media_of
 from .nesting import describe_nesting
@@ -265,34 +265,6 @@ def _is_media(part: Mapping[str, Any]) -> bool:
     return not (isinstance(source, Mapping) and source.get("type") in ("text", "content"))
 
 
-def _openai_tool_call(raw: Any, index: int | None) -> ToolCall:
-    raw = as_part(raw, index)
-    if not isinstance(raw, Mapping):
-        raise InvalidMessageError("each tool_calls entry must be an object", index=index)
-    call_id, fn = raw.get("id"), raw.get("function")
-    if not isinstance(call_id, str) or not call_id:
-        raise InvalidMessageError(
-            "tool call without a string 'id'",
-            index=index,
-            hint="every tool call needs the id its result will reference",
-        )
-    custom = raw.get("custom") if raw.get("type") == "custom" else None
-    if isinstance(custom, Mapping) and isinstance(custom.get("name"), str):
-        # A custom tool's call (GPT-5 "custom tools"): free-form text input instead of JSON.
-        text = custom.get("input", "")
-        return ToolCall(call_id, custom["name"], text if isinstance(text, str) else "")
-    if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
-        raise InvalidMessageError(
-            f"tool call {call_id!r} needs 'function': {{'name': str, 'arguments': str}} "
-            "(or, for a custom tool, 'custom': {'name': str, 'input': str})",
-            index=index,
-        )
-    args = fn.get("arguments", "")
-    if not isinstance(args, str):
-        args = to_json_text(args)
-    return ToolCall(call_id, fn["name"], args)
-
-
 def _content(content: Any, index: int | None, parts: _Parts) -> None:
     if content is None:
         return
@@ -389,7 +361,7 @@ def _from_mapping(msg: Mapping[str, Any], index: int | None) -> Message:
             raise InvalidMessageError(
                 "'tool_calls' must be a list on an assistant message", index=index
             )
-        parts.tool_calls.extend(_openai_tool_call(c, index) for c in raw_calls)
+        parts.tool_calls.extend(openai_tool_call(c, index) for c in raw_calls)
     legacy = msg.get("function_call")
     if isinstance(legacy, Mapping) and role == "assistant":
         name = legacy.get("name")

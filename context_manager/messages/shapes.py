@@ -45,11 +45,14 @@ __all__ = [
     "PYDANTIC_AI",
     "RECORD",
     "RESPONSES",
+    "THINKING_KINDS",
+    "joined_plain_turns",
     "joined_responses",
     "part_kinds",
     "render_results",
     "same_shape",
     "shape_of",
+    "turn_blocks",
 ]
 
 OPENAI, ANTHROPIC, BEDROCK, RESPONSES = "openai", "anthropic", "bedrock", "openai-responses"
@@ -460,3 +463,40 @@ def _bedrock_text(message: Any) -> bool:
         and bool(content)
         and all(isinstance(p, Mapping) and len(p) == 1 and "text" in p for p in content)
     )
+
+
+#: The kinds of an assistant turn's reasoning blocks (Anthropic's thinking, signed or redacted).
+THINKING_KINDS = ("thinking", "redacted_thinking")
+_PLAIN_KEYS = frozenset(("role", "content"))
+
+
+def turn_blocks(message: dict[str, Any]) -> list[Any] | None:
+    """The content as a block list, or None when it is not plain Anthropic-shaped content."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if isinstance(content, list) and all(isinstance(b, dict) for b in content):
+        return content
+    return None
+
+
+def joined_plain_turns(a: Any, b: Any) -> dict[str, Any] | None:
+    """Two plain same-role turns (dicts of ``role`` and ``content``) as one, as Anthropic joins
+    them server-side and Bedrock's strict alternation needs; None when joining them would break
+    another rule (results after text, a call not ending its turn, thinking not first)."""
+    if not (isinstance(a, dict) and isinstance(b, dict)) or a.get("role") != b.get("role"):
+        return None
+    role = a.get("role")
+    if role not in ("user", "assistant") or not (a.keys() <= _PLAIN_KEYS >= b.keys()):
+        return None
+    first, second = turn_blocks(a), turn_blocks(b)
+    if first is None or second is None:
+        return None
+    # one reading of block kinds (Anthropic ``type``, a Converse block's key) for both shapes
+    kinds_a = set(part_kinds({"role": role, "content": first}))
+    kinds_b = set(part_kinds({"role": role, "content": second}))
+    if role == "user" and "tool_result" in kinds_b and kinds_a - {"tool_result"}:
+        return None  # results would come after text
+    if role == "assistant" and ("tool_use" in kinds_a or kinds_b & set(THINKING_KINDS)):
+        return None  # a call must end its turn; thinking must open it
+    return {"role": role, "content": [*first, *second]}

@@ -19,8 +19,9 @@ from typing import Any
 
 from ..counting import CharEstimator
 from ..errors import ConfigurationError, ContextOverflowError, InvalidMessageError
+from ..messages.shapes import turn_blocks
 from ..oneshot import trim
-from ..providers import get_provider, turn_blocks
+from ..providers import get_provider
 
 __all__ = ["FIXTURE_SUITES", "budget_from_options", "estimator_from_options", "run_trim_case"]
 
