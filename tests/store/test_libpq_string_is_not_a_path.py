@@ -6,6 +6,8 @@ JSONL path: a directory named after the password was created, and ``store.target
 handle's ``repr`` and ``sessions list`` showed it. Store targets are paths and URLs
 (docs/guide/stores.md), so it is now a ``ConfigurationError`` that names the
 ``postgresql://`` URL to write instead (without the password), before anything is created.
+So is a database URL that lost a slash (``postgresql:/app:pw@db/chat``), which became a local
+directory named after it the same way.
 """
 
 from __future__ import annotations
