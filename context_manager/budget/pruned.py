@@ -122,19 +122,24 @@ def fit_newest_group(
     (and a message) is only replaced by a cut that costs fewer tokens than it: small parallel
     results cut alongside a big one are sent as they are. None when the group has no result we
     can rewrite or cannot fit even with empty results. With ``offload`` the full result is
-    stored there and the cut names its handle (a plain cut when the area fails).
+    stored there and the cut names its handle (a plain cut when the area fails). Images in the
+    results stay when the group fits with them (a screenshot is often what the tool was for);
+    else they are cleared too, each leaving a marker in the text.
     """
     if room <= 0:
         return None
-    cuts = _Cuts(originals, records, counter, offload)
-    lo, hi, best = 0, cuts.longest - 1, None
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        got = cuts.build(mid)
-        if got is not None and got[1] <= room:
-            best, lo = (mid, got), mid + 1
-        else:
-            hi = mid - 1
+    for images in ("keep", "clear"):
+        cuts = _Cuts(originals, records, counter, offload, images)
+        lo, hi, best = 0, cuts.longest - 1, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            got = cuts.build(mid)
+            if got is not None and got[1] <= room:
+                best, lo = (mid, got), mid + 1
+            else:
+                hi = mid - 1
+        if best is not None:
+            break
     if best is None:
         return None
     cap, (msgs, tokens, changed) = best
@@ -148,7 +153,7 @@ def least_group_tokens(
 ) -> int | None:
     """What the group costs with its results cut to nothing (None: no result to cut): the
     least :func:`fit_newest_group` can send, so what an overflow says the group needs."""
-    got = _Cuts(originals, records, counter, None).build(0)
+    got = _Cuts(originals, records, counter, None, "clear").build(0)
     return None if got is None else got[1]
 
 
@@ -161,9 +166,10 @@ class _Cuts:
         records: Sequence[Message],
         counter: TokenCounter,
         offload: Offloader | None,
+        images: str,
     ) -> None:
         self.originals, self.records = originals, records
-        self.counter, self.offload = counter, offload
+        self.counter, self.offload, self.images = counter, offload, images
         self.lengths = [max((utf16_len(r.text) for r in rec.results), default=0) for rec in records]
         self.longest = max(self.lengths, default=0)
         self.costs = [counter.count_message(r) for r in records]
@@ -192,7 +198,7 @@ class _Cuts:
 
         out, tokens, changed = [], 0, 0
         for original, rec, cost in zip(self.originals, self.records, self.costs, strict=True):
-            new = rewrite_results(original, rule, "clear") if rec.result_ids else None
+            new = rewrite_results(original, rule, self.images) if rec.result_ids else None
             new_cost = counter.count_message(normalize(new)) if new is not None else cost
             if new is not None and new_cost < cost:  # never a message that grew
                 changed += 1

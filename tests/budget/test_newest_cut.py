@@ -57,3 +57,49 @@ def test_trim_cuts_only_what_gets_smaller() -> None:
     assert kept[:5] == messages[:5]
     assert "[Tool result trimmed" in kept[5]["content"]
     assert counter.count_prompt([normalize(m) for m in kept]) <= budget
+
+
+PNG = "iVBORw0KGgo" + "A" * 300  # a small PNG's base64, as an SDK would carry it
+
+
+def screenshot_session(log_lines: int) -> list[Any]:
+    """A computer-use step: the newest result is a screenshot plus a long log."""
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
+    log = {"type": "text", "text": "log line\n" * log_lines}
+    return [
+        {"role": "user", "content": "screenshot and logs"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "shot", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [image, log]}],
+        },
+    ]
+
+
+def result_blocks(context: list[Any]) -> list[str]:
+    return [block["type"] for block in context[-1]["content"][0]["content"]]
+
+
+def test_a_cut_result_keeps_its_image_when_there_is_room_for_it() -> None:
+    """The image used to be cleared whenever the result was cut, with room to spare: a
+    screenshot tool's result lost its screenshot and kept 9,000 tokens of log."""
+    history = screenshot_session(5_000)
+    counter = get_counter("tiktoken", model="gpt-4o")
+    for budget in (4_000, 12_000):
+        context = trim(history, budget, provider="anthropic", model="gpt-4o")
+        assert result_blocks(context) == ["text", "image"]  # the cut text, then the image
+        assert "log line" in context[-1]["content"][0]["content"][0]["text"]
+        assert sum(counter.count_message(normalize(m)) for m in context) <= budget
+
+
+def test_the_image_goes_when_the_result_fits_only_without_it() -> None:
+    history = screenshot_session(5_000)
+    image_alone = trim(screenshot_session(0), 100_000, provider="anthropic", model="gpt-4o")
+    counter = get_counter("tiktoken", model="gpt-4o")
+    least_with_image = sum(counter.count_message(normalize(m)) for m in image_alone)
+    context = trim(history, least_with_image - 20, provider="anthropic", model="gpt-4o")
+    assert "image" not in result_blocks(context)
+    assert "[image removed" in str(context[-1]["content"])
