@@ -311,7 +311,7 @@ def validate(
         elif records[i].role not in ("system", "developer"):
             said = False
         if rules.thinking_first and records[i].role == "assistant":
-            first = next((k for k, t in enumerate(kinds) if t in _THINKING), None)
+            first = next((k for k, t in enumerate(kinds) if t in THINKING_KINDS), None)
             if first not in (None, 0):
                 problems.append(Problem(i, "thinking-first", "thinking is not first in its turn"))
     if rules.reasoning:
@@ -319,9 +319,6 @@ def validate(
         _signed_reasoning(rules.reasoning, given, records, src, problems)
     problems.sort(key=lambda p: p.index)
     return problems
-
-
-_THINKING = THINKING_KINDS
 
 
 def _non_empty(rules: ProviderRules, body: list[tuple[int, Message]], out: list[Problem]) -> None:
@@ -480,7 +477,7 @@ def _same_reasoning(a: Message, b: Message) -> bool:
 
 def _thinking_prefix(message: Any) -> list[str]:
     kinds = part_kinds(message)
-    n = next((k for k, t in enumerate(kinds) if t not in _THINKING), len(kinds))
+    n = next((k for k, t in enumerate(kinds) if t not in THINKING_KINDS), len(kinds))
     return kinds[:n]
 
 

@@ -128,7 +128,8 @@ def fit_newest_group(
     """
     if room <= 0:
         return None
-    for images in ("keep", "clear"):
+    has_images = any(rec.images or rec.media for rec in records if rec.result_ids)
+    for images in ("keep", "clear") if has_images else ("clear",):
         cuts = _Cuts(originals, records, counter, offload, images)
         lo, hi, best = 0, cuts.longest - 1, None
         while lo <= hi:

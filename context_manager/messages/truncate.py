@@ -20,6 +20,7 @@ from typing import Any
 from .._js import utf16_len
 from .record import Message
 from .results import IMAGE_MARKER, TextRule, rewrite_results
+from .shapes import THINKING_KINDS
 
 __all__ = [
     "CUT_SEPARATOR",
@@ -136,19 +137,21 @@ def strip_thinking(message: Any) -> Any:
     if not isinstance(message, Mapping):
         return None
     out = dict(message)
+    changed = False
     content = message.get("content")
     if isinstance(content, list):
         kept = [
-            b
-            for b in content
-            if not (isinstance(b, Mapping) and b.get("type") in ("thinking", "redacted_thinking"))
+            b for b in content if not (isinstance(b, Mapping) and b.get("type") in THINKING_KINDS)
         ]
         if not kept and content:
             return None  # nothing but thinking
         if len(kept) != len(content):
             out["content"] = kept
+            changed = True
     elif not content and not message.get("tool_calls"):
         return None  # its reasoning is all it says
     for key in ("reasoning_content", "reasoning"):
-        out.pop(key, None)
-    return out if out != message else None
+        if key in out:
+            del out[key]
+            changed = True
+    return out if changed else None

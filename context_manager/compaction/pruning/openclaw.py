@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..._js import js_stringify, utf16_len
+from ...messages.shapes import THINKING_KINDS
 from ...messages.truncate import IMAGE_MARKER, head_tail
 from .config import ToolResultPruning
 
@@ -42,7 +43,7 @@ def message_chars(message: Mapping[str, Any], config: ToolResultPruning) -> int:
             total += utf16_len(text)
         elif block.get("type") == "image":
             total += config.image_chars
-        elif role == "assistant" and block.get("type") in ("thinking", "redacted_thinking"):
+        elif role == "assistant" and block.get("type") in THINKING_KINDS:
             for key in ("thinking", "thinkingSignature", "data"):
                 value = block.get(key)
                 if isinstance(value, str) and (key != "data" or block["type"] != "thinking"):
