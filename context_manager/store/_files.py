@@ -299,10 +299,10 @@ def check_log_kind(path: Path) -> None:
         found = read_head(path, 4096)
     except StoreError:
         return
-    first = (found or b"").lstrip(b" \t\r\n")[:1]
-    if first in (b"", b"{", b"\x00"):
+    first = found.lstrip(b" \t\r\n")[:1] if found is not None else b""
+    if found is None or first in (b"", b"{", b"\x00"):
         return
-    if found is not None and found.startswith(b"SQLite format 3\x00"):
+    if found.startswith(b"SQLite format 3\x00"):
         raise ConfigurationError(f"{path}: an SQLite database; name it as sqlite:///{path}")
     kind = (
         "a JSON array (a conversation file?)"

@@ -209,7 +209,9 @@ def _keywords(store: type) -> frozenset[str]:
 
 
 #: A database scheme with a slash or both missing (``postgresql:/u:pw@db/chat``): not a path.
-_SCHEME_TYPO = re.compile(r"(sqlite|rediss?|postgres(?:ql)?):(?!//)", re.IGNORECASE)
+_SCHEME_TYPO = re.compile(
+    "(" + "|".join(re.escape(s.removesuffix("://")) for s in _SCHEMES) + "):(?!//)", re.IGNORECASE
+)
 
 
 def plain_path(text: str) -> str:
