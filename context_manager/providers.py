@@ -325,9 +325,11 @@ def _non_empty(rules: ProviderRules, body: list[tuple[int, Message]], out: list[
     """Each turn says something: text that is not blank, a call, a result, an image or
     document, reasoning, or a block the provider reads (Anthropic's final assistant turn, a
     prefill, may be empty)."""
+    unreadable = {p.index for p in out if p.rule == "readable"}  # reported once, as that
     for k, (i, rec) in enumerate(body):
         if (
-            rec.text.strip()
+            i in unreadable
+            or rec.text.strip()
             or rec.tool_calls
             or rec.tool_call_id is not None
             or rec.tool_results

@@ -119,6 +119,8 @@ def test_an_empty_turn_an_sdk_returns_is_reported_for_the_providers_that_refuse_
         types.Content(role="user", parts=[types.Part(text="again")]),
     ]
     assert [(p.index, p.rule) for p in validate(gemini, "gemini")] == [(1, "non-empty")]
+    unreadable = [user("q"), {"role": "model", "parts": None}]  # reported once, as unreadable
+    assert [p.rule for p in validate(unreadable, "gemini")] == ["readable"]
 
 
 def test_validate_responses_items_pairing() -> None:

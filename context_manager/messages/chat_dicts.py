@@ -107,7 +107,9 @@ def openai_tool_call(raw: Any, index: int | None) -> ToolCall:
     custom = raw.get("custom") if raw.get("type") == "custom" else None
     if isinstance(custom, Mapping) and isinstance(custom.get("name"), str):  # free-form input
         text = custom.get("input", "")
-        return ToolCall(call_id, custom["name"], text if isinstance(text, str) else "")
+        return ToolCall(
+            call_id, custom["name"], text if isinstance(text, str) else to_json_text(text)
+        )
     if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
         raise InvalidMessageError(
             f"tool call {call_id!r} needs 'function': {{'name': str, 'arguments': str}} "
