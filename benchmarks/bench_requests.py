@@ -9,6 +9,8 @@ JSONL, SQLite, a real Redis and PostgreSQL (started here, loopback, PostgreSQL w
   one, after reading what was written since);
 * ``cold``: no cache, every open reads the whole session (what a process pays the first time it
   serves a session);
+* ``cold_compacted``: no cache, on a session compacted once (all but its last 60 messages): the
+  open reads from the latest compaction on (what a long session costs when it is compacted);
 * ``agents_sdk``: the OpenAI Agents SDK's session on the same backend (``add_items``,
   ``get_items``, ``add_items``), the peer the issue names: ``SQLiteSession`` on a file,
   ``RedisSession`` on one ``redis.asyncio`` client, ``SQLAlchemySession`` on one asyncpg engine.
@@ -59,13 +61,17 @@ def servers() -> Iterator[dict[str, str]]:
         yield found
 
 
-def _ours(url: str, n: int, cache: SessionCache | None) -> Callable[[], None]:
+def _ours(
+    url: str, n: int, cache: SessionCache | None, compacted: bool = False
+) -> Callable[[], None]:
     stores = connect(url, cache=cache)
-    session = f"s{n}"
+    session = f"c{n}" if compacted else f"s{n}"
     writer = MessageContextManager.open(stores, session=session, max_tokens=8_000)
-    if len(writer.messages) < n:  # built once per size, shared by the variants
+    if not writer.history():  # built once per size, shared by the variants
         with writer.store.batch():
             writer.extend(message(i) for i in range(n))
+            if compacted:
+                writer.apply_compaction({"role": "user", "content": "summary"}, n - 60)
     writer.store.close()
     turn = iter(range(10**9))
 
@@ -122,7 +128,7 @@ async def _engine(create: Callable[[str], Any], url: str) -> Any:
 
 
 @pytest.mark.parametrize("n", SIZES)
-@pytest.mark.parametrize("variant", ["cached", "cold", "agents_sdk"])
+@pytest.mark.parametrize("variant", ["cached", "cold", "cold_compacted", "agents_sdk"])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_request(
     benchmark: Any, servers: dict[str, str], backend: str, variant: str, n: int
@@ -136,7 +142,8 @@ def test_request(
     if variant == "agents_sdk":
         request = _agents_sdk(backend, servers, n)
     else:
-        request = _ours(servers[backend], n, SessionCache() if variant == "cached" else None)
+        cache = SessionCache() if variant == "cached" else None
+        request = _ours(servers[backend], n, cache, compacted=variant == "cold_compacted")
     request()  # the first request of a process reads the whole session
     rounds = 5 if variant != "cached" else 200  # cheap: a median over many, in quick runs too
     benchmark.pedantic(request, rounds=rounds, iterations=1, warmup_rounds=1)

@@ -304,6 +304,16 @@ def request_ratio_targets() -> list[RatioTarget]:
                     enforced=False,
                 )
             )
+            # Reported: the open reads from the latest compaction on; the SDK reads every item.
+            out.append(
+                RatioTarget(
+                    f"request, no cache, compacted session vs Agents SDK, {backend} @ {n:,} msgs",
+                    name.format(backend, "cold_compacted", n),
+                    peer,
+                    1.0,
+                    enforced=False,
+                )
+            )
         # Reported: our extend normalizes, counts (the safe estimate: ~27% of it), encodes and
         # indexes each message; add_items only serializes it.
         out.append(

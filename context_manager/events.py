@@ -75,11 +75,14 @@ class Compacted:
     """``summary`` now stands for every message before ``first_kept_index``.
 
     ``entry`` is the compaction package's record of it (``None`` when applied by hand).
+    ``held_from``: the history index of the first message still held afterwards (pinned
+    messages and the latest user turn stay), where a store's reader may start replaying.
     """
 
     summary: Any
     first_kept_index: int
     entry: Any = None
+    held_from: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

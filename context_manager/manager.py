@@ -58,18 +58,14 @@ class MessageContextManager(ExtensionHub):
 
     ``max_tokens`` is the model's context window; the input budget is that minus an output reserve
     (``reserve_tokens``, else ``reserve_ratio`` of the window, 20% by default). With a ``model`` the
-    window defaults to the model's, and a larger ``max_tokens`` is an error (we refuse rather than
-    clamp, so a typo cannot silently shrink or grow a budget). ``counter=None`` counts with the
-    model's most precise counter (tiktoken for OpenAI models, the safe estimate for Claude / Gemini
-    / ...), or the safe estimate without a model (chars/4 only when named: ``counter="chars"``).
-    ``strategy`` defaults to ``"sliding_window"`` (as ``trim()`` does): the history keeps every
-    message and only what is sent is trimmed, so a reopened session has all of it; ``"fifo"`` evicts
-    on add (memory bounded by the budget; ``on_evict`` hears what goes). ``retention_ratio`` makes
-    trimming prompt-cache friendly (see ``SlidingWindow``); ``calibrate`` scales budget decisions by
-    billed/counted usage (default: estimates only). ``pruning`` trims or clears old tool results in
-    the view only; ``truncate_newest`` cuts the newest tool exchange head+tail to fit instead of
-    dropping it. The budget, counter, strategy and tools are fixed at construction (read-only):
-    cached totals depend on them.
+    window defaults to the model's, and a larger ``max_tokens`` is an error (refused, not clamped).
+    ``counter=None`` counts with the model's most precise counter (tiktoken for OpenAI models, the
+    safe estimate otherwise; chars/4 only when named: ``counter="chars"``). ``strategy`` defaults
+    to ``"sliding_window"`` (the history keeps every message, only what is sent is trimmed);
+    ``"fifo"`` evicts on add (``on_evict`` hears what goes). ``retention_ratio``: prompt-cache
+    friendly trimming; ``calibrate``: budget decisions scaled by billed/counted usage; ``pruning``
+    trims old tool results in the view only; ``truncate_newest`` cuts the newest tool exchange
+    to fit instead of dropping it. Budget, counter, strategy and tools are read-only.
     """
 
     def __init__(
@@ -323,8 +319,7 @@ class MessageContextManager(ExtensionHub):
         reported = read_usage(usage).prompt_tokens
         counted = None if counted is None else check_count("counted", counted)
         with self._lock:
-            change = UsageRecorded(reported, counted)
-            self._write(change)
+            self._write(change := UsageRecorded(reported, counted))
             self._calibration.record(reported, counted, self.token_count, self._fixed)
             self._recap()
             if self._listeners:
@@ -355,8 +350,7 @@ class MessageContextManager(ExtensionHub):
 
     @property
     def summary_room(self) -> int:
-        """Counted tokens a compaction summary may take: the calibrated budget less what every
-        request sends whatever the history (system prompt, pinned messages, priming, tools)."""
+        """Counted tokens a summary may take: the budget less what every request sends."""
         with self._lock:
             return self._room(held=True) + (self._summary[2] if self._summary else 0)
 
@@ -479,6 +473,14 @@ class MessageContextManager(ExtensionHub):
             self._warned = False
 
     # -- compaction (see compaction/) --------------------------------------------------------
+    def start_history(self, index: int) -> None:
+        """Number the next message ``index`` (empty history only): a store opening a session
+        from its latest compaction skips the messages that compaction left out."""
+        with self._lock:
+            if self._ledger.next_seq:
+                raise ConfigurationError("start_history() needs an empty manager")
+            self._ledger.next_seq = self._added = check_count("index", index)
+
     def history(self) -> list[HistoryItem]:
         """Every held message with its stable index, tokens, pin and priority, in order."""
         with self._lock:
@@ -498,22 +500,20 @@ class MessageContextManager(ExtensionHub):
         """Send ``summary`` instead of every message before ``first_kept_index``.
 
         Pinned messages and the latest user turn stay (invariants 1 and 3); a cut inside a tool
-        group moves back to the group's start. History before the cut leaves memory (a store keeps
-        it, append-only), and so does a usage anchor: it measured what was cut. Written ahead.
-        """
+        group moves back to its start. What is cut leaves memory (a store keeps it), and so does
+        a usage anchor (it measured what was cut). Written ahead."""
         if type(first_kept_index) is not int or first_kept_index < 0:  # bool is no index
-            raise ConfigurationError(
-                f"first_kept_index must be an int >= 0, got {first_kept_index!r}"
-            )
+            raise ConfigurationError(f"first_kept_index must be an int >= 0: {first_kept_index!r}")
         rec = normalize(summary)
         with self._lock:
             ledger = self._ledger
             tokens = self._counter.count_message(rec)
-            change = Compacted(summary, first_kept_index, entry)
+            floor = min(ledger.group_of_seq(first_kept_index), ledger.complete)
+            change = Compacted(summary, first_kept_index, entry, ledger.first_held_after(floor))
             self._write(change)
             self._summary = (summary, rec, tokens)
             self._recap()
-            ledger.evict_before(min(ledger.group_of_seq(first_kept_index), ledger.complete))
+            ledger.evict_before(floor)
             self._compaction, self._calibration.anchor = entry, None
             if self._listeners:
                 self._emit(change)

@@ -117,8 +117,7 @@ class Ledger:
             for a, b in zip(starts, stops, strict=True):
                 out.extend(originals[group_start[a] : self.group_end(b - 1)])
             return out
-        # Run ends are group starts, but the last may be the end of the history. No copy of
-        # group_start (it holds every group: a copy cost more than the whole selection).
+        # Run ends are group starts, the last maybe the history's end (group_start not copied).
         firsts = list(map(group_start.__getitem__, starts))
         lasts = list(map(group_start.__getitem__, stops[:-1]))
         last = stops[-1]
@@ -179,12 +178,10 @@ class Ledger:
         """The ledger as a strategy sees it when groups cost other than what was counted
         (pruned tool results, the newest exchange cut to fit): ``cum`` as its trimmable sums.
 
-        A read-only copy that shares every list but ``cum`` (O(attributes), not O(history)).
-        Its priority levels are filed from ``cum`` on first read: afresh, or, given the
-        ``previous`` such view of this ledger and the first group whose sum changed ``since``
-        it, taken over from that view below that group (and below its last group, which may have
-        grown), so only the groups from there on are filed again. ``previous`` must not be read
-        afterwards. Never write to the copy.
+        A read-only copy sharing every list but ``cum`` (O(attributes)). Its priority levels
+        are filed from ``cum`` on first read, or taken over from ``previous`` (such a view of
+        this ledger, not read afterwards) below the first group whose sum changed (``since``)
+        and below its last group (which may have grown). Never write to the copy.
         """
         if cum is self.cum:
             return self
@@ -207,13 +204,9 @@ class Ledger:
         return sum(self.role_counts.values())
 
     def _tally(self) -> None:
-        """Count the roles of the positions added since the last tally.
-
-        Neither an add nor a drop touches the per-role dicts (two lookups and two stores a
-        message): the positions added since are counted in, every position, dropped ones too,
-        then the groups dropped since are taken out. A compaction, which moves positions,
-        leaves only held messages and starts the tallies over.
-        """
+        """Count the roles of the positions added since the last tally (adds and drops do not
+        touch the per-role dicts): every position added since, dropped ones too, then the groups
+        dropped since taken out. A compaction leaves only held messages and starts over."""
         records, tokens = self.records, self.tokens
         counts, role_tokens = self.role_counts, self.role_tokens
         for i in range(self.tallied, len(records)):
@@ -284,9 +277,7 @@ class Ledger:
         return sorted([*below, *kept]) if kept else below
 
     def held_originals(self) -> list[Any]:
-        """The caller's messages still held, in order: the groups held below the floor, then one
-        slice from the floor on (a C-level copy, not a Python step per message: the Agents SDK
-        session reads them on every ``add_items``)."""
+        """The caller's messages still held: groups below the floor, then one slice (C speed)."""
         originals, group_start = self.originals, self.group_start
         out = [m for g in self._held_below() for m in originals[group_start[g] : self.group_end(g)]]
         start = group_start[self.floor] if self.floor < len(group_start) else len(originals)
@@ -425,24 +416,34 @@ class Ledger:
             else len(self.group_start)
         )
 
-    def evict_before(self, new_floor: int, lead: int = -1) -> list[Any]:
-        """Move the floor; unpinned groups passed over are dropped (latest user turn kept, and
-        ``lead``, the group it is sent from, when the provider needs one: ``plan.lead_group``).
+    def _staying(self, new_floor: int, lead: int = -1) -> tuple[list[int], bool, bool]:
+        """Groups in ``[floor, new_floor)`` that a move of the floor keeps (pinned ones, the
+        latest user turn, ``lead``: the turn it is sent from if the provider needs one), and
+        whether the latest turn and ``lead`` are among them."""
+        floor, pins, protected = self.floor, self.pinned_groups, self.protected
+        stay = pins[bisect_left(pins, floor) : bisect_left(pins, new_floor)] if pins else []
+        keep_turn = floor <= protected < new_floor and not self.group_pinned[protected]
+        keep_lead = self.rules is not None and floor <= lead < min(new_floor, protected)
+        extra = [g for g, kept in ((protected, keep_turn), (lead, keep_lead)) if kept]
+        return (sorted([*stay, *extra]) if extra else stay), keep_turn, keep_lead
 
-        The groups that stay (pinned ones, the latest user turn) split what is passed over into
-        runs, each dropped with slices: one run in the usual cut.
-        """
+    def first_held_after(self, new_floor: int) -> int:
+        """History index of the first message held with the floor at ``new_floor`` (or of the
+        next message): where a store's reader may start replaying."""
+        groups = [*self._held_below(), *self._staying(max(new_floor, self.floor))[0]]
+        g = groups[0] if groups else max(new_floor, self.floor)
+        return self.seq[self.group_start[g]] if g < len(self.group_start) else self.next_seq
+
+    def evict_before(self, new_floor: int, lead: int = -1) -> list[Any]:
+        """Move the floor; groups passed over are dropped in runs, but those :meth:`_staying`."""
         floor = self.floor
         if new_floor <= floor:
             return []
-        pins, protected = self.pinned_groups, self.protected
-        stay = pins[bisect_left(pins, floor) : bisect_left(pins, new_floor)] if pins else []
-        if floor <= protected < new_floor and not self.group_pinned[protected]:
-            self.kept_protected = protected
-            stay = sorted([*stay, protected])
-        if self.rules is not None and floor <= lead < min(new_floor, protected):
+        stay, keep_turn, keep_lead = self._staying(new_floor, lead)
+        if keep_turn:
+            self.kept_protected = self.protected
+        if keep_lead:
             self.kept_lead = lead
-            stay = sorted([*stay, lead])
         evicted: list[Any] = []
         lo = floor
         for g in stay:
@@ -515,6 +516,5 @@ class Ledger:
 
 
 def _kept(values: list[Any], below: list[int], floor: int) -> list[Any]:
-    """Per-group ``values`` of the groups a compaction keeps: those ``below`` the floor, then all
-    from ``floor`` on (one slice)."""
+    """Per-group ``values`` of the groups kept: those ``below`` the floor, then one slice."""
     return [values[g] for g in below] + values[floor:]

@@ -27,7 +27,7 @@ from ..providers import ProviderRules
 from ._ledger import Ledger
 from .plan import Shortfall, lead_group, plan_context
 from .scattered import Scattered, count, gather
-from .strategies import Strategy
+from .strategies import Strategy, destructive
 
 
 @dataclass(slots=True)
@@ -279,7 +279,7 @@ class ViewOptions:
         """
         pruner = self.pruner
         view = ledger
-        if pruner is not None and type(strategy).evict is not Strategy.evict:
+        if pruner is not None and destructive(strategy):
             fixed = self.budget - room - ledger.pinned_total
             view = self.pruned(
                 ledger, pruner.plan(ledger, self.counter, self.window, fixed, self.budget)

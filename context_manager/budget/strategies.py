@@ -103,6 +103,11 @@ class Strategy(ABC):
         return view.floor
 
 
+def destructive(strategy: Strategy) -> bool:
+    """Whether ``strategy`` drops held messages on add (its own :meth:`Strategy.evict`)."""
+    return type(strategy).evict is not Strategy.evict
+
+
 def _step(room: int, ratio: float) -> int:
     """Grid spacing of the retention rule: ``max(1, floor(room * (1 - ratio)))`` tokens."""
     return max(1, math.floor(room * (1.0 - ratio)))

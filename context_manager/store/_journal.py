@@ -36,9 +36,11 @@ from ..messages.codec import encode
 from ._drive import Flow
 from ._replay import (
     Sequence_,
+    Unresumable,
     compaction_record,
+    new_manager,
     replay,
-    restore_manager,
+    resume_key,
     set_hooks,
     system_original,
 )
@@ -197,19 +199,29 @@ class JournalCore:
                 manager.attach_journal(self)  # type: ignore[arg-type]
 
     def _open_flow(self, cls: type[M], options: dict[str, Any]) -> Flow[tuple[M, Any]]:
-        """Read the session and build a manager from it (no journal attached yet)."""
-        restored, sequence = yield from self._moving(Op("read"))
-        self.restored = restored
-        built = restore_manager(
-            cls,
-            sequence,
-            strict=self.log.strict,
-            target=self.target,
-            options=options,
-            restored=restored,
-        )
+        """Read the session and build a manager from it (no journal attached yet); the read
+        starts at the latest compaction when the manager allows it (``_replay.resume_key``)."""
+        given = dict(options)
+        manager, system_prompt, hooks = new_manager(cls, options)
+        resume = resume_key(manager)
+        while True:
+            restored, sequence = yield from self._moving(Op("read", (resume,)))
+            self.restored = restored
+            try:
+                replay(
+                    manager,
+                    sequence,
+                    strict=self.log.strict,
+                    path=self.target,
+                    tally=restored,
+                    restored=restored,
+                )
+                break
+            except Unresumable:
+                manager, resume = new_manager(cls, dict(given))[0], None
+        set_hooks(manager, hooks)
         self.stale = False
-        return built
+        return manager, system_prompt
 
     def _moving(self, op: Op) -> Flow[Any]:
         """Perform ``op``, a step that moves the store's view (a read, a revert), leaving the

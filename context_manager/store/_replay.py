@@ -14,19 +14,30 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from .._config import checked_hook
+from ..budget.strategies import destructive
 from ..errors import ContextManagerError, StoreCorruptionError
 from ..events import Compacted
 from ..host import ManagerHost
 from ..messages.codec import decode, encode
 from ..messages.nesting import short_repr
 from ._lines import corrupt_line, message_problem
-from .records import ATTRS_KEY, CHECKPOINT, COMPACTION, COUNT_KEY, SYSTEM_PROMPT, USAGE
-from .replayer import RestoredLog, StoredMessage, stored_count
+from .records import (
+    ATTRS_KEY,
+    CHECKPOINT,
+    COMPACTION,
+    COUNT_KEY,
+    HISTORY_KEY,
+    SYSTEM_PROMPT,
+    USAGE,
+)
+from .replayer import RestoredLog, StoredMessage, stored_count, stored_kept
 
 __all__ = [
+    "Unresumable",
     "compaction_record",
+    "new_manager",
     "replay",
-    "restore_manager",
+    "resume_key",
     "set_hooks",
     "system_original",
 ]
@@ -38,32 +49,22 @@ M = TypeVar("M", bound=ManagerHost)
 Sequence_ = list[StoredMessage | dict[str, Any]]
 
 
-def restore_manager(
-    cls: type[M],
-    sequence: Sequence_,
-    *,
-    strict: bool,
-    target: str,
-    options: dict[str, Any],
-    restored: RestoredLog | None = None,
-) -> tuple[M, Any]:
-    """A manager built with ``options`` and replayed from ``sequence``; also the
-    ``system_prompt`` option (taken out of ``options``: the caller sets it once a journal is
-    attached, so a prompt that differs from the logged one is persisted)."""
+def new_manager(cls: type[M], options: dict[str, Any]) -> tuple[M, Any, dict[str, Any]]:
+    """A manager built with ``options`` for a session to be replayed into, with what is set
+    once it is: the ``system_prompt`` option (set once a journal is attached, so a prompt that
+    differs from the logged one is persisted) and the callbacks (replaying history must not
+    fire them again)."""
     system_prompt = options.pop("system_prompt", None)
-    # Callbacks see what happens from now on: replaying history must not fire them again.
     hooks = {name: options.pop(name, None) for name in _HOOKS}
-    manager = cls(**options)
-    replay(
-        manager,
-        sequence,
-        strict=strict,
-        path=target,
-        tally=restored if restored is not None else RestoredLog(),
-        restored=restored,
-    )
-    set_hooks(manager, hooks)
-    return manager, system_prompt
+    return cls(**options), system_prompt, hooks
+
+
+def resume_key(manager: ManagerHost) -> str | None:
+    """What a reader needs to open a session into ``manager`` from its latest compaction (the
+    counter's fingerprint: ``Replayer.of_lines``), or None when it must read every record: a
+    strategy that evicts on add (what it held depends on every add) or a counter without a
+    fingerprint (no stored count is its own)."""
+    return None if destructive(manager.strategy) else manager.counter.fingerprint()
 
 
 _HOOKS = ("on_evict", "on_near_limit")
@@ -87,8 +88,13 @@ def compaction_record(change: Compacted, log: RestoredLog) -> dict[str, Any]:
         fields.update(entry.to_dict())
     elif isinstance(entry, Mapping):
         fields.update(entry)
-    kept = change.first_kept_index
+    kept, held = change.first_kept_index, change.held_from
     fields["first_kept_index"] = kept + bisect.bisect_right(log.history_gaps, kept)
+    # The same cut in history indices, and where a reader may start replaying (None when a
+    # message record before it is not in the history: the indices of a log read from there on
+    # would not be those of a full read): see Replayer's resume.
+    resume = held if held is not None and not bisect.bisect_right(log.history_gaps, held) else None
+    fields[ATTRS_KEY] = {HISTORY_KEY: [kept, resume]}
     if change.summary is not None:
         payload, tag = encode(change.summary)
         fields["summary_message"] = payload if tag is None else {"type": tag, "payload": payload}
@@ -141,9 +147,13 @@ def replay(
     by number; strict raises) and, in ``restored``, moved from the messages to the skipped
     lines.
     """
-    history_before: list[int] = []  # per message record: the history index it stood before
+    history_before: list[int] = []  # per message record read: the history index it stood before
     history = tally.history
     gaps = tally.history_gaps
+    start = restored.history_start if restored is not None else 0
+    if start:  # the log was read from its latest compaction on (Replayer.of_lines)
+        manager.start_history(start)
+        history = start
     unreadable: set[int] = set()
     fingerprint = manager.counter.fingerprint()  # a line counted under it is not recounted
     for item in sequence:
@@ -157,6 +167,8 @@ def replay(
                     item.message, tokens, priority=item.priority, pinned=item.pinned
                 )
             except _REPLAY_ERRORS as exc:
+                if start:
+                    raise Unresumable from exc
                 gaps.append(history)
                 # Only a refusal pays for reading the message again, to tell which it was.
                 problem = message_problem(item.message)
@@ -172,12 +184,19 @@ def replay(
                 history += 1
             continue
         try:
-            _replay_meta(manager, item, history_before, history, path, fingerprint)
+            _replay_meta(manager, item, history_before, history, start, path, fingerprint)
         except _REPLAY_ERRORS as exc:
+            if start:
+                raise Unresumable from exc
             _rejected(path, int(item.get("_line", 0)), f"{type(exc).__name__}: {exc}", strict)
     tally.history = history
     if restored is not None and unreadable:
         _skip_in(restored, unreadable)
+
+
+class Unresumable(Exception):
+    """A replay that started at a compaction met a record it cannot apply (an unreadable
+    summary, a refused message): what it skipped may matter, so the open reads everything."""
 
 
 def _skip_in(restored: RestoredLog, lines: set[int]) -> None:
@@ -196,6 +215,7 @@ def _replay_meta(
     item: dict[str, Any],
     history_before: list[int],
     history: int,
+    start: int,
     path: str,
     fingerprint: str | None,
 ) -> None:
@@ -220,23 +240,35 @@ def _replay_meta(
         else:
             manager.record_usage(item["token_count"])
     elif role == COMPACTION:
-        _replay_compaction(manager, item, history_before, history, path)
+        _replay_compaction(manager, item, history_before, history, start)
     elif role != CHECKPOINT:
         logger.debug("%s: ignoring unknown metadata record %r", path, role)
 
 
 def _replay_compaction(
-    manager: ManagerHost, item: dict[str, Any], history_before: list[int], history: int, path: str
+    manager: ManagerHost,
+    item: dict[str, Any],
+    history_before: list[int],
+    history: int,
+    start: int,
 ) -> None:
+    """Apply a compaction record. Its cut is the history index it names (``_cm.history``), or,
+    in a record without one, its ``first_kept_index``: a message line of this generation
+    before it (or the end: none kept), mapped through ``history_before`` (the message lines
+    read, the first of them line ``start``). One that names neither, or a line past the end,
+    cannot be applied without losing messages it never covered: the record is rejected like
+    any other (strict raises, else a warning)."""
     apply = manager.apply_compaction
     fields = {k: v for k, v in item.items() if k not in ("role", "content", "_line")}
-    kept = fields.get("first_kept_index")
-    # A compaction names a message line of this file before it (or the end: none kept). One
-    # that names none, or a line past the end, cannot be applied without losing messages it
-    # never covered: the line is rejected like any other (strict raises, else a warning).
-    if not isinstance(kept, int) or isinstance(kept, bool) or not 0 <= kept <= len(history_before):
-        raise ValueError(f"compaction with an invalid first_kept_index {short_repr(kept)}")
-    first_kept = history_before[kept] if kept < len(history_before) else history
+    first_kept = stored_kept(item)
+    if first_kept is None:
+        kept = fields.get("first_kept_index")
+        if type(kept) is not int or not start <= kept <= start + len(history_before):
+            raise ValueError(f"compaction with an invalid first_kept_index {short_repr(kept)}")
+        at = kept - start
+        first_kept = history_before[at] if at < len(history_before) else history
+    elif first_kept > history:
+        raise ValueError(f"compaction keeping from {first_kept}, past the history's end")
     summary = fields.get("summary_message")
     if isinstance(summary, dict) and summary.keys() == {"type", "payload"}:
         summary = decode(summary["payload"], summary["type"])  # an SDK object, as written

@@ -83,12 +83,14 @@ class AsyncLog(RecordWriter):
             f"{self.target}: a record was written outside a batch; nothing was changed"
         )
 
-    async def read(self) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
+    async def read(
+        self, resume: str | None = None
+    ) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
         threaded = getattr(self._store, "read_log", None)
         if threaded is not None:
-            return await threaded(self.strict)  # type: ignore[no-any-return]
+            return await threaded(self.strict, resume)  # type: ignore[no-any-return]
         batch = await self._store.load(0)
-        replayer = Replayer.of_rows(self.target, batch.lines, strict=self.strict)
+        replayer = Replayer.of_rows(self.target, batch.lines, strict=self.strict, resume=resume)
         return replayer.state, replayer.sequence
 
     async def load_after(self, head: Head) -> Batch | None:

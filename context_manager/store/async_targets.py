@@ -142,15 +142,15 @@ class ThreadedStore:
         return await in_thread(store.delete)
 
     async def read_log(
-        self, strict: bool
+        self, strict: bool, resume: str | None = None
     ) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
         """Read and replay the whole session in the worker thread (JSONL: its own reader,
         which also reports a torn last line and sweeps a crashed rotation's temp files)."""
         store = self._store
         if isinstance(store, JsonlLog):
             store.strict = store.strict or strict
-            return await in_thread(store.read)
-        return await in_thread(StoreLog(store, strict=strict).read)
+            return await in_thread(store.read, resume)
+        return await in_thread(StoreLog(store, strict=strict).read, resume)
 
     async def aclose(self) -> None:
         await in_thread(self._store.close)

@@ -15,12 +15,10 @@ Why it is built this way:
   rotated files are never overwritten), the new content is written to a temporary file and renamed
   over the log. At every instant the log path holds either the old or the new complete file.
 - It is the JSONL backend of the record-level :class:`~.protocol.Store` contract: the head is
-  (file inode, line count, byte length, a CRC-32 of the file's last 4 KiB). With
+  (file inode, line count, byte length, a CRC-32 of the file's last 4 KiB: length alone can
+  repeat, when a torn line is replaced by one of the same length). With
   ``detect_conflicts=True`` (how ``MessageContextManager.open`` uses it) a write raises
-  ``StoreConflictError`` when the file is not the one this object last read or wrote (another
-  process appended, reverted or cleared). Length alone can repeat: a torn last line cut off and
-  replaced by another writer's line of the same length. The tail's CRC cannot (a torn line never
-  ends in a newline, a complete one always does; session records also carry random ids).
+  ``StoreConflictError`` when the file is not the one this object last read or wrote.
 - Exactly once: an append whose first record carries an id (``_cm.id``) that the lines written
   since this object's view already hold writes nothing and returns their positions. A batch is
   one ``os.write``; a writer killed inside it can leave a torn last line (never acknowledged, cut
@@ -169,19 +167,22 @@ class JsonlLog(RecordWriter):
         every message line is checked (a bad one is skipped and listed in ``skipped_lines``)."""
         return self._read(defer_messages=False)[0]
 
-    def read(self) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
+    def read(
+        self, resume: str | None = None
+    ) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
         """Every record in file order (metadata ones carry their line number as ``"_line"``),
-        for a replay: the manager reads each message line and reports a bad one by number."""
-        return self._read(defer_messages=True)
+        for a replay: the manager reads each message line and reports a bad one by number
+        (``resume``: from the latest compaction on, see ``Replayer.of_lines``)."""
+        return self._read(defer_messages=True, resume=resume)
 
-    def _read(self, *, defer_messages: bool) -> tuple[RestoredLog, list[Any]]:
+    def _read(self, *, defer_messages: bool, resume: str | None = None) -> tuple[RestoredLog, Any]:
         with self._lock.reading():
             if not self._swept:  # temp files of a crashed rotation (we hold every writer's lock)
                 for stale in _files.remove_stale_temps(self.path):
                     logger.warning("%s: removed stale temporary file %s", self.path, stale.name)
                 self._swept = True
             kept, unfinished = self._read_all()
-            replayer = self._replayer(kept, unfinished, defer_messages=defer_messages)
+            replayer = self._replayer(kept, unfinished, defer_messages, resume)
         return replayer.state, replayer.sequence
 
     def _read_all(self) -> tuple[bytes, bool]:
@@ -272,18 +273,16 @@ class JsonlLog(RecordWriter):
         return sorted(n for n in names if not n.startswith("."))  # not a delete's leftover
 
     def _replayer(
-        self, kept: bytes, unfinished: bool = False, *, defer_messages: bool = False
+        self, kept: bytes, unfinished: bool = False, defer: bool = False, resume: str | None = None
     ) -> Replayer:
         """Replay the stored bytes ``kept``; ``unfinished``: a batch was cut after them."""
-        replayer = Replayer(str(self.path), strict=self.strict, defer_messages=defer_messages)
-        for number, raw, complete in split_lines(kept):
-            replayer.feed(number, raw, complete)
+        lines, strict = list(split_lines(kept)), self.strict
+        of = Replayer.of_lines
+        replayer = of(str(self.path), lines, strict=strict, defer_messages=defer, resume=resume)
         if unfinished:  # never acknowledged: as if never written
-            logger.warning(
-                "%s: ignoring lines from %d on: a batch an interrupted writer left unfinished",
-                self.path,
-                kept.count(b"\n") + 1,
-            )
+            first = kept.count(b"\n") + 1
+            reason = "a batch an interrupted writer left unfinished"
+            logger.warning("%s: ignoring lines from %d on: %s", self.path, first, reason)
             replayer.state.torn_tail = True
         return replayer
 

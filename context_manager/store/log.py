@@ -27,7 +27,9 @@ class SessionLog(Protocol):
     @property
     def store(self) -> Store: ...
 
-    def read(self) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]: ...
+    def read(
+        self, resume: str | None = None
+    ) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]: ...
     def append_message(
         self,
         message: Any,
@@ -76,10 +78,14 @@ class StoreLog(RecordWriter):
         """The target (named ``path`` like ``JsonlLog.path``, for messages)."""
         return self._store.target
 
-    def read(self) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
+    def read(
+        self, resume: str | None = None
+    ) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
         """Every record, for a manager to replay: it reads each message line itself (once), and
-        ``_replay.replay`` reports one it cannot read as a corrupt line, by number."""
-        replayer = Replayer.of_rows(self.target, self._store.load(0).lines, strict=self.strict)
+        ``_replay.replay`` reports one it cannot read as a corrupt line, by number (``resume``:
+        from the latest compaction on, see ``Replayer.of_lines``)."""
+        lines = self._store.load(0).lines
+        replayer = Replayer.of_rows(self.target, lines, strict=self.strict, resume=resume)
         return replayer.state, replayer.sequence
 
     def _put(self, record: dict[str, Any], durable: bool) -> None:

@@ -58,6 +58,10 @@ ID_KEY = "id"
 #: In a ``_usage`` line's ``_cm``: our count of the context the report measured (tokens None:
 #: nothing was sent), reused the same way.
 COUNT_KEY = "count"
+#: Key of ``[kept, resume]`` inside a ``_compaction`` line's ``_cm``: the history index of the
+#: first message kept, and that of the first message the manager still held after it (None
+#: when a reader cannot start there): a reader opens the session from there (``replayer``).
+HISTORY_KEY = "history"
 #: Key of ``[k, n]`` inside ``_cm`` of each line of a JSONL batch of n > 1 records: its place,
 #: how a reader tells a batch a killed writer left unfinished (``_tail``). A line's format, not
 #: part of the record: :func:`parse_record` takes it out.

@@ -6,7 +6,7 @@ revert so both read lines identically). The line format itself is in ``records.p
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,12 +19,14 @@ from .records import (
     CHECKPOINT,
     COMPACTION,
     COUNT_KEY,
+    HISTORY_KEY,
     ID_KEY,
     SYSTEM_PROMPT,
     USAGE,
     _Invalid,
     _is_int,
     parse_record,
+    read_record,
 )
 
 logger = logging.getLogger("context_manager.store")
@@ -66,6 +68,10 @@ class RestoredLog:
     #: history indices, so a reader that replays the same records finds the same cut.
     history: int = 0
     history_gaps: list[int] = field(default_factory=list)
+    #: Message records left out before the first one read (the reader started at the latest
+    #: compaction: :meth:`Replayer.of_lines`); they are all in the history, so the first message
+    #: read has this history index.
+    history_start: int = 0
 
     @property
     def n_checkpoints(self) -> int:
@@ -97,13 +103,76 @@ class Replayer:
         self.sequence: list[StoredMessage | dict[str, Any]] = []
 
     @classmethod
-    def of_rows(cls, path: str, rows: Iterable[tuple[int, bytes]], *, strict: bool) -> Replayer:
+    def of_rows(
+        cls,
+        path: str,
+        rows: Iterable[tuple[int, bytes]],
+        *,
+        strict: bool,
+        resume: str | None = None,
+    ) -> Replayer:
         """A store's ``(position, line)`` rows replayed for a manager (which reads each message
         itself: ``defer_messages``); every row is complete (databases store whole records)."""
-        replayer = cls(path, strict=strict, defer_messages=True)
-        for position, raw in rows:
-            replayer.feed(position + 1, raw, True)
+        lines = [(position + 1, raw, True) for position, raw in rows]
+        return cls.of_lines(path, lines, strict=strict, defer_messages=True, resume=resume)
+
+    @classmethod
+    def of_lines(
+        cls,
+        path: str,
+        lines: Sequence[tuple[int, bytes, bool]],
+        *,
+        strict: bool,
+        defer_messages: bool,
+        resume: str | None = None,
+    ) -> Replayer:
+        """``(number, line, complete)`` lines replayed; with ``resume`` (the fingerprint of the
+        counter of a manager whose strategy never evicts) from the latest compaction on.
+
+        That compaction names the first message the manager still held after it (its history
+        index, written only when every message record before it is in the history). The message
+        lines before it are not decoded: their messages are not held. The other records before
+        it are (system prompt, usage, checkpoints, earlier compactions), and the reader falls
+        back to every line when one of them needs the messages: a usage report without our
+        count under ``resume`` (it would be counted again from the replayed state), or an earlier
+        compaction that names its cut only as a line index.
+        """
+        if resume is not None and not strict:
+            replayer = cls(path, strict=strict, defer_messages=defer_messages)
+            if replayer._resume(lines, resume):
+                return replayer
+        replayer = cls(path, strict=strict, defer_messages=defer_messages)
+        for number, raw, complete in lines:
+            replayer.feed(number, raw, complete)
         return replayer
+
+    def _resume(self, lines: Sequence[tuple[int, bytes, bool]], fingerprint: str) -> bool:
+        """Replay ``lines`` from the latest compaction's resume point (:meth:`of_lines`); False
+        when it cannot (this replayer is then spent)."""
+        skip = _resume_point(lines)
+        if not skip:
+            return False
+        state, sequence, seen = self.state, self.sequence, 0
+        for k, (number, raw, complete) in enumerate(lines):
+            if seen == skip:
+                state.history_start = skip
+                for number, raw, complete in lines[k:]:
+                    self.feed(number, raw, complete)
+                return True
+            if raw.startswith(_MESSAGE_LINE) and raw[9:10] != b"_":
+                seen += 1  # a message line of ours: not held, not read
+                continue
+            record = self.feed(number, raw, complete)
+            if record is None:
+                continue
+            if sequence and isinstance(sequence[-1], StoredMessage):  # another writer's line
+                sequence.pop()
+                state.messages.pop()
+                seen += 1
+            elif not _replayable_alone(record, fingerprint):
+                return False
+        state.history_start = skip
+        return seen == skip
 
     def feed(self, number: int, raw: bytes, complete: bool) -> dict[str, Any] | None:
         """Apply one line; return its record, or None when it is blank or skipped."""
@@ -173,6 +242,48 @@ class Replayer:
             self.sequence.append(stored)
         else:
             self.sequence.append({**record, "_line": number})
+
+
+#: How a message line we wrote starts (compact JSON, role first); a record's role starts with
+#: "_" (the 10th byte): a metadata line.
+_MESSAGE_LINE = b'{"role":"'
+_COMPACTION_LINE = b'{"role":"_compaction"'
+
+
+def _resume_point(lines: Sequence[tuple[int, bytes, bool]]) -> int:
+    """The history index the latest compaction says a reader may start at (0: none)."""
+    for k in range(len(lines) - 1, -1, -1):
+        if lines[k][1].startswith(_COMPACTION_LINE):
+            found = read_record(lines[k][1], check_message=False)
+            history = _history(found) if isinstance(found, dict) else None
+            start = history[1] if history is not None else None
+            return start if type(start) is int and 0 < start <= SAFE_INT else 0
+    return 0
+
+
+def _history(record: Mapping[str, Any]) -> list[Any] | None:
+    """A compaction record's ``[kept, resume]`` (None: it has none)."""
+    attrs = record.get(ATTRS_KEY)
+    value = attrs.get(HISTORY_KEY) if isinstance(attrs, Mapping) else None
+    return value if isinstance(value, list) and len(value) == 2 else None
+
+
+def stored_kept(record: Mapping[str, Any]) -> int | None:
+    """The history index of the first message a compaction record kept, when it says."""
+    history = _history(record)
+    kept = history[0] if history is not None else None
+    return kept if type(kept) is int and 0 <= kept <= SAFE_INT else None
+
+
+def _replayable_alone(record: Mapping[str, Any], fingerprint: str) -> bool:
+    """Whether a metadata record replays the same without the messages before it."""
+    role = record["role"]
+    if role == USAGE:
+        attrs = record.get(ATTRS_KEY)
+        value = attrs.get(COUNT_KEY) if isinstance(attrs, dict) else None
+        count = stored_count(value, none_sent=True)
+        return count is not None and count[1] == fingerprint
+    return role != COMPACTION or stored_kept(record) is not None
 
 
 def stored_count(value: Any, *, none_sent: bool = False) -> tuple[int | None, str] | None:

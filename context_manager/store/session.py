@@ -69,7 +69,7 @@ class SessionStore(JournalCore):
     def _perform(self, op: Op) -> Any:
         log = self.log
         if op.name == "read":
-            return log.read()
+            return log.read(*op.args)
         if op.name == "append":
             return log.store.append(*op.args, durable=op.durable)
         if op.name == "load_after":

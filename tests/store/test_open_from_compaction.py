@@ -1,0 +1,283 @@
+"""A compacted session opens from its latest compaction: what a reopened manager holds and sends
+is what the live one held and sent, on every backend, sync and async.
+
+The oracle is the live manager (what the user had before closing) and a ``strict=True`` open,
+which reads and checks every record. The open reads the message records the latest compaction
+left out no further than to count them; a broken one of them is therefore not reported (it is
+not read), while a strict open still is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_manager import MessageContextManager
+from context_manager.compaction import SimpleCompaction, compactions
+from context_manager.errors import StoreCorruptionError
+from context_manager.store import aconnect
+
+from .backends import Backend, user
+
+SMALL = {"max_tokens": 6_000, "system_prompt": "You are terse."}
+
+
+def exchange(i: int) -> list[dict[str, Any]]:
+    """A user turn answered through a tool call, as an OpenAI chat history holds it."""
+    call = {"id": f"call_{i}", "type": "function", "function": {"name": "look", "arguments": "{}"}}
+    return [
+        user(f"question {i}: " + "why " * 40),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"call_{i}", "content": "found " * 60},
+        {"role": "assistant", "content": f"answer {i}"},
+    ]
+
+
+def observed(manager: MessageContextManager) -> dict[str, Any]:
+    """Everything a caller can read of a manager's state."""
+    stats = manager.stats()
+    return {
+        "history": [
+            (h.index, h.message, h.tokens, h.pinned, h.priority) for h in manager.history()
+        ],
+        "context": manager.get_context(),
+        "token_count": manager.token_count,
+        "used_tokens": manager.used_tokens,
+        "summary": manager.summary,
+        "system": manager.system_message,
+        "compactions": [entry.to_dict() for entry in compactions(manager)],
+        "calibration": (stats.calibrated, stats.calibration),
+        "context_tokens": stats.context_tokens,
+    }
+
+
+def report(manager: MessageContextManager, i: int) -> None:
+    """A provider's usage report for the context just sent: a little above our count, as a
+    tokenizer that counts more than the estimate would bill it (a sample calibration uses)."""
+    manager.record_usage(manager.context_tokens() * (120 + i % 7) // 100)
+
+
+def build(manager: MessageContextManager, *, pin_first: bool = False) -> int:
+    """Two compactions (one by the compaction package, one by hand) with usage reports, a
+    checkpoint and messages between them; returns the checkpoint's id."""
+    for i in range(12):
+        for k, message in enumerate(exchange(i)):
+            manager.add(message, pinned=pin_first and i == 0 and k == 0)
+        report(manager, i)
+    checkpoint = manager.checkpoint()
+    manager.compact(
+        lambda text: "the first dozen questions", policy=SimpleCompaction(max_preserved_messages=4)
+    )
+    for i in range(12, 20):
+        manager.extend(exchange(i))
+        report(manager, i)
+    kept = manager.history()[-6].index
+    manager.apply_compaction({"role": "user", "content": "summary of everything"}, kept)
+    for i in range(20, 23):
+        manager.extend(exchange(i))
+    report(manager, 99)
+    return checkpoint
+
+
+def reopen(backend: Backend, **options: Any) -> MessageContextManager:
+    return backend.manager("s", **{**SMALL, **options})
+
+
+@pytest.mark.parametrize("pin_first", [False, True])
+def test_a_reopened_compacted_session_holds_and_sends_what_the_live_one_did(
+    backend: Backend, pin_first: bool
+) -> None:
+    live = backend.manager("s", **SMALL)
+    build(live, pin_first=pin_first)
+    expected = observed(live)
+    assert expected["history"][0][0] >= (0 if pin_first else 70)  # the compactions cut it
+    live.store.close()
+
+    reopened = reopen(backend)
+    assert observed(reopened) == expected
+    strict = reopen(backend, strict=True)  # reads and checks every record
+    assert observed(strict) == expected
+    strict.store.close()
+
+    # It goes on as the live one would: another compaction, then a reopen again.
+    for i in range(23, 26):
+        reopened.extend(exchange(i))
+    reopened.compact(
+        lambda text: "third summary", policy=SimpleCompaction(max_preserved_messages=2)
+    )
+    reopened.add(user("and now?"))
+    expected = observed(reopened)
+    reopened.store.close()
+    assert observed(reopen(backend)) == expected
+    assert observed(reopen(backend, strict=True)) == expected
+
+
+def test_a_revert_past_the_latest_compaction_reads_the_records_it_skipped(
+    backend: Backend,
+) -> None:
+    live = backend.manager("s", **SMALL)
+    checkpoint = build(live)
+    live.revert_to(checkpoint)
+    assert len(live.history()) == 48 and live.summary is None
+    live.store.close()
+
+    checkpoint = build(writer := reopen(backend))  # compacted again after the revert
+    writer.store.close()
+    reopened = reopen(backend)
+    assert reopened.history()[0].index > 96
+    reopened.revert_to(checkpoint)  # before both compactions: the messages it never read
+    reverted = observed(reopened)
+    assert [h[0] for h in reverted["history"]] == list(range(96))
+    reopened.store.close()
+    assert observed(reopen(backend, strict=True)) == reverted
+
+
+def test_the_open_does_not_read_the_messages_the_compaction_left_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    backend = Backend("jsonl", str(tmp_path / "sessions"))
+    live = backend.manager("s", **SMALL)
+    build(live)
+    expected = observed(live)
+    live.store.close()
+    log = tmp_path / "sessions" / "s" / "context.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    third = next(k for k, line in enumerate(lines) if line.startswith(b'{"role":"user"'))
+    lines[third] = b'{"role":"user","content":"damaged ' + b"\xff" * 3 + b'"}\n'  # not UTF-8
+    log.write_bytes(b"".join(lines))
+
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        assert observed(reopen(backend)) == expected
+    assert "corrupt" not in caplog.text  # never read: its message was compacted away
+    with pytest.raises(StoreCorruptionError):
+        reopen(backend, strict=True)
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        # evicts on add: what it holds depends on every add
+        ({"strategy": "fifo"}, {"strategy": "fifo"}),
+        # another counter than the one the counts and usage reports were stored under
+        ({}, {"counter": "chars"}),
+    ],
+    ids=["fifo", "another-counter"],
+)
+def test_a_manager_that_needs_every_record_reads_them_all(
+    backend: Backend, written: dict[str, Any], read: dict[str, Any]
+) -> None:
+    live = backend.manager("s", **{**SMALL, **written})
+    build(live)
+    live.store.close()
+    expected = observed(reopen(backend, strict=True, **read))
+    assert observed(reopen(backend, **read)) == expected
+
+
+def test_a_compaction_without_history_indices_is_read_from_every_record(
+    backend: Backend,
+) -> None:
+    """A ``_compaction`` record another tool (or an earlier version) wrote names its cut only
+    by ``first_kept_index``, a message line index."""
+    store = backend.store("s")
+    messages = [
+        user(f"u{i}") if i % 2 == 0 else {"role": "assistant", "content": f"a{i}"}
+        for i in range(10)
+    ]
+    store.append(messages)
+    store.append(
+        [{"role": "_compaction", "content": None, "summary": "old turns", "first_kept_index": 6}]
+    )
+    store.append([user("u10")])
+    store.close()
+    reopened = reopen(backend)
+    assert [h.index for h in reopened.history()] == [6, 7, 8, 9, 10]
+    assert reopened.summary == {"role": "user", "content": "old turns"}
+
+
+def test_an_async_open_reads_from_the_latest_compaction_too(backend: Backend) -> None:
+    live = backend.manager("s", **SMALL)
+    build(live)
+    expected = observed(live)
+    live.store.close()
+
+    async def main() -> list[dict[str, Any]]:
+        async with await aconnect(backend.target, **backend.options) as handle:
+
+            async def one() -> dict[str, Any]:
+                manager = await MessageContextManager.aopen(handle, session="s", **SMALL)
+                try:
+                    return observed(manager)
+                finally:
+                    await manager.store.aclose()
+
+            return list(await asyncio.gather(*(one() for _ in range(4))))
+
+    assert asyncio.run(main()) == [expected] * 4
+
+
+def test_a_turn_compacted_in_the_middle_keeps_its_user_message(backend: Backend) -> None:
+    """An agent loop: one user turn, then tool calls; a compaction inside it keeps the turn's
+    user message (the latest one), so the reader starts there, before the cut."""
+    live = backend.manager("s", **SMALL)
+    live.extend(exchange(0))
+    live.add(user("do the long task"))
+    for i in range(1, 30):
+        live.extend(exchange(i)[1:3])  # call, result
+        report(live, i)
+    kept = live.history()[-4].index
+    live.apply_compaction({"role": "user", "content": "what the loop did"}, kept)
+    live.add({"role": "assistant", "content": "done"})
+    expected = observed(live)
+    assert [h[0] for h in expected["history"]][:2] == [4, kept]  # the turn, then the cut
+    live.store.close()
+    assert observed(reopen(backend)) == expected
+    assert observed(reopen(backend, strict=True)) == expected
+
+
+def test_a_record_the_manager_skipped_before_the_cut_makes_it_read_everything(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A message record another tool wrote that the manager refuses is not in the history:
+    the compaction after it cannot name where a reader starts, so every record is read."""
+    caplog.set_level(logging.ERROR, logger="context_manager.store")  # the skip warnings
+    store = backend.store("s")
+    store.append([{"role": "tool", "tool_call_id": "never_called", "content": "result"}])
+    store.close()
+    live = reopen(backend)
+    build(live)
+    expected = observed(live)
+    live.store.close()
+    assert observed(reopen(backend)) == expected
+
+
+def test_a_compaction_that_cannot_be_applied_leaves_every_message_held(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its summary names an object type nothing here can rebuild: the record is skipped with a
+    warning, as by a strict-free full read, and what it would have cut stays."""
+    store = backend.store("s")
+    store.append([user(f"u{i}") for i in range(6)])
+    summary = {"type": "no_such_package.Summary", "payload": {"text": "gone"}}
+    store.append(
+        [
+            {
+                "role": "_compaction",
+                "content": None,
+                "summary": "gone",
+                "first_kept_index": 4,
+                "summary_message": summary,
+                "_cm": {"history": [4, 4]},
+            }
+        ]
+    )
+    store.append([user("u6")])
+    store.close()
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        reopened = reopen(backend)
+    assert [h.index for h in reopened.history()] == list(range(7))
+    assert reopened.summary is None
+    assert "cannot be replayed" in caplog.text or "rejected" in caplog.text
