@@ -295,25 +295,20 @@ def request_ratio_targets() -> list[RatioTarget]:
                     1.0,
                 )
             )
-            out.append(
-                RatioTarget(
-                    f"request, no cache (cold) vs Agents SDK, {backend} @ {n:,} msgs",
-                    name.format(backend, "cold", n),
-                    peer,
-                    1.0,
-                    enforced=False,
+            # A cold open reads every record (reported: 0.1-0.6x); on a compacted session it
+            # reads from the latest compaction on (1.3-2.0x here, enforced from 10,000 messages,
+            # where the margin is widest). The SDK reads every item.
+            variants = (("cold", "no cache", False), ("cold_compacted", "compacted", n >= 10_000))
+            for variant, what, enforced in variants:
+                out.append(
+                    RatioTarget(
+                        f"request, {what} (cold) vs Agents SDK, {backend} @ {n:,} msgs",
+                        name.format(backend, variant, n),
+                        peer,
+                        1.0,
+                        enforced=enforced,
+                    )
                 )
-            )
-            # Reported: the open reads from the latest compaction on; the SDK reads every item.
-            out.append(
-                RatioTarget(
-                    f"request, no cache, compacted session vs Agents SDK, {backend} @ {n:,} msgs",
-                    name.format(backend, "cold_compacted", n),
-                    peer,
-                    1.0,
-                    enforced=False,
-                )
-            )
         # Reported: our extend normalizes, counts (the safe estimate: ~27% of it), encodes and
         # indexes each message; add_items only serializes it.
         out.append(
