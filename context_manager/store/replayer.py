@@ -255,9 +255,11 @@ def _resume_point(lines: Sequence[tuple[int, bytes, bool]]) -> int:
     for k in range(len(lines) - 1, -1, -1):
         if lines[k][1].startswith(_COMPACTION_LINE):
             found = read_record(lines[k][1], check_message=False)
-            history = _history(found) if isinstance(found, dict) else None
-            start = history[1] if history is not None else None
-            return start if type(start) is int and 0 < start <= SAFE_INT else 0
+            if not isinstance(found, dict) or (kept := stored_kept(found)) is None:
+                return 0
+            start = _history(found)[1]  # type: ignore[index]
+            # Never past the cut: what the compaction kept is held.
+            return start if type(start) is int and 0 < start <= kept else 0
     return 0
 
 

@@ -281,3 +281,31 @@ def test_a_compaction_that_cannot_be_applied_leaves_every_message_held(
     assert [h.index for h in reopened.history()] == list(range(7))
     assert reopened.summary is None
     assert "cannot be replayed" in caplog.text or "rejected" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "history",
+    [[4, 5], [4, "4"], [4, True], [4, -1], [4, 10**16], [4, 4.0], "4", [4], [[4], 4], [None, 4]],
+)
+def test_a_damaged_starting_point_never_changes_what_a_reopen_holds(
+    tmp_path: Path, history: Any
+) -> None:
+    """A reader starts only where the record's own cut allows (never past the messages it kept)
+    and otherwise reads every record: the result is always the full read's."""
+    backend = Backend("sqlite", f"sqlite:///{tmp_path}/store.db")
+    store = backend.store("s")
+    store.append([user(f"u{i}") for i in range(8)])
+    store.append(
+        [
+            {
+                "role": "_compaction",
+                "content": None,
+                "summary": "s",
+                "first_kept_index": 4,
+                "_cm": {"history": history},
+            }
+        ]
+    )
+    store.close()
+    expected = observed(reopen(backend, strict=True))
+    assert observed(reopen(backend)) == expected
