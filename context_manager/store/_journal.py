@@ -79,6 +79,7 @@ class JournalCore:
         self.park: Callable[[Parked], None] | None = None
         self.options: Any = None
         self._parked = False
+        self._closed = False
 
     @property
     def path(self) -> Any:
@@ -297,7 +298,12 @@ class JournalCore:
             self.stale = True
 
     def _commit_flow(self, ops: list[Op]) -> Flow[None]:
-        """Run a batch's operations in order; on a failure rebuild memory, then raise it."""
+        """Run a batch's operations in order; on a failure rebuild memory, then raise it. A
+        batch that ends after its store was closed writes nothing: memory, which took its
+        changes, is then ahead of the store (stale)."""
+        if self._closed:
+            self.stale = True
+            self._refuse_if_parked()
         try:
             for op in ops:  # noqa: UP028 - each op's result is sent back (yield from cannot)
                 yield op
@@ -330,7 +336,7 @@ class JournalCore:
         """On close: hand the manager to the session cache (when the open came with one and
         memory is what the store holds: not stale, no batch still to be written), and refuse
         writes from now on."""
-        park, self.park = self.park, None
+        park, self.park, self._closed = self.park, None, True
         manager, head = self._manager, self.log.store.head
         if park is None or manager is None or head is None or self.stale or batching:
             return
@@ -338,10 +344,13 @@ class JournalCore:
         park(Parked(self.options, manager, head, self.restored))
 
     def _refuse_if_parked(self) -> None:
-        if self._parked:
+        """A closed session's store takes no write, on every backend (a write could otherwise
+        reconnect silently on one and fail on another)."""
+        if self._closed:
+            where = " and its manager went back to the session cache" if self._parked else ""
             raise StoreError(
-                f"{self.target}: this session's store is closed and its manager went back to "
-                "the session cache; open the session again to change it; nothing was changed"
+                f"{self.target}: this session's store is closed{where}; open the session again "
+                "to change it; nothing was changed"
             )
 
     def _refuse_if_stale(self) -> None:
