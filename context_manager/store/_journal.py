@@ -160,7 +160,8 @@ class JournalCore:
             rid = new_record_id()  # exactly-once: every backend refuses to store an id twice
             if isinstance(change, Cleared):
                 clear()
-                self.restored.history, self.restored.history_gaps = 0, []  # a new generation
+                restored = self.restored  # a new generation
+                restored.history, restored.history_gaps, restored.skipped_lines = 0, [], []
                 self._prompt_after_clear(change.keep_system_prompt, rid)
             else:
                 self._encode(change, rid)
@@ -243,9 +244,9 @@ class JournalCore:
         """A parked manager (``warm.py``) brought up to date with what was written since it
         was closed; a full read when there is none or the session no longer extends it."""
         if parked is not None:
+            self.restored = parked.restored  # what _records_after adds to (a full read resets it)
             sequence = yield from self._records_after(parked.head)
             if sequence is not None:
-                self.restored = parked.restored
                 manager: M = parked.manager
                 self._apply(manager, sequence, fresh=False)
                 self.stale = False
@@ -260,8 +261,11 @@ class JournalCore:
         batch = yield from self._moving(Op("load_after", (head,)))
         if batch is None or batch.torn_tail:
             return None
-        sequence = Replayer.of_rows(self.target, batch.lines, strict=self.log.strict).sequence
-        return None if any(_rewinds(item) for item in sequence) else sequence
+        replayer = Replayer.of_rows(self.target, batch.lines, strict=self.log.strict)
+        if any(_rewinds(item) for item in replayer.sequence):
+            return None
+        self.restored.skipped_lines += replayer.state.skipped_lines  # unreadable lines seen
+        return replayer.sequence
 
     def _reload_flow(
         self, manager: ManagerHost, wanted: tuple[str, ...], *, full: bool = False

@@ -90,10 +90,12 @@ def compaction_record(change: Compacted, log: RestoredLog) -> dict[str, Any]:
         fields.update(entry)
     kept, held = change.first_kept_index, change.held_from
     fields["first_kept_index"] = kept + bisect.bisect_right(log.history_gaps, kept)
-    # The same cut in history indices, and where a reader may start replaying (None when a
-    # message record before it is not in the history: the indices of a log read from there on
-    # would not be those of a full read): see Replayer's resume.
-    resume = held if held is not None and not bisect.bisect_right(log.history_gaps, held) else None
+    # The same cut in history indices, and where a reader may start replaying: None when a
+    # message record before it is not in the history, or a line of this generation was
+    # skipped as unreadable (a reader counts the message lines before it unread: the indices
+    # would not be those of a full read). See Replayer._resume.
+    gaps = held is None or bisect.bisect_right(log.history_gaps, held) or log.skipped_lines
+    resume = None if gaps else held
     fields[ATTRS_KEY] = {HISTORY_KEY: [kept, resume]}
     if change.summary is not None:
         payload, tag = encode(change.summary)

@@ -148,28 +148,29 @@ class Replayer:
 
     def _resume(self, lines: Sequence[tuple[int, bytes, bool]], fingerprint: str) -> bool:
         """Replay ``lines`` from the latest compaction's resume point (:meth:`of_lines`); False
-        when it cannot (this replayer is then spent)."""
-        skip = _resume_point(lines)
+        when it cannot (this replayer is then spent).
+
+        Up to that compaction, every metadata record must replay the same without the messages
+        skipped (:func:`_replayable_alone`): those between the resume point and the compaction
+        too, since the state they are replayed into lacks the messages before the point."""
+        skip, at = _resume_point(lines)
         if not skip:
             return False
         state, sequence, seen = self.state, self.sequence, 0
         for k, (number, raw, complete) in enumerate(lines):
-            if seen == skip:
-                state.history_start = skip
-                for number, raw, complete in lines[k:]:
-                    self.feed(number, raw, complete)
-                return True
-            if raw.startswith(_MESSAGE_LINE) and raw[9:10] != b"_":
+            if seen < skip and raw.startswith(_MESSAGE_LINE) and raw[9:10] != b"_":
                 seen += 1  # a message line of ours: not held, not read
                 continue
+            before = len(sequence)
             record = self.feed(number, raw, complete)
-            if record is None:
+            if record is None or len(sequence) == before:  # blank, or skipped as unreadable
                 continue
-            if sequence and isinstance(sequence[-1], StoredMessage):  # another writer's line
-                sequence.pop()
-                state.messages.pop()
-                seen += 1
-            elif not _replayable_alone(record, fingerprint):
+            if isinstance(sequence[-1], StoredMessage):
+                if seen < skip:  # another writer's message line, before the point
+                    sequence.pop()
+                    state.messages.pop()
+                    seen += 1
+            elif k < at and not _replayable_alone(record, fingerprint):
                 return False
         state.history_start = skip
         return seen == skip
@@ -250,17 +251,18 @@ _MESSAGE_LINE = b'{"role":"'
 _COMPACTION_LINE = b'{"role":"_compaction"'
 
 
-def _resume_point(lines: Sequence[tuple[int, bytes, bool]]) -> int:
-    """The history index the latest compaction says a reader may start at (0: none)."""
+def _resume_point(lines: Sequence[tuple[int, bytes, bool]]) -> tuple[int, int]:
+    """The history index the latest compaction says a reader may start at (0: none), and the
+    index of that compaction's line in ``lines``."""
     for k in range(len(lines) - 1, -1, -1):
         if lines[k][1].startswith(_COMPACTION_LINE):
             found = read_record(lines[k][1], check_message=False)
             if not isinstance(found, dict) or (kept := stored_kept(found)) is None:
-                return 0
+                return 0, k
             start = _history(found)[1]  # type: ignore[index]
             # Never past the cut: what the compaction kept is held.
-            return start if type(start) is int and 0 < start <= kept else 0
-    return 0
+            return (start if type(start) is int and 0 < start <= kept else 0), k
+    return 0, 0
 
 
 def _history(record: Mapping[str, Any]) -> list[Any] | None:

@@ -18,7 +18,7 @@ import pytest
 
 from context_manager import MessageContextManager
 from context_manager.compaction import SimpleCompaction, compactions
-from context_manager.errors import StoreCorruptionError
+from context_manager.errors import StoreConflictError, StoreCorruptionError
 from context_manager.store import aconnect
 
 from .backends import Backend, user
@@ -308,4 +308,70 @@ def test_a_damaged_starting_point_never_changes_what_a_reopen_holds(
     )
     store.close()
     expected = observed(reopen(backend, strict=True))
+    assert observed(reopen(backend)) == expected
+
+
+def test_usage_reports_after_the_starting_point_calibrate_as_a_full_read(
+    backend: Backend,
+) -> None:
+    """An agent loop whose reports all come after the turn the compaction keeps, reopened with
+    another counter: each report is counted again from the replayed context, which must hold
+    the messages the full read holds, so this open reads everything."""
+    live = backend.manager("s", **SMALL)
+    for i in range(6):
+        live.extend(exchange(i))
+    live.add(user("run the long task"))
+    for i in range(6, 30):
+        live.extend(exchange(i)[1:3])
+        report(live, i)
+    live.apply_compaction({"role": "user", "content": "the loop so far"}, live.history()[-4].index)
+    live.add({"role": "assistant", "content": "done"})
+    live.store.close()
+    expected = observed(reopen(backend, strict=True, counter="chars"))
+    assert observed(reopen(backend, counter="chars")) == expected
+
+
+def test_a_line_skipped_as_unreadable_before_the_cut_keeps_the_indices(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A line the writer's own open skipped as unreadable is in no history: a reader counting
+    the message lines before the starting point would count it, so the compaction names none."""
+    caplog.set_level(logging.ERROR, logger="context_manager.store")
+    backend = Backend("jsonl", str(tmp_path / "sessions"))
+    first = backend.manager("s", **SMALL)
+    first.extend(user(f"msg {i}") for i in range(10))
+    first.store.close()
+    log = tmp_path / "sessions" / "s" / "context.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    lines[3] = b'{"role":"user","content":"torn mess' + lines[4]  # a torn line, then appended
+    del lines[4]
+    log.write_bytes(b"".join(lines))
+
+    live = backend.manager("s", **SMALL)  # skips the merged line with a warning
+    live.extend(user(f"msg {i}") for i in range(10, 20))
+    live.apply_compaction(user("summary"), 15)
+    live.add(user("after"))
+    expected = observed(live)
+    live.store.close()
+    assert observed(reopen(backend)) == expected
+
+
+def test_a_line_another_writer_left_unreadable_keeps_the_indices(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same, for an unreadable line the writer met catching up with another writer."""
+    caplog.set_level(logging.ERROR, logger="context_manager.store")
+    backend = Backend("jsonl", str(tmp_path / "sessions"))
+    live = backend.manager("s", **SMALL)
+    live.extend(user(f"msg {i}") for i in range(10))
+    with open(tmp_path / "sessions" / "s" / "context.jsonl", "ab") as log:
+        log.write(b'{"role":"user","content":"cut short\n')  # another writer's damaged line
+    with pytest.raises(StoreConflictError):
+        live.add(user("msg 10"))
+    live.store.reload(live)  # reads the lines written since, skipping the damaged one
+    live.extend(user(f"msg {i}") for i in range(10, 20))
+    live.apply_compaction(user("summary"), 15)
+    live.add(user("after"))
+    expected = observed(live)
+    live.store.close()
     assert observed(reopen(backend)) == expected
