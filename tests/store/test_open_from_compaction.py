@@ -87,6 +87,13 @@ def reopen(backend: Backend, **options: Any) -> MessageContextManager:
     return backend.manager("s", **{**SMALL, **options})
 
 
+def assert_reopens_as(live: MessageContextManager, backend: Backend) -> None:
+    """Closed and opened again, the session is what ``live`` held and sent."""
+    expected = observed(live)
+    live.store.close()
+    assert observed(reopen(backend)) == expected
+
+
 @pytest.mark.parametrize("pin_first", [False, True])
 def test_a_reopened_compacted_session_holds_and_sends_what_the_live_one_did(
     backend: Backend, pin_first: bool
@@ -249,9 +256,7 @@ def test_a_record_the_manager_skipped_before_the_cut_makes_it_read_everything(
     store.close()
     live = reopen(backend)
     build(live)
-    expected = observed(live)
-    live.store.close()
-    assert observed(reopen(backend)) == expected
+    assert_reopens_as(live, backend)
 
 
 def test_a_compaction_that_cannot_be_applied_leaves_every_message_held(
@@ -351,9 +356,7 @@ def test_a_line_skipped_as_unreadable_before_the_cut_keeps_the_indices(
     live.extend(user(f"msg {i}") for i in range(10, 20))
     live.apply_compaction(user("summary"), 15)
     live.add(user("after"))
-    expected = observed(live)
-    live.store.close()
-    assert observed(reopen(backend)) == expected
+    assert_reopens_as(live, backend)
 
 
 def test_a_line_another_writer_left_unreadable_keeps_the_indices(
@@ -372,6 +375,4 @@ def test_a_line_another_writer_left_unreadable_keeps_the_indices(
     live.extend(user(f"msg {i}") for i in range(10, 20))
     live.apply_compaction(user("summary"), 15)
     live.add(user("after"))
-    expected = observed(live)
-    live.store.close()
-    assert observed(reopen(backend)) == expected
+    assert_reopens_as(live, backend)
