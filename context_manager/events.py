@@ -75,14 +75,15 @@ class Compacted:
     """``summary`` now stands for every message before ``first_kept_index``.
 
     ``entry`` is the compaction package's record of it (``None`` when applied by hand).
-    ``held_from``: the history index of the first message still held afterwards (pinned
-    messages and the latest user turn stay), where a store's reader may start replaying.
+    ``held``: what the manager still holds afterwards, as history indices: the messages held
+    before the cut (pinned ones, the latest user turn) and the first one from the cut on; what a
+    store's reader replays (None when applied by hand to a bare event).
     """
 
     summary: Any
     first_kept_index: int
     entry: Any = None
-    held_from: int | None = None
+    held: tuple[tuple[int, ...], int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -208,8 +208,7 @@ class MessageContextManager(ExtensionHub):
     def add_counted(
         self, message: Any, tokens: int | None, *, priority: int = 0, pinned: bool = False
     ) -> int:
-        """:meth:`add` with its count under ``counter.fingerprint()`` known (None: count it);
-        what a store's restore calls for each message."""
+        """:meth:`add` with the count under ``counter.fingerprint()`` known (None: count it)."""
         tokens = None if tokens is None else check_count("tokens", tokens)
         if type(priority) is not int:
             check_priority(priority)
@@ -474,12 +473,13 @@ class MessageContextManager(ExtensionHub):
 
     # -- compaction (see compaction/) --------------------------------------------------------
     def start_history(self, index: int) -> None:
-        """Number the next message ``index`` (empty history only): a store opening a session
-        from its latest compaction skips the messages that compaction left out."""
+        """Number the next message ``index`` (a group start): a store's reader skipped those
+        before it, left out by the latest compaction (no call may be open)."""
         with self._lock:
-            if self._ledger.next_seq:
-                raise ConfigurationError("start_history() needs an empty manager")
-            self._ledger.next_seq = self._added = check_count("index", index)
+            if check_count("index", index) < self._ledger.next_seq or self._calls.pending:
+                raise ConfigurationError(f"start_history({index}): a call is open, or going back")
+            self._ledger.next_seq = self._added = index
+            self._calls.protocol.skipped()
 
     def history(self) -> list[HistoryItem]:
         """Every held message with its stable index, tokens, pin and priority, in order."""
@@ -509,7 +509,7 @@ class MessageContextManager(ExtensionHub):
             ledger = self._ledger
             tokens = self._counter.count_message(rec)
             floor = min(ledger.group_of_seq(first_kept_index), ledger.complete)
-            change = Compacted(summary, first_kept_index, entry, ledger.first_held_after(floor))
+            change = Compacted(summary, first_kept_index, entry, ledger.held_after(floor))
             self._write(change)
             self._summary = (summary, rec, tokens)
             self._recap()

@@ -417,9 +417,8 @@ class Ledger:
         )
 
     def _staying(self, new_floor: int, lead: int = -1) -> tuple[list[int], bool, bool]:
-        """Groups in ``[floor, new_floor)`` that a move of the floor keeps (pinned ones, the
-        latest user turn, ``lead``: the turn it is sent from if the provider needs one), and
-        whether the latest turn and ``lead`` are among them."""
+        """Groups in ``[floor, new_floor)`` a move of the floor keeps (pinned ones, the latest
+        user turn, ``lead``), and whether the latest turn and ``lead`` are among them."""
         floor, pins, protected = self.floor, self.pinned_groups, self.protected
         stay = pins[bisect_left(pins, floor) : bisect_left(pins, new_floor)] if pins else []
         keep_turn = floor <= protected < new_floor and not self.group_pinned[protected]
@@ -427,12 +426,13 @@ class Ledger:
         extra = [g for g, kept in ((protected, keep_turn), (lead, keep_lead)) if kept]
         return (sorted([*stay, *extra]) if extra else stay), keep_turn, keep_lead
 
-    def first_held_after(self, new_floor: int) -> int:
-        """History index of the first message held with the floor at ``new_floor`` (or of the
-        next message): where a store's reader may start replaying."""
-        groups = [*self._held_below(), *self._staying(max(new_floor, self.floor))[0]]
-        g = groups[0] if groups else max(new_floor, self.floor)
-        return self.seq[self.group_start[g]] if g < len(self.group_start) else self.next_seq
+    def held_after(self, new_floor: int) -> tuple[tuple[int, ...], int]:
+        """History indices, with the floor at ``new_floor``, of the messages held below it and of
+        its first message (or the next one): what a store's reader replays."""
+        floor, seq, starts = max(new_floor, self.floor), self.seq, self.group_start
+        groups = sorted({*self._held_below(), *self._staying(floor)[0]})
+        below = tuple(seq[i] for g in groups for i in range(starts[g], self.group_end(g)))
+        return below, seq[starts[floor]] if floor < len(starts) else self.next_seq
 
     def evict_before(self, new_floor: int, lead: int = -1) -> list[Any]:
         """Move the floor; groups passed over are dropped in runs, but those :meth:`_staying`."""

@@ -274,6 +274,10 @@ class ToolProtocol:
             commit(rec, result_ids)
         return out
 
+    def skipped(self) -> None:
+        """Messages were left out before the next one (no call open): it starts a group."""
+        self.glue = self.leads = self._issuing = False
+
     def commit(self, rec: Message) -> None:
         """Record a message :meth:`check` accepted."""
         self._commit(rec, answered_calls(rec.result_ids, self.pending))

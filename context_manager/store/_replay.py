@@ -88,15 +88,16 @@ def compaction_record(change: Compacted, log: RestoredLog) -> dict[str, Any]:
         fields.update(entry.to_dict())
     elif isinstance(entry, Mapping):
         fields.update(entry)
-    kept, held = change.first_kept_index, change.held_from
+    kept, held = change.first_kept_index, change.held
     fields["first_kept_index"] = kept + bisect.bisect_right(log.history_gaps, kept)
-    # The same cut in history indices, and where a reader may start replaying: None when a
-    # message record before it is not in the history, or a line of this generation was
-    # skipped as unreadable (a reader counts the message lines before it unread: the indices
-    # would not be those of a full read). See Replayer._resume.
-    gaps = held is None or bisect.bisect_right(log.history_gaps, held) or log.skipped_lines
-    resume = None if gaps else held
-    fields[ATTRS_KEY] = {HISTORY_KEY: [kept, resume]}
+    # The same cut in history indices, and what a reader replays (Replayer._resume): the first
+    # message held from the cut on, and those held before it. None when a message record
+    # before it is not in the history, or a line of this generation was skipped as unreadable
+    # (a reader counts the message lines before it unread: the indices would shift).
+    indices: list[Any] = [kept, None]
+    if held is not None and not bisect.bisect_right(log.history_gaps, held[1]):
+        indices = [kept, None] if log.skipped_lines else [kept, held[1], [*held[0]]]
+    fields[ATTRS_KEY] = {HISTORY_KEY: indices}
     if change.summary is not None:
         payload, tag = encode(change.summary)
         fields["summary_message"] = payload if tag is None else {"type": tag, "payload": payload}
@@ -152,14 +153,15 @@ def replay(
     history_before: list[int] = []  # per message record read: the history index it stood before
     history = tally.history
     gaps = tally.history_gaps
+    # Read from the latest compaction on (Replayer.of_lines): the messages read carry the
+    # history index they start at, after the ones skipped.
     start = restored.history_start if restored is not None else 0
-    if start:  # the log was read from its latest compaction on (Replayer.of_lines)
-        manager.start_history(start)
-        history = start
     unreadable: set[int] = set()
     fingerprint = manager.counter.fingerprint()  # a line counted under it is not recounted
     for item in sequence:
         if isinstance(item, StoredMessage):
+            if item.index is not None:
+                manager.start_history(history := item.index)
             history_before.append(history)
             count = item.count
             tokens = count[0] if count is not None and count[1] == fingerprint else None
@@ -191,6 +193,8 @@ def replay(
             if start:
                 raise Unresumable from exc
             _rejected(path, int(item.get("_line", 0)), f"{type(exc).__name__}: {exc}", strict)
+    if start and history < start:  # no message read after the messages skipped
+        manager.start_history(history := start)
     tally.history = history
     if restored is not None and unreadable:
         _skip_in(restored, unreadable)
@@ -256,20 +260,20 @@ def _replay_compaction(
 ) -> None:
     """Apply a compaction record. Its cut is the history index it names (``_cm.history``), or,
     in a record without one, its ``first_kept_index``: a message line of this generation
-    before it (or the end: none kept), mapped through ``history_before`` (the message lines
-    read, the first of them line ``start``). One that names neither, or a line past the end,
-    cannot be applied without losing messages it never covered: the record is rejected like
-    any other (strict raises, else a warning)."""
+    before it (or the end: none kept), mapped through ``history_before`` (every message line,
+    unless ``start``: the log was read from a later compaction on). One that names neither,
+    or a line past the end, cannot be applied without losing messages it never covered: the
+    record is rejected like any other (strict raises, else a warning)."""
     apply = manager.apply_compaction
     fields = {k: v for k, v in item.items() if k not in ("role", "content", "_line")}
     first_kept = stored_kept(item)
     if first_kept is None:
         kept = fields.get("first_kept_index")
-        if type(kept) is not int or not start <= kept <= start + len(history_before):
+        if start or type(kept) is not int or not 0 <= kept <= len(history_before):
+            # (read from a later compaction on, the message lines it counts were not all read)
             raise ValueError(f"compaction with an invalid first_kept_index {short_repr(kept)}")
-        at = kept - start
-        first_kept = history_before[at] if at < len(history_before) else history
-    elif first_kept > history:
+        first_kept = history_before[kept] if kept < len(history_before) else history
+    elif first_kept > history and (history > start or not start):  # (before the point: unknown)
         raise ValueError(f"compaction keeping from {first_kept}, past the history's end")
     summary = fields.get("summary_message")
     if isinstance(summary, dict) and summary.keys() == {"type", "payload"}:

@@ -44,6 +44,8 @@ class StoredMessage:
     record_id: str | None = None
     #: ``(tokens, counter fingerprint)`` the writer counted it at (None: not recorded).
     count: tuple[int, str] | None = None
+    #: Its history index, when messages before it were skipped (read from a compaction on).
+    index: int | None = None
 
 
 @dataclass
@@ -150,30 +152,47 @@ class Replayer:
         """Replay ``lines`` from the latest compaction's resume point (:meth:`of_lines`); False
         when it cannot (this replayer is then spent).
 
-        Up to that compaction, every metadata record must replay the same without the messages
-        skipped (:func:`_replayable_alone`): those between the resume point and the compaction
-        too, since the state they are replayed into lacks the messages before the point."""
-        skip, at = _resume_point(lines)
+        Of the message lines before the point, only those of messages still held are read;
+        each message read after a skipped one carries its history index. Up to that compaction,
+        every metadata record must replay the same without the messages skipped
+        (:func:`_replayable_alone`): those after the point too, since the state they are
+        replayed into lacks the messages skipped."""
+        skip, at, below = _resume_point(lines)
         if not skip:
             return False
-        state, sequence, seen = self.state, self.sequence, 0
+        sequence, seen = self.sequence, 0
         for k, (number, raw, complete) in enumerate(lines):
             if seen < skip and raw.startswith(_MESSAGE_LINE) and raw[9:10] != b"_":
-                seen += 1  # a message line of ours: not held, not read
+                ordinal, seen = seen, seen + 1  # a message line of ours: read if still held
+                if ordinal in below and not self._held(number, raw, complete, ordinal):
+                    return False
                 continue
             before = len(sequence)
             record = self.feed(number, raw, complete)
             if record is None or len(sequence) == before:  # blank, or skipped as unreadable
                 continue
-            if isinstance(sequence[-1], StoredMessage):
-                if seen < skip:  # another writer's message line, before the point
+            item = sequence[-1]
+            if isinstance(item, StoredMessage):
+                if seen < skip and seen not in below:  # another writer's line, left out
                     sequence.pop()
-                    state.messages.pop()
-                    seen += 1
+                    self.state.messages.pop()
+                elif seen <= skip:
+                    item.index = seen
+                seen += 1
             elif k < at and not _replayable_alone(record, fingerprint):
                 return False
-        state.history_start = skip
-        return seen == skip
+        self.state.history_start = skip
+        return seen >= skip
+
+    def _held(self, number: int, raw: bytes, complete: bool, index: int) -> bool:
+        """Read a message line the compaction left held, at history ``index`` (False: it
+        cannot be read, so nothing can be skipped)."""
+        before = len(self.sequence)
+        self.feed(number, raw, complete)
+        item = self.sequence[-1] if len(self.sequence) > before else None
+        if isinstance(item, StoredMessage):
+            item.index = index
+        return item is not None
 
     def feed(self, number: int, raw: bytes, complete: bool) -> dict[str, Any] | None:
         """Apply one line; return its record, or None when it is blank or skipped."""
@@ -251,25 +270,31 @@ _MESSAGE_LINE = b'{"role":"'
 _COMPACTION_LINE = b'{"role":"_compaction"'
 
 
-def _resume_point(lines: Sequence[tuple[int, bytes, bool]]) -> tuple[int, int]:
-    """The history index the latest compaction says a reader may start at (0: none), and the
-    index of that compaction's line in ``lines``."""
+def _resume_point(lines: Sequence[tuple[int, bytes, bool]]) -> tuple[int, int, frozenset[int]]:
+    """Where the latest compaction says a reader may start (0: nowhere), the index of its line
+    in ``lines``, and the history indices of the messages held before that point."""
     for k in range(len(lines) - 1, -1, -1):
         if lines[k][1].startswith(_COMPACTION_LINE):
             found = read_record(lines[k][1], check_message=False)
-            if not isinstance(found, dict) or (kept := stored_kept(found)) is None:
-                return 0, k
-            start = _history(found)[1]  # type: ignore[index]
-            # Never past the cut: what the compaction kept is held.
-            return (start if type(start) is int and 0 < start <= kept else 0), k
-    return 0, 0
+            history = _history(found) if isinstance(found, dict) else None
+            kept = stored_kept(found) if isinstance(found, dict) else None
+            if history is None or kept is None or len(history) != 3:
+                return 0, k, frozenset()
+            start, below = history[1], history[2]
+            # Never past the cut (what the compaction kept is held); held ones before it.
+            if type(start) is not int or not 0 < start <= kept or not isinstance(below, list):
+                return 0, k, frozenset()
+            held = frozenset(i for i in below if type(i) is int and 0 <= i < start)
+            return (start, k, held) if len(held) == len(below) else (0, k, frozenset())
+    return 0, 0, frozenset()
 
 
 def _history(record: Mapping[str, Any]) -> list[Any] | None:
-    """A compaction record's ``[kept, resume]`` (None: it has none)."""
+    """A compaction record's ``[kept, start, [held before start]]`` (``[kept, None]``: no
+    starting point; None: none of it)."""
     attrs = record.get(ATTRS_KEY)
     value = attrs.get(HISTORY_KEY) if isinstance(attrs, Mapping) else None
-    return value if isinstance(value, list) and len(value) == 2 else None
+    return value if isinstance(value, list) and len(value) in (2, 3) else None
 
 
 def stored_kept(record: Mapping[str, Any]) -> int | None:

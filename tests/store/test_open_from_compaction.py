@@ -275,7 +275,7 @@ def test_a_compaction_that_cannot_be_applied_leaves_every_message_held(
                 "summary": "gone",
                 "first_kept_index": 4,
                 "summary_message": summary,
-                "_cm": {"history": [4, 4]},
+                "_cm": {"history": [4, 4, []]},
             }
         ]
     )
@@ -290,7 +290,15 @@ def test_a_compaction_that_cannot_be_applied_leaves_every_message_held(
 
 @pytest.mark.parametrize(
     "history",
-    [[4, 5], [4, "4"], [4, True], [4, -1], [4, 10**16], [4, 4.0], "4", [4], [[4], 4], [None, 4]],
+    [
+        *([4, start, []] for start in (5, "4", True, -1, 10**16, 4.0, None)),
+        *([4, 4, below] for below in ([4], [-1], ["1"], [True], "x", [1, 1], None, [0])),
+        "4",
+        [4],
+        [4, 4],
+        [[4], 4, []],
+        [None, 4, []],
+    ],
 )
 def test_a_damaged_starting_point_never_changes_what_a_reopen_holds(
     tmp_path: Path, history: Any
@@ -376,3 +384,38 @@ def test_a_line_another_writer_left_unreadable_keeps_the_indices(
     live.apply_compaction(user("summary"), 15)
     live.add(user("after"))
     assert_reopens_as(live, backend)
+
+
+@pytest.mark.parametrize("held_before_the_cut", ["a pinned message", "the latest user turn"])
+def test_messages_held_before_the_cut_are_read_and_those_between_are_not(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, held_before_the_cut: str
+) -> None:
+    """A pinned task statement, or the one user turn of a long agent loop, stays held before
+    the cut: the open reads it, and still skips the compacted messages between it and the cut
+    (a damaged one there goes unnoticed; a strict open reports it)."""
+    backend = Backend("jsonl", str(tmp_path / "sessions"))
+    live = backend.manager("s", **SMALL)
+    pinned = held_before_the_cut == "a pinned message"
+    live.add(user("the task: " + "do it " * 20), pinned=pinned)
+    for i in range(30):
+        if pinned:
+            live.extend(exchange(i))
+        else:
+            live.extend(exchange(i)[1:3])
+        report(live, i)
+    live.apply_compaction({"role": "user", "content": "so far"}, live.history()[-6].index)
+    live.add({"role": "assistant", "content": "done"})
+    expected = observed(live)
+    assert expected["history"][0][0] == 0 and expected["history"][1][0] > 50
+    live.store.close()
+    log = tmp_path / "sessions" / "s" / "context.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    tenth = [k for k, line in enumerate(lines) if line.startswith(b'{"role":"tool"')][10]
+    lines[tenth] = b'{"role":"tool","content":"damaged ' + b"\xff" * 3 + b'"}\n'
+    log.write_bytes(b"".join(lines))
+
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        assert observed(reopen(backend)) == expected
+    assert "corrupt" not in caplog.text
+    with pytest.raises(StoreCorruptionError):
+        reopen(backend, strict=True)

@@ -238,7 +238,7 @@ def test_compaction_is_persisted_and_replayed_in_place(tmp_path: Path) -> None:
         **entry,
         "summary_message": summary,
         # the cut and the first message still held, in history indices: where a reader starts
-        "_cm": {"history": [2, 2]},
+        "_cm": {"history": [2, 2, []]},
     }
     assert [m["content"] for m in manager.messages] == ["c", "d"]
 
