@@ -62,9 +62,11 @@ def new_manager(cls: type[M], options: dict[str, Any]) -> tuple[M, Any, dict[str
 def resume_key(manager: ManagerHost) -> str | None:
     """What a reader needs to open a session into ``manager`` from its latest compaction (the
     counter's fingerprint: ``Replayer.of_lines``), or None when it must read every record: a
-    strategy that evicts on add (what it held depends on every add) or a counter without a
-    fingerprint (no stored count is its own)."""
-    return None if destructive(manager.strategy) else manager.counter.fingerprint()
+    strategy that evicts on add (what it held depends on every add), repair on (its repairer
+    follows every message), or a counter without a fingerprint (no stored count is its own)."""
+    if destructive(manager.strategy) or manager.repair:
+        return None
+    return manager.counter.fingerprint()
 
 
 _HOOKS = ("on_evict", "on_near_limit")

@@ -169,10 +169,12 @@ def test_the_open_does_not_read_the_messages_the_compaction_left_out(
     [
         # evicts on add: what it holds depends on every add
         ({"strategy": "fifo"}, {"strategy": "fifo"}),
+        # repairs the tool-call protocol as messages come: its repairer follows every one
+        ({"repair": True}, {"repair": True}),
         # another counter than the one the counts and usage reports were stored under
         ({}, {"counter": "chars"}),
     ],
-    ids=["fifo", "another-counter"],
+    ids=["fifo", "repair", "another-counter"],
 )
 def test_a_manager_that_needs_every_record_reads_them_all(
     backend: Backend, written: dict[str, Any], read: dict[str, Any]
