@@ -131,13 +131,14 @@ class Replayer:
         """``(number, line, complete)`` lines replayed; with ``resume`` (the fingerprint of the
         counter of a manager whose strategy never evicts) from the latest compaction on.
 
-        That compaction names the first message the manager still held after it (its history
-        index, written only when every message record before it is in the history). The message
-        lines before it are not decoded: their messages are not held. The other records before
-        it are (system prompt, usage, checkpoints, earlier compactions), and the reader falls
-        back to every line when one of them needs the messages: a usage report without our
-        count under ``resume`` (it would be counted again from the replayed state), or an earlier
-        compaction that names its cut only as a line index.
+        That compaction names, in history indices, the messages the manager still held after
+        it: the first one from its cut on, and those before it (pins, the latest user turn);
+        written only when every message record before the cut is in the history. The other
+        message lines before the cut are not decoded: their messages are not held. The records
+        that are not messages are (system prompt, usage, checkpoints, earlier compactions), and
+        the reader falls back to every line when one of them needs the messages: a usage report
+        without our count under ``resume`` (it would be counted again from the replayed state),
+        or an earlier compaction that names its cut only as a line index.
         """
         if resume is not None and not strict:
             replayer = cls(path, strict=strict, defer_messages=defer_messages)
