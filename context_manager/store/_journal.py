@@ -307,7 +307,7 @@ class JournalCore:
         changes, is then ahead of the store (stale)."""
         if self._closed:
             self.stale = True
-            self._refuse_if_parked()
+            self._refuse_if_closed()
         try:
             for op in ops:  # noqa: UP028 - each op's result is sent back (yield from cannot)
                 yield op
@@ -347,7 +347,7 @@ class JournalCore:
         self._parked = True
         park(Parked(self.options, manager, head, self.restored))
 
-    def _refuse_if_parked(self) -> None:
+    def _refuse_if_closed(self) -> None:
         """A closed session's store takes no write, on every backend (a write could otherwise
         reconnect silently on one and fail on another)."""
         if self._closed:
@@ -358,7 +358,7 @@ class JournalCore:
             )
 
     def _refuse_if_stale(self) -> None:
-        self._refuse_if_parked()
+        self._refuse_if_closed()
         if self.stale:
             raise StoreError(
                 f"{self.target}: a batch's write failed and memory could not be rebuilt from "

@@ -25,12 +25,11 @@ from .records import (
     ATTRS_KEY,
     CHECKPOINT,
     COMPACTION,
-    COUNT_KEY,
     HISTORY_KEY,
     SYSTEM_PROMPT,
     USAGE,
 )
-from .replayer import RestoredLog, StoredMessage, stored_count, stored_kept
+from .replayer import RestoredLog, StoredMessage, stored_kept, usage_count
 
 __all__ = [
     "Unresumable",
@@ -96,10 +95,10 @@ def compaction_record(change: Compacted, log: RestoredLog) -> dict[str, Any]:
     # message held from the cut on, and those held before it. None when a message record
     # before it is not in the history, or a line of this generation was skipped as unreadable
     # (a reader counts the message lines before it unread: the indices would shift).
-    indices: list[Any] = [kept, None]
-    if held is not None and not bisect.bisect_right(log.history_gaps, held[1]):
-        indices = [kept, None] if log.skipped_lines else [kept, held[1], [*held[0]]]
-    fields[ATTRS_KEY] = {HISTORY_KEY: indices}
+    if held is None or log.skipped_lines or bisect.bisect_right(log.history_gaps, held[1]):
+        fields[ATTRS_KEY] = {HISTORY_KEY: [kept, None]}
+    else:
+        fields[ATTRS_KEY] = {HISTORY_KEY: [kept, held[1], [*held[0]]]}
     if change.summary is not None:
         payload, tag = encode(change.summary)
         fields["summary_message"] = payload if tag is None else {"type": tag, "payload": payload}
@@ -239,11 +238,8 @@ def _replay_meta(
     elif role == USAGE:
         # Calibrate on the context the live manager counted when it was counted as we count;
         # else (an older line, another counter) count the replayed context, as it was then.
-        attrs = item.get(ATTRS_KEY)
-        count = (
-            stored_count(attrs.get(COUNT_KEY), none_sent=True) if isinstance(attrs, dict) else None
-        )
-        if count is not None and count[1] == fingerprint:
+        count = usage_count(item, fingerprint)
+        if count is not None:
             manager.record_usage_counted(item["token_count"], count[0])
         else:
             manager.record_usage(item["token_count"])
@@ -275,7 +271,7 @@ def _replay_compaction(
             # (read from a later compaction on, the message lines it counts were not all read)
             raise ValueError(f"compaction with an invalid first_kept_index {short_repr(kept)}")
         first_kept = history_before[kept] if kept < len(history_before) else history
-    elif first_kept > history and (history > start or not start):  # (before the point: unknown)
+    elif first_kept > history and (not start or history > start):  # (before the point: unknown)
         raise ValueError(f"compaction keeping from {first_kept}, past the history's end")
     summary = fields.get("summary_message")
     if isinstance(summary, dict) and summary.keys() == {"type", "payload"}:

@@ -168,7 +168,7 @@ class AsyncSessionStore(JournalCore):
     def write(self, change: Change) -> None:
         """Encode ``change`` into the current batch (runs under the manager's lock, before
         memory changes); outside a batch, :class:`AsyncJournalError`."""
-        self._refuse_if_parked()
+        self._refuse_if_closed()
         self._require_batch(f"a change ({type(change).__name__})")
         self._write_ahead(change, self._queue_clear)
 

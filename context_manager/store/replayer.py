@@ -309,11 +309,19 @@ def _replayable_alone(record: Mapping[str, Any], fingerprint: str) -> bool:
     """Whether a metadata record replays the same without the messages before it."""
     role = record["role"]
     if role == USAGE:
-        attrs = record.get(ATTRS_KEY)
-        value = attrs.get(COUNT_KEY) if isinstance(attrs, dict) else None
-        count = stored_count(value, none_sent=True)
-        return count is not None and count[1] == fingerprint
+        return usage_count(record, fingerprint) is not None
     return role != COMPACTION or stored_kept(record) is not None
+
+
+def usage_count(
+    record: Mapping[str, Any], fingerprint: str | None
+) -> tuple[int | None, str] | None:
+    """A ``_usage`` record's count of the context it measured, when counted under
+    ``fingerprint`` (None: the replay counts the replayed context instead)."""
+    attrs = record.get(ATTRS_KEY)
+    value = attrs.get(COUNT_KEY) if isinstance(attrs, dict) else None
+    count = stored_count(value, none_sent=True)
+    return count if count is not None and count[1] == fingerprint else None
 
 
 def stored_count(value: Any, *, none_sent: bool = False) -> tuple[int | None, str] | None:
