@@ -174,7 +174,14 @@ def check_ratios(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[li
 
 def oneshot_table(results: dict[str, dict[str, Any]]) -> list[str]:
     """Markdown rows: per budget and size, each peer's median and its time / ours."""
-    peers = ("before", "langchain_approx", "litellm", "ours_tiktoken", "langchain_tiktoken")
+    peers = (
+        "before",
+        "langchain_approx",
+        "litellm",
+        "ours_tiktoken",
+        "langchain_tiktoken",
+        "ours_default",
+    )
     rows = [
         "| messages | budget | ours | " + " | ".join(peers) + " |",
         "|---:|---:|---:|" + "---:|" * len(peers),

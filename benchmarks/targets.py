@@ -249,6 +249,17 @@ def oneshot_ratio_targets(quick: bool = False) -> list[RatioTarget]:
                         ONESHOT_GOAL,
                     )
                 )
+            # The default counter (the safe estimate), reported: what a caller who names no
+            # counter gets, against LangChain's chars/4 (it costs ~18x chars/4 a message).
+            out.append(
+                RatioTarget(
+                    f"one-shot ours_default vs langchain_approx @ {n:,} msgs, {budget:,} tokens",
+                    f"test_oneshot[ours_default-{budget}-{n}]",
+                    f"test_oneshot[langchain_approx-{budget}-{n}]",
+                    1.0,
+                    enforced=False,
+                )
+            )
     for n in sizes:
         out.append(
             _target(
