@@ -272,6 +272,8 @@ class JournalCore:
     ) -> Flow[bool]:
         """Catch ``manager`` up with the store; True when every id in ``wanted`` is stored
         (among the records read, or found by the rebuild after a failed commit)."""
+        # Closed, its manager may be parked: moved unseen, the cache would apply records twice.
+        self._refuse_if_closed()
         recovered = bool(wanted) and set(wanted) <= self._recovered
         head = self.log.store.head
         if head is not None and not (full or self.stale):
@@ -286,7 +288,13 @@ class JournalCore:
         self.stale = False
         return recovered or _holds(sequence, wanted)
 
+    def _checkpoint_flow(self) -> Flow[int]:
+        """Append the next checkpoint; its id."""
+        self._refuse_if_closed()
+        return int((yield Op("checkpoint")))
+
     def _revert_flow(self, manager: ManagerHost, checkpoint_id: int) -> Flow[None]:
+        self._refuse_if_closed()  # a new generation would drop what others wrote since
         yield from self._moving(Op("revert_to", (checkpoint_id,)))
         yield from self._reload_flow(manager, (), full=True)
 

@@ -271,7 +271,7 @@ class AsyncSessionStore(JournalCore):
     async def acheckpoint(self) -> int:
         """Append the next checkpoint and return its id (``manager.checkpoint()``'s async
         form; inside a batch, what it collected is stored first)."""
-        return int(await self._turn(self._single(Op("checkpoint"))))
+        return await self._turn(self._checkpoint_flow())
 
     async def arevert_to(self, checkpoint_id: int) -> None:
         """Start a new generation holding the records before checkpoint ``checkpoint_id`` and
@@ -293,9 +293,6 @@ class AsyncSessionStore(JournalCore):
         """Close the session's store (a handle's shared connections stay open)."""
         self._park_manager(self._owner is not None)
         await self.log.aclose()
-
-    def _single(self, op: Op) -> Flow[Any]:
-        return (yield op)
 
 
 async def aopen_session(

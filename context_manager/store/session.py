@@ -116,7 +116,7 @@ class SessionStore(JournalCore):
     def checkpoint(self) -> int:
         self._refuse_if_stale()
         self._flush()
-        return self.log.checkpoint()
+        return self._run(self._checkpoint_flow())
 
     def revert_to(self, checkpoint_id: int, manager: ManagerHost) -> None:
         """Rewrite the log up to the checkpoint, then rebuild ``manager`` from it.

@@ -61,3 +61,66 @@ def test_an_async_write_after_close_is_refused(backend: Backend) -> None:
             reopened.store.close()
 
     assert asyncio.run(main()) == ["a"]
+
+
+def said(manager: MessageContextManager) -> list[Any]:
+    return [m["content"] for m in manager.messages]
+
+
+@pytest.mark.parametrize("step", ["revert", "reload"])
+def test_a_revert_or_reload_after_close_is_refused_and_another_workers_message_stays(
+    backend: Backend, step: str
+) -> None:
+    """A revert starts a new generation: run from a closed store, it dropped the message another
+    worker had added since (acknowledged to that worker). A reload would move a manager a
+    session cache may hold."""
+    manager = backend.manager("s")
+    manager.add(user("a"))
+    checkpoint = manager.checkpoint()
+    manager.add(user("b"))
+    manager.store.close()
+    other = backend.manager("s")
+    other.add(user("from another worker"))
+    other.store.close()
+    with pytest.raises(StoreError, match="closed"):
+        if step == "revert":
+            manager.revert_to(checkpoint)
+        else:
+            manager.store.reload(manager)
+    assert said(manager) == ["a", "b"]
+    reopened = backend.manager("s")
+    assert said(reopened) == ["a", "b", "from another worker"]
+    reopened.store.close()
+
+
+@pytest.mark.parametrize("step", ["acheckpoint", "arevert_to", "areload"])
+def test_an_async_checkpoint_revert_or_reload_after_close_is_refused(
+    backend: Backend, step: str
+) -> None:
+    async def main() -> list[str]:
+        manager = await MessageContextManager.aopen(
+            backend.target, session="s", store_options=dict(backend.options), max_tokens=10_000
+        )
+        async with manager.store.batch():
+            manager.add(user("a"))
+        checkpoint = await manager.store.acheckpoint()
+        async with manager.store.batch():
+            manager.add(user("b"))
+        await manager.store.aclose()
+        other = backend.manager("s")
+        other.add(user("from another worker"))
+        other.store.close()
+        with pytest.raises(StoreError, match="closed"):
+            if step == "acheckpoint":
+                await manager.store.acheckpoint()
+            elif step == "arevert_to":
+                await manager.store.arevert_to(checkpoint)
+            else:
+                await manager.store.areload()
+        reopened = backend.manager("s")
+        try:
+            return said(reopened)
+        finally:
+            reopened.store.close()
+
+    assert asyncio.run(main()) == ["a", "b", "from another worker"]
