@@ -147,17 +147,11 @@ class Ledger:
 
     def held_rows(self) -> Iterator[tuple[int, Any, Message, int, bool, int]]:
         """``(index, message, record, tokens, pinned, priority)`` of every held message."""
+        seq, originals, records, tokens = self.seq, self.originals, self.records, self.tokens
         for g in self.held_groups():
             pinned, priority = self.group_pinned[g], self.group_priority[g]
             for i in range(self.group_start[g], self.group_end(g)):
-                yield (
-                    self.seq[i],
-                    self.originals[i],
-                    self.records[i],
-                    self.tokens[i],
-                    pinned,
-                    priority,
-                )
+                yield seq[i], originals[i], records[i], tokens[i], pinned, priority
 
     @property
     def levels(self) -> dict[int, Level]:
@@ -247,6 +241,9 @@ class Ledger:
 
     def first_is_user_turn(self, g: int) -> bool:
         return self.records[self.group_start[g]].is_user_turn
+
+    def touches(self, g: int, h: int) -> bool:  # by history position: see GroupRoles.touches
+        return self.seq[self.group_end(g) - 1] + 1 == self.seq[self.group_start[h]]
 
     def compaction(self, g: int) -> str:
         """The maker of the native compaction group ``g`` starts with, else ``""``."""

@@ -52,6 +52,10 @@ class GroupRoles(Protocol):
     def first_role(self, g: int) -> str: ...
     def last_role(self, g: int) -> str: ...
     def first_is_user_turn(self, g: int) -> bool: ...
+    def touches(self, g: int, h: int) -> bool:
+        """Whether group ``h`` comes right after group ``g`` in the history (no message
+        between them: one evicted, compacted away or never read counts)."""
+
     def compaction(self, g: int) -> str:
         """The maker of a native compaction that group ``g`` starts with, else ``""``."""
 
@@ -100,7 +104,7 @@ def restrict(
         k = 1
         while k < len(groups):
             prev, cur = groups[k - 1], groups[k]
-            if cur != prev + 1 and roles.last_role(prev) == roles.first_role(cur):
+            if not roles.touches(prev, cur) and roles.last_role(prev) == roles.first_role(cur):
                 victim = prev if prev not in keep else (cur if cur not in keep else -1)
                 if victim >= 0:
                     groups.remove(victim)

@@ -67,5 +67,8 @@ class SpanRoles:
     def first_is_user_turn(self, g: int) -> bool:
         return self.rec(self.groups[g][0]).is_user_turn
 
+    def touches(self, g: int, h: int) -> bool:
+        return self.groups[g][1] == self.groups[h][0]
+
     def compaction(self, g: int) -> str:
         return self.rec(self.groups[g][0]).compaction

@@ -48,6 +48,7 @@ def observed(manager: MessageContextManager) -> dict[str, Any]:
         "token_count": manager.token_count,
         "used_tokens": manager.used_tokens,
         "summary": manager.summary,
+        "compaction": manager.compaction,
         "system": manager.system_message,
         "compactions": [entry.to_dict() for entry in compactions(manager)],
         "calibration": (stats.calibrated, stats.calibration),
@@ -121,6 +122,33 @@ def test_a_reopened_compacted_session_holds_and_sends_what_the_live_one_did(
     reopened.store.close()
     assert observed(reopen(backend)) == expected
     assert observed(reopen(backend, strict=True)) == expected
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini", "bedrock"])
+def test_a_provider_that_keeps_roles_apart_sends_what_the_live_one_did(
+    backend: Backend, provider: str
+) -> None:
+    """Those providers never let a cut bring two turns of one role together. Between a pinned
+    user turn and the first user turn a compaction kept, the compacted answer is gone: the two
+    are not neighbours, whether the manager held that answer until the compaction or its
+    reader never read it. The kept turn is therefore not sent."""
+    options = {"max_tokens": 2_000, "provider": provider}
+    live = backend.manager("s", **options)
+    live.add(user("pinned rule"), pinned=True)
+    live.add({"role": "assistant", "content": "ok"})
+    live.add(user("question 2"))
+    live.compact(lambda text: "earlier turns", policy=SimpleCompaction(max_preserved_messages=1))
+    live.add(user("question 3"))
+    expected = observed(live)
+    sent = [  # Bedrock merges the turns of one role into one message: their texts, in order
+        part if isinstance(part, str) else part["text"]
+        for m in expected["context"]
+        for part in ([m["content"]] if isinstance(m["content"], str) else m["content"])
+    ]
+    assert sent[-2:] == ["pinned rule", "question 3"]
+    live.store.close()
+    assert observed(backend.manager("s", **options)) == expected
+    assert observed(backend.manager("s", strict=True, **options)) == expected
 
 
 def test_a_revert_past_the_latest_compaction_reads_the_records_it_skipped(
@@ -288,6 +316,38 @@ def test_a_compaction_that_cannot_be_applied_leaves_every_message_held(
     assert [h.index for h in reopened.history()] == list(range(7))
     assert reopened.summary is None
     assert "cannot be replayed" in caplog.text or "rejected" in caplog.text
+
+
+@pytest.mark.parametrize("fallback", ["a usage report without our count", "an unknown summary"])
+def test_a_damaged_record_is_reported_once_when_the_open_reads_everything_after_all(
+    backend: Backend, caplog: pytest.LogCaptureFixture, fallback: str
+) -> None:
+    """The open starts at the compaction, then finds it needs every record: the reader (a usage
+    report it cannot count) or the replay (a summary it cannot rebuild) falls back. A damaged
+    record both passes met is reported once, as by an open that read everything at once."""
+    store = backend.store("s")
+    store.append([user(f"u{i}") for i in range(3)])
+    store.append([{"role": "_checkpoint", "content": None, "id": "not a number"}])
+    store.append([user(f"u{i}") for i in range(3, 6)])
+    compaction: dict[str, Any] = {
+        "role": "_compaction",
+        "content": None,
+        "summary": "s",
+        "first_kept_index": 4,
+        "_cm": {"history": [4, 4, []]},
+    }
+    if fallback == "an unknown summary":
+        compaction["summary_message"] = {"type": "no_such_package.Summary", "payload": {}}
+    else:
+        store.append([{"role": "_usage", "content": None, "token_count": 900}])
+    store.append([compaction])
+    store.append([user("u6")])
+    store.close()
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        reopened = reopen(backend)
+    assert caplog.text.count("needs an integer 'id'") == 1
+    first = 0 if fallback == "an unknown summary" else 4  # the summary is skipped: nothing cut
+    assert [h.index for h in reopened.history()] == list(range(first, 7))
 
 
 @pytest.mark.parametrize(
