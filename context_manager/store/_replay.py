@@ -29,7 +29,7 @@ from .records import (
     SYSTEM_PROMPT,
     USAGE,
 )
-from .replayer import RestoredLog, StoredMessage, stored_kept, usage_count
+from .replayer import RestoredLog, StoredMessage, report_lines, stored_kept, usage_count
 
 __all__ = [
     "Unresumable",
@@ -199,6 +199,9 @@ def replay(
     tally.history = history
     if restored is not None and unreadable:
         _skip_in(restored, unreadable)
+    if restored is not None and restored.unreported:  # the read that deferred them stands
+        lines, restored.unreported = restored.unreported, []
+        report_lines(path, lines, strict=strict)
 
 
 class Unresumable(Exception):
@@ -283,7 +286,15 @@ def _replay_compaction(
     from ..compaction.manifest import watch
 
     watch(manager)  # so compactions(manager) lists every compaction of the session
-    apply(summary, first_kept, _compaction_entry({**fields, "first_kept_index": first_kept}))
+    # The entry is what the record says beyond what the journal adds: none (the live manager's
+    # apply_compaction() without one) when that is all there is.
+    own = {k: v for k, v in fields.items() if k not in _JOURNAL_FIELDS}
+    entry = _compaction_entry({**own, "first_kept_index": first_kept}) if own else None
+    apply(summary, first_kept, entry)
+
+
+#: A compaction record's fields the journal writes beside the entry's (compaction_record).
+_JOURNAL_FIELDS = frozenset({ATTRS_KEY, "first_kept_index", "summary_message"})
 
 
 def _rejected(path: str, line: int, reason: str, strict: bool) -> None:

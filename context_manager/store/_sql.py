@@ -47,7 +47,7 @@ from ..errors import (
 from ._drive import Failed, Flow
 from ._sql_tables import cell, schema
 from .protocol import Batch, Head, check_session_id, extends
-from .records import CHECKPOINT, dump_record, record_id
+from .records import CHECKPOINT, dump_record, indexed_checkpoint, record_id
 
 _T = TypeVar("_T")
 
@@ -323,8 +323,7 @@ class SqlFlows(ABC):
         rows: list[Row] = []
         for record in records:
             body = dump_record(record)[:-1].decode("utf-8")
-            checkpoint = record.get("id") if record.get("role") == CHECKPOINT else None
-            rows.append((body, checkpoint, record_id(record)))
+            rows.append((body, indexed_checkpoint(record), record_id(record)))
         first = rows[0][2] if rows else None
 
         def run() -> Flow[tuple[Head, list[int]]]:

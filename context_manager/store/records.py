@@ -361,6 +361,18 @@ def parse_record(raw: bytes, *, check_message: bool = True) -> dict[str, Any]:
     return value
 
 
+def indexed_checkpoint(record: Mapping[str, Any]) -> int | None:
+    """The id a database store indexes ``record`` under as a checkpoint (its ``checkpoint``
+    column, Redis's checkpoint hash): a ``_checkpoint`` record's id when a reader takes it
+    (:func:`parse_record`: an integer), within what every backend's column holds. None for any
+    other record, a damaged checkpoint included: it is stored as written, and every reader
+    skips it with a warning (as a JSONL file's reader does)."""
+    if record.get("role") != CHECKPOINT:
+        return None
+    value = record.get("id")
+    return value if isinstance(value, int) and _is_int(value) and abs(value) <= SAFE_INT else None
+
+
 def read_record(raw: bytes, *, check_message: bool = True) -> dict[str, Any] | str:
     """The record a stored line holds, or the reason it cannot be read (:func:`parse_record`'s
     rules, for readers that skip a bad line with a warning instead of replaying it)."""

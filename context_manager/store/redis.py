@@ -48,7 +48,7 @@ from ._drive import Failed, Flow, drive
 from ._redis_keys import text as _text
 from ._urls import redis_options, redis_url
 from .protocol import DEFAULT_SESSION, Batch, Head, check_session_id, extends
-from .records import CHECKPOINT, dump_record, record_id
+from .records import dump_record, indexed_checkpoint, record_id
 
 __all__ = ["RedisFlows", "RedisStore", "make_client"]
 
@@ -339,8 +339,8 @@ class RedisFlows:
         rids: list[str] = []
         for record in records:
             pairs.append(dump_record(record)[:-1].decode("utf-8"))
-            checkpoint = record.get("id") if record.get("role") == CHECKPOINT else None
-            pairs.append("" if checkpoint is None else str(int(checkpoint)))
+            checkpoint = indexed_checkpoint(record)
+            pairs.append("" if checkpoint is None else str(checkpoint))
             rid = record_id(record)
             if rid is not None:
                 rids.append(rid)

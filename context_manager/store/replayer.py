@@ -74,6 +74,10 @@ class RestoredLog:
     #: compaction: :meth:`Replayer.of_lines`); they are all in the history, so the first message
     #: read has this history index.
     history_start: int = 0
+    #: ``(line, reason, complete)`` of the lines skipped but not yet reported: a read from a
+    #: compaction on reports them once its replay succeeded (:func:`report_lines`), so an open
+    #: that falls back to every record reports each line once.
+    unreported: list[tuple[int, str, bool]] = field(default_factory=list)
 
     @property
     def n_checkpoints(self) -> int:
@@ -101,6 +105,8 @@ class Replayer:
         # reads stay eager, so a strict open or reload fails before memory changes).
         self._check_messages = strict or not defer_messages
         self.state = RestoredLog()
+        #: Report skipped lines later (``RestoredLog.unreported``), not as they are met.
+        self.defer_reports = False
         # Every valid record in file order (messages as StoredMessage), for ordered replay.
         self.sequence: list[StoredMessage | dict[str, Any]] = []
 
@@ -142,6 +148,7 @@ class Replayer:
         """
         if resume is not None and not strict:
             replayer = cls(path, strict=strict, defer_messages=defer_messages)
+            replayer.defer_reports = True  # this pass may be dropped for a full one
             if replayer._resume(lines, resume):
                 return replayer
         replayer = cls(path, strict=strict, defer_messages=defer_messages)
@@ -212,17 +219,14 @@ class Replayer:
         return record
 
     def _bad_line(self, number: int, reason: str, complete: bool) -> None:
-        if not complete:
-            logger.warning(
-                "%s: ignoring torn last line %d (%s); it was never fully written",
-                self.path,
-                number,
-                reason,
-            )
+        if self.defer_reports:
+            self.state.unreported.append((number, reason, complete))
+        else:
+            report_lines(self.path, [(number, reason, complete)], strict=self.strict)
+        if complete:
+            self.state.skipped_lines.append(number)
+        else:
             self.state.torn_tail = True
-            return
-        corrupt_line(self.path, number, reason, strict=self.strict)
-        self.state.skipped_lines.append(number)
 
     def apply(self, record: dict[str, Any], number: int) -> None:
         state = self.state
@@ -263,6 +267,21 @@ class Replayer:
             self.sequence.append(stored)
         else:
             self.sequence.append({**record, "_line": number})
+
+
+def report_lines(path: str, lines: Iterable[tuple[int, str, bool]], *, strict: bool) -> None:
+    """Report skipped ``(line, reason, complete)`` lines: a torn last line as never fully
+    written, any other as corrupt (``strict``: a typed error)."""
+    for number, reason, complete in lines:
+        if complete:
+            corrupt_line(path, number, reason, strict=strict)
+        else:
+            logger.warning(
+                "%s: ignoring torn last line %d (%s); it was never fully written",
+                path,
+                number,
+                reason,
+            )
 
 
 #: How a message line we wrote starts (compact JSON, role first); a record's role starts with

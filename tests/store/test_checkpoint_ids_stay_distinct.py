@@ -9,8 +9,11 @@ checkpoint 0, and ``revert_to(0)`` dropped what came after the first one.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from context_manager import MessageContextManager
 from context_manager.store import JsonlLog, SessionCache, aretrying, connect, retrying
@@ -110,3 +113,27 @@ def test_blind_jsonl_writers_never_hand_out_the_same_id(tmp_path: Path) -> None:
         first.revert_to(2)
         assert second.checkpoint() == 2  # the revert reuses ids from 2 on, as documented
     assert JsonlLog(path).restore().next_checkpoint_id == 3
+
+
+def test_a_damaged_checkpoint_record_is_skipped_and_takes_no_id(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ``_checkpoint`` record whose id no reader takes (another tool wrote it, or damage) is
+    stored as written through any backend's ``append``; every reader skips it with a warning,
+    so no backend indexes it as a checkpoint: the next id follows the last valid marker."""
+    store = backend.store("s")
+    store.append([user("a")])
+    assert store.checkpoint() == 0
+    store.append([{"role": "_checkpoint", "content": None, "id": "1"}, user("b")])
+    store.close()
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        manager = backend.manager("s")
+    assert caplog.text.count("needs an integer 'id'") == 1
+    assert said(manager) == ["a", "b"]
+    assert manager.checkpoint() == 1
+    manager.add(user("c"))
+    manager.revert_to(1)
+    assert said(manager) == ["a", "b"]
+    manager.revert_to(0)
+    assert said(manager) == ["a"]
+    manager.store.close()
