@@ -13,12 +13,16 @@ features that BPE pre-tokenizers share, each measured with C-level passes over t
   other word costs more, and more with its length (blocks of 3 and 5 letters). A message's first
   word has no leading space, so it is priced as a rare one. Capitals inside words (``camelCase``,
   ``ALLCAPS``) add; contractions take a little off (o200k reads ``don't`` as one pre-token);
-* **digits** (Qwen splits every digit) and the space before a number (its own token: BPE
+* **digits** (Qwen splits every digit) and the space or tab before a number (its own token: BPE
   pre-tokenizers never join a space to digits); ASCII **punctuation**; **layout** (line breaks
   and runs of them, ``\\r\\n``, tabs, runs of 2+ spaces or tabs: an indentation is a token);
+* **separators**: a word right after a tab, a line break or a comma has no space to merge with
+  and often splits into two tokens (a spreadsheet's tab- or comma-separated cells, a list of one
+  word a line): counted apart (``tab_words``, ``line_words``, ``comma_words``);
 * **other characters** by their UTF-8 lead byte (Latin-1, Latin Extended, Greek, Cyrillic,
-  Hebrew/Armenian, Arabic, Indic, Thai, CJK, Hangul, symbols, astral/emoji, ...), with extra
-  weight for upper-case Cyrillic and the Persian/Urdu Arabic letters;
+  Hebrew, Arabic, Indic, Thai, CJK, Hangul, symbols, astral/emoji, ...), with extra weight for
+  upper-case Cyrillic and the Persian/Urdu Arabic letters; the two-byte scripts cl100k reads a
+  byte a token (Armenian, the Cyrillic Supplement, Syriac, Thaana, NKo) at their two bytes;
 * **costly characters** inside those groups, from the shipped list :func:`char_classes`: the
   few hundred ideographs every reference tokenizer reads as one token (``cjk_cheap``: cheaper
   than other ideographs, never under a token, which each costs when no neighbour merges it), the
@@ -76,6 +80,9 @@ FEATURES = (
     "space_runs",
     "crlf",
     "tabs",
+    "tab_words",
+    "line_words",
+    "comma_words",
     "latin1",
     "latin_ext",
     "greek",
@@ -89,6 +96,8 @@ FEATURES = (
     "hangul",
     "specials",
     "astral",
+    "armenian",
+    "syriac",
     "thai",
     "devanagari",
     "arabic_ext",
@@ -106,49 +115,54 @@ FEATURES = (
 
 #: Tokens per unit of each feature (``tests/counting/fit_safe_estimate.py`` prints this tuple).
 WEIGHTS = (
-    0.1276,  # const
-    1.0182,  # common_words
-    1.0712,  # rare_words
-    0.4782,  # rare_b3
-    0.502,  # rare_b5
-    0.4224,  # space_upper
-    1.4914,  # camel
-    0.1856,  # allcaps
+    0.1592,  # const
+    1.0146,  # common_words
+    0.9783,  # rare_words
+    0.539,  # rare_b3
+    0.4276,  # rare_b5
+    0.4288,  # space_upper
+    1.4921,  # camel
+    0.1951,  # allcaps
     -0.6,  # contractions
-    1.0912,  # digits
-    1.0,  # space_digit
-    0.6681,  # punct
+    1.1028,  # digits
+    1.3267,  # space_digit
+    0.6767,  # punct
     0.1,  # newlines
     1.0,  # newline_runs
     1.0,  # space_runs
-    1.9173,  # crlf
+    1.8859,  # crlf
     0.125,  # tabs
+    1.5105,  # tab_words
+    0.1266,  # line_words
+    0.9889,  # comma_words
     1.0,  # latin1
     1.0,  # latin_ext
-    1.0947,  # greek
-    0.6121,  # cyrillic
-    1.28,  # hebrew
-    0.8698,  # arabic
-    2.8504,  # indic
+    1.0949,  # greek
+    0.613,  # cyrillic
+    1.2802,  # hebrew
+    0.87,  # arabic
+    2.8511,  # indic
     3.0,  # misc3
     1.0,  # symbols
-    1.7989,  # cjk
-    1.1103,  # hangul
+    1.7993,  # cjk
+    1.1003,  # hangul
     3.0,  # specials
-    2.8478,  # astral
-    0.9479,  # thai
-    1.0067,  # devanagari
-    0.6769,  # arabic_ext
-    1.794,  # cyrillic_upper
-    -0.5925,  # cjk_cheap
-    1.2012,  # cjk_costly
-    1.3902,  # astral_cjk
+    2.849,  # astral
+    2.0,  # armenian
+    2.0,  # syriac
+    0.948,  # thai
+    1.0082,  # devanagari
+    0.6835,  # arabic_ext
+    1.7596,  # cyrillic_upper
+    -0.5926,  # cjk_cheap
+    1.2008,  # cjk_costly
+    1.3897,  # astral_cjk
     1.2415,  # thai_rare
     2.0,  # braille
     1.0,  # space_wide
-    1.6984,  # sqrt_nonascii
-    0.52,  # sqrt_rare
-    1.1687,  # sqrt_punct
+    1.6903,  # sqrt_nonascii
+    0.5763,  # sqrt_rare
+    1.0483,  # sqrt_punct
 )
 
 #: UTF-8 lead bytes per character group, in :data:`FEATURES` order from ``latin1`` to ``astral``
@@ -157,9 +171,9 @@ _GROUPS = (
     (0xC2, 0xC3),  # Latin-1 supplement: é ü ñ ß, no-break space
     (0xC4, 0xCD),  # Latin Extended-A/B, IPA, modifiers, combining marks
     (0xCE, 0xCF),  # Greek and Coptic
-    (0xD0, 0xD4),  # Cyrillic
-    (0xD5, 0xD7),  # Armenian, Hebrew
-    (0xD8, 0xDF),  # Arabic, Syriac, Thaana, NKo
+    (0xD0, 0xD3),  # Cyrillic
+    (0xD7, 0xD7),  # Hebrew letters
+    (0xD8, 0xDB),  # Arabic
     (0xE0, 0xE0),  # U+0800-0FFF: Devanagari ... Tibetan
     (0xE1, 0xE1),  # U+1000-1FFF: Myanmar, Georgian, Hangul Jamo, Ethiopic, Khmer, Vietnamese
     (0xE2, 0xE2),  # U+2000-2FFF: punctuation, symbols, arrows, math, box drawing, dingbats
@@ -167,6 +181,9 @@ _GROUPS = (
     (0xEA, 0xED),  # U+A000-DFFF: Yi, Hangul syllables (and lone surrogates)
     (0xEE, 0xEF),  # U+E000-FFFF: private use, compatibility, full-width forms, specials
     (0xF0, 0xF4),  # astral: emoji, rare ideographs
+    # Scripts few tokenizers merge: priced at their byte count, the most a byte-level BPE spends.
+    (0xD4, 0xD6),  # Cyrillic Supplement (Komi, Abkhaz, ...), Armenian, Hebrew points
+    (0xDC, 0xDF),  # Syriac, Arabic Supplement, Thaana, NKo
 )
 _GROUP_MARKS = [bytes((65 + k,)) for k in range(len(_GROUPS))]
 _LEAD_TABLE = bytes(
@@ -188,12 +205,14 @@ _LOWER = range(97, 123)
 _WORD_TABLE = _table({**{i: i + 32 for i in _UPPER}, **{i: i for i in _LOWER}}, 32)
 #: Letters -> ``a``: blocks of a rare word's letters are counted with ``count(b"aaa")``.
 _A_TABLE = _table({i: 97 for i in (*_UPPER, *_LOWER)}, 32)
-#: Shape: lower ``a``, upper ``A``, space, digit ``0``, ASCII punctuation ``.``, else ``_``.
+#: Shape: lower ``a``, upper ``A``, space (a tab too: a number after either is its own
+#: pre-token), digit ``0``, ASCII punctuation ``.``, else ``_``.
 _SHAPE_TABLE = _table(
     {
         **{i: 97 for i in _LOWER},
         **{i: 65 for i in _UPPER},
         32: 32,
+        9: 32,
         **{i: 48 for i in _DIGITS},
         **{i: 46 for i in _PUNCT},
     },
@@ -201,6 +220,10 @@ _SHAPE_TABLE = _table(
 )
 _SPACE_TABLE = _table({32: 32, 9: 32}, 120)
 _NEWLINE_TABLE = _table({10: 110, 13: 110}, 120)
+#: Letters -> ``a``, tab, line feed and comma kept (a semicolon read as a comma), else ``.``: a
+#: word right after a tab, a line break or a comma (``count(b"\ta")``, ...) has no space to merge
+#: with, so it costs more than after one (a spreadsheet's cells, a list of one word a line, CSV).
+_BREAK_TABLE = _table({9: 9, 10: 10, 44: 44, 59: 44, **{i: 97 for i in (*_UPPER, *_LOWER)}}, 46)
 _APOS_TABLE = _table({39: 39, **{i: 97 for i in (*_UPPER, *_LOWER)}}, 46)
 #: Upper-case Cyrillic (U+0410-042F) is D0 followed by 90-AF: ``D``, ``U``, then ``count(b"DU")``.
 _CYRILLIC_TABLE = _table({0xD0: 68, **{i: 85 for i in range(0x90, 0xB0)}}, 46)
@@ -209,10 +232,11 @@ _CYRILLIC_TABLE = _table({0xD0: 68, **{i: 85 for i in range(0x90, 0xB0)}}, 46)
 _ASTRAL_CJK_TABLE = _table({0xF0: 70, **{i: 104 for i in range(0xA0, 0xC0)}}, 46)
 #: Braille patterns (U+2800-28FF): E2 followed by A0-A3.
 _BRAILLE = (b"\xe2\xa0", b"\xe2\xa1", b"\xe2\xa2", b"\xe2\xa3")
-#: A space before a character of 3 or 4 UTF-8 bytes (Indic, Thai, Braille, CJK, Hangul, astral):
-#: ``" W"``. No pre-token joins it to a following ideograph or rare character (cl100k, Qwen and
-#: DeepSeek: word-segmented Chinese costs a token per space), unlike a space before a word.
-_WIDE_TABLE = _table({32: 32, **{i: 87 for i in range(0xE0, 0xF5)}}, 46)
+#: A space before a character of 3 or 4 UTF-8 bytes (Indic, Thai, Braille, CJK, Hangul, astral),
+#: or of the two-byte scripts priced at their bytes (Armenian, Syriac, ...): ``" W"``. No
+#: pre-token joins it to a following ideograph or rare character (cl100k, Qwen and DeepSeek:
+#: word-segmented Chinese costs a token per space), unlike a space before a word.
+_WIDE_TABLE = _table({32: 32, **{i: 87 for i in (*range(0xD4, 0xD7), *range(0xDC, 0xF5))}}, 46)
 
 _lock = threading.Lock()
 _words: frozenset[bytes] | None = None
@@ -274,6 +298,8 @@ def _features(text: str, raw: bytes) -> list[float]:
     punct = shape.count(b".")
     newlines = raw.count(b"\n")
     spaces = raw.translate(_SPACE_TABLE)
+    tabs = raw.count(b"\t")
+    breaks = raw.translate(_BREAK_TABLE) if tabs or newlines or punct else b""
     out = [
         1.0,
         common,
@@ -291,7 +317,10 @@ def _features(text: str, raw: bytes) -> list[float]:
         raw.translate(_NEWLINE_TABLE).count(b"xn") + (raw[:1] in b"\r\n") if newlines else 0,
         spaces.count(b"x  ") + spaces.startswith(b"  ") if b"  " in spaces else 0,
         raw.count(b"\r\n"),
-        raw.count(b"\t"),
+        tabs,
+        breaks.count(b"\ta") if tabs else 0,
+        breaks.count(b"\na") if newlines else 0,
+        breaks.count(b",a") if punct else 0,
     ]
     nonascii = 0
     if text.isascii():

@@ -134,6 +134,42 @@ def _logs(seed: int) -> str:
     )
 
 
+def _tables(seed: int) -> str:
+    """Tables as tools print them and clipboards carry them: tab-separated (a spreadsheet copy,
+    ``mysql -B``), comma- and pipe-separated, and one-column lists (a value a line); each a
+    header row, then cells of lowercase words (the most common case: tags, states, keywords),
+    names, cities, numbers and dates, in seeded columns."""
+    fake = Faker("en_US")
+    fake.seed_instance(seed)
+    rng = random.Random(seed)
+    cells: dict[str, Callable[[], str]] = {
+        "word": fake.word,
+        "words": lambda: " ".join(fake.words(rng.randint(2, 4))),
+        "name": fake.name,
+        "city": fake.city,
+        "int": lambda: str(rng.randint(0, 10 ** rng.randint(1, 7))),
+        "float": lambda: f"{rng.uniform(0, 1000):.2f}",
+        "date": fake.date,
+    }
+    kinds = ("word", "word", "word", "words", "name", "city", "int", "float", "date")
+    tables = []
+    # A sheet of lowercase words (the costliest per character: no cell merges with a space),
+    # mixed sheets, and a one-column list.
+    for sep, columns, pool in 2 * (
+        ("\t", 6, ("word",)),
+        ("\t", 6, kinds),
+        (",", 5, kinds),
+        (",", 4, ("word",)),
+        (" | ", 4, kinds),
+        ("\t", 1, kinds),
+    ):
+        row_kinds = [rng.choice(pool) for _ in range(rng.randint(1, columns))]
+        rows = [sep.join(fake.word() for _ in row_kinds)]
+        rows += [sep.join(cells[k]() for k in row_kinds) for _ in range(rng.randint(10, 30))]
+        tables.append("\n".join(rows))
+    return "\n\n".join(tables)
+
+
 def _digits(seed: int) -> str:
     rng = random.Random(seed)
     rows = []
@@ -424,6 +460,7 @@ CLASSES: dict[str, Callable[[int], str]] = {
     "rare_cjk_spaced": _rare_cjk_spaced,
     "thai_spaced": _thai_spaced,
     "braille_spaced": _braille_spaced,
+    "tables": _tables,
 }
 
 

@@ -186,6 +186,21 @@ def test_hostile_inputs(text: str) -> None:
     assert tokens <= len(text.encode("utf-8", "surrogatepass"))
 
 
+def _sheet(separator: str) -> str:
+    """A stock sheet as a spreadsheet copies it: a header, then 150 rows of seeded words."""
+    columns = {
+        "product": ["chair", "table", "lamp", "sofa", "desk", "shelf", "bed", "mirror", "rug"],
+        "category": ["furniture", "lighting", "decor", "bedroom", "office", "kitchen", "garden"],
+        "color": ["black", "white", "oak", "walnut", "grey", "green", "blue", "red"],
+        "material": ["wood", "metal", "glass", "fabric", "leather", "plastic", "stone"],
+        "status": ["available", "reserved", "shipped", "returned", "pending"],
+    }
+    rng = random.Random(0)
+    rows = [separator.join(columns)]
+    rows += [separator.join(rng.choice(v) for v in columns.values()) for _ in range(150)]
+    return "\n".join(rows)
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -206,6 +221,12 @@ def test_hostile_inputs(text: str) -> None:
         "氕氘氚氦锂铍硼碳氮氧氟氖钠镁铝硅磷硫氯氩钾钙鿏鿔鿫\U0002cb3b\U0002b7fc",
         "ก๊ก ฃ๋ ฅ๊ ฆ็ ฌ์ ฎ๋ ฏ๊ ๑๒๓ ฤๅ ฦๅ ๏ ๚ ๛",
         "\u2801\u2803\u2809 \u2819\u2811\u28ff\u2840",
+        # another reviewer's: spreadsheets pasted as tab- and comma-separated words (no cell
+        # joins a space), Armenian and Syriac chat (two-byte scripts cl100k does not merge)
+        pytest.param(_sheet("\t"), id="tsv-sheet-of-words"),
+        pytest.param(_sheet(","), id="csv-sheet-of-words"),
+        pytest.param("Բարև ձեզ, ինչպե՞ս եք։ Ես շատ լավ եմ, շնորհակալություն։ " * 40, id="armenian"),  # noqa: RUF001
+        pytest.param("ܫܠܡܐ ܥܠܝܟ ܐܝܟܢܐ ܐܝܬܝܟ " * 40, id="syriac"),
     ],
 )
 def test_known_hard_cases_are_not_undercounted(text: str) -> None:
