@@ -225,22 +225,28 @@ def _is_record(item: Any) -> bool:
 
 
 def _session_log(lines: list[tuple[int, str]], name: str) -> list[Any]:
-    """A session log as a restore reads it: the stores' reader, the system prompt first."""
+    """A session log as a restore reads it: the stores' reader, replayed into a manager (the one
+    replay a store's open runs), so a compaction leaves what it kept and its summary. What that
+    manager holds, in the order it sends it: the system prompt, the summary, the messages."""
+    from .manager import MessageContextManager
+    from .store._replay import replay
     from .store.replayer import Replayer
 
     replayer = Replayer(name, strict=True)
+    manager = MessageContextManager(_UNBOUNDED, reserve_tokens=0, counter="chars")
     try:
         for number, line in lines:
             replayer.feed(number, (line + "\n").encode("utf-8", "surrogatepass"), True)
+        state = replayer.state
+        replay(manager, replayer.sequence, strict=True, path=name, tally=state, restored=state)
     except ContextManagerError as exc:
         raise CliError(str(exc)) from None
-    state = replayer.state
-    messages = [stored.message for stored in state.messages]
-    if state.system_message is not None:
-        messages.insert(0, state.system_message)
-    elif state.system_prompt:
-        messages.insert(0, {"role": "system", "content": state.system_prompt})
-    return _nonempty(messages, name)
+    head = [m for m in (manager.system_message, manager.summary) if m is not None]
+    return _nonempty([*head, *manager.messages], name)
+
+
+#: A restored session log's manager holds everything: no budget decides what it keeps.
+_UNBOUNDED = 1 << 53
 
 
 def as_json(message: Any) -> Any:

@@ -146,3 +146,28 @@ def test_an_object_that_is_neither_a_message_nor_a_request_is_named(
     path.write_text('{\n "model": "gpt-4o",\n "prompt": "hi"\n}\n')
     assert main(["count", str(path)]) == 2
     assert "invalid JSON line" in capsys.readouterr().err
+
+
+def test_a_compacted_session_log_reads_as_the_restored_manager_sends_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI read every message line and dropped the summary: `count` and `stats` reported a
+    conversation no restore holds (63 messages where the manager held 13)."""
+    path = tmp_path / "session.jsonl"
+    manager = MessageContextManager.open(path, max_tokens=100_000, system_prompt="Be brief.")
+    for i in range(10):
+        manager.add({"role": "user", "content": f"question {i}"})
+        manager.add({"role": "assistant", "content": f"answer {i}"})
+    manager.apply_compaction({"role": "user", "content": "what the first eight turns said"}, 16)
+    manager.add({"role": "user", "content": "and now?"})
+    manager.store.close()
+    sent = MessageContextManager.open(path, max_tokens=100_000).get_context()
+    assert [m["content"] for m in sent[:3]] == [
+        "Be brief.",
+        "what the first eight turns said",
+        "question 8",
+    ]
+    assert main(["count", str(path), "--json", "--counter", "chars"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["messages"]) == len(sent) == 7
+    assert main(["trim", str(path), "--budget-tokens", "100000"]) == 0
+    assert json.loads(capsys.readouterr().out) == sent
