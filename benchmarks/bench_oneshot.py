@@ -179,7 +179,11 @@ def test_oneshot(benchmark: Any, peer: str, budget: int, n: int) -> None:
         ours_s, theirs_s = paired(
             lambda: mine(ours_input, budget), lambda: trimmer(theirs_input, budget)
         )
-        benchmark.extra_info["paired"] = {"ours": ours_s, "theirs": theirs_s}
+        benchmark.extra_info["paired"] = {
+            "ours": ours_s,
+            "theirs": theirs_s,
+            "with": f"test_oneshot[{partner}-{budget}-{n}]",
+        }
 
 
 @pytest.mark.parametrize("n", REPEAT_SIZES)

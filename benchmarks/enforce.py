@@ -140,9 +140,14 @@ def check(results: dict[str, dict[str, Any]], *, quick: bool) -> tuple[list[str]
 
 def ratio_of(ours: dict[str, Any], theirs: dict[str, Any]) -> float:
     """``theirs / ours``: from the interleaved timing the peer's case recorded when it has one
-    (``bench_oneshot.paired``: both sides under the same load), else the two medians."""
+    with this ``ours`` (``bench_oneshot.paired``: both sides under the same load; ``with`` names
+    the case it was paired with), else the two medians."""
     pair = (theirs.get("extra_info") or {}).get("paired")
-    if isinstance(pair, dict) and pair.get("ours"):
+    if (
+        isinstance(pair, dict)
+        and pair.get("ours")
+        and pair.get("with", ours.get("name")) == ours.get("name")
+    ):
         return float(pair["theirs"]) / float(pair["ours"])
     return float(theirs["stats"]["median"]) / float(ours["stats"]["median"])
 

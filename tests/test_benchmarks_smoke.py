@@ -166,6 +166,19 @@ def test_a_paired_timing_decides_the_ratio_over_the_two_medians(tmp_path: Path) 
     assert enforce.main(["--quick", "--from-json", str(_run(tmp_path, list(run.values())))]) == 0
 
 
+def test_a_paired_timing_decides_only_the_ratio_of_the_case_it_was_paired_with(
+    tmp_path: Path,
+) -> None:
+    """LangChain's case at 1,000 messages is paired with ``ours`` (chars/4); the default
+    counter's ratio against the same case must come from the medians, not from that pair."""
+    run = {bench["name"]: bench for bench in _passing_run()}
+    default = next(r for r in oneshot_ratio_targets(quick=True) if "ours_default" in r.ours)
+    run[default.ours]["stats"]["median"] = 2 * run[default.theirs]["stats"]["median"]  # 0.5x
+    pair = {"ours": 1.0, "theirs": 10.0, "with": "test_oneshot[ours-102400-1000]"}
+    run[default.theirs]["extra_info"]["paired"] = pair  # 10x, for chars/4
+    assert enforce.ratio_of(run[default.ours], run[default.theirs]) == 0.5
+
+
 def test_paired_timing_alternates_blocks_and_measures_each_side() -> None:
     from benchmarks import bench_oneshot
 
