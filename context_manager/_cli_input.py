@@ -227,7 +227,9 @@ def _is_record(item: Any) -> bool:
 def _session_log(lines: list[tuple[int, str]], name: str) -> list[Any]:
     """A session log as a restore reads it: the stores' reader, replayed into a manager (the one
     replay a store's open runs), so a compaction leaves what it kept and its summary. What that
-    manager holds, in the order it sends it: the system prompt, the summary, the messages."""
+    manager holds, in the order it sends it: the system prompt, the summary, the messages (held,
+    not ``get_context()``: a call still awaiting its result is held but not sent, and the
+    commands read the log as it stands)."""
     from .manager import MessageContextManager
     from .store._replay import replay
     from .store.replayer import Replayer

@@ -272,7 +272,7 @@ class JournalCore:
     ) -> Flow[bool]:
         """Catch ``manager`` up with the store; True when every id in ``wanted`` is stored
         (among the records read, or found by the rebuild after a failed commit)."""
-        # Closed, its manager may be parked: moved unseen, the cache would apply records twice.
+        # Closed, its manager may be parked in a session cache, which must not see it move.
         self._refuse_if_closed()
         recovered = bool(wanted) and set(wanted) <= self._recovered
         head = self.log.store.head

@@ -33,7 +33,7 @@ import secrets
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from .._config import SAFE_INT
 from ..errors import StoreError
@@ -370,7 +370,7 @@ def indexed_checkpoint(record: Mapping[str, Any]) -> int | None:
     if record.get("role") != CHECKPOINT:
         return None
     value = record.get("id")
-    return value if isinstance(value, int) and _is_int(value) and abs(value) <= SAFE_INT else None
+    return value if _is_int(value) and abs(value) <= SAFE_INT else None
 
 
 def read_record(raw: bytes, *, check_message: bool = True) -> dict[str, Any] | str:
@@ -407,5 +407,5 @@ def _check_attrs(attrs: Any) -> None:
         raise _Invalid(f"'{ATTRS_KEY}.{ID_KEY}' must be a string")
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
