@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -22,10 +23,16 @@ from context_manager.providers import validate
 from .helpers import manager_context
 
 
+@functools.cache
+def _converse_shape() -> Any:
+    """The Converse request shape botocore ships (loading the service model takes ~35 ms)."""
+    model = get_session().get_service_model("bedrock-runtime")
+    return model.operation_model("Converse").input_shape
+
+
 def _converse_ok(messages: list[dict[str, Any]]) -> None:
     """botocore's own check of a Converse request's shape, then the first-turn rule."""
-    model = get_session().get_service_model("bedrock-runtime")
-    shape = model.operation_model("Converse").input_shape
+    shape = _converse_shape()
     request = {"modelId": "m", "messages": messages}
     report = ParamValidator().validate(request, shape)
     assert not report.has_errors(), report.generate_report()
