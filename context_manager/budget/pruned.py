@@ -109,6 +109,18 @@ class Truncation:
     call_ids: list[str] = field(default_factory=list)
 
 
+def _both(older: Truncation, newer: Truncation) -> Truncation:
+    """Two groups cut in one request, reported as one cut (the event, the cache tracker)."""
+    return Truncation(
+        [*older.messages, *newer.messages],
+        older.tokens + newer.tokens,
+        older.original_tokens + newer.original_tokens,
+        older.results_truncated + newer.results_truncated,
+        older.chars_cut + newer.chars_cut,
+        [*older.call_ids, *newer.call_ids],
+    )
+
+
 def fit_newest_group(
     originals: Sequence[Any],
     records: Sequence[Message],
@@ -376,15 +388,22 @@ def plan_view(
     if options.truncate_newest and g >= ledger.floor and not ledger.group_pinned[g]:
         p = ledger.protected_group()  # with the turn a context opens with (plan.lead_group)
         lead = lead_group(ledger, p, provider) if p >= 0 else -1
-        left = room - sum(view.trimmable(x, x + 1) for x in {lead, p} if 0 <= x < g)
-        if view.trimmable(g, g + 1) > left and ledger.has_results(g):
-            a, b = ledger.group_start[g], ledger.group_end(g)
+        # The groups every request sends, newest last; the results of the latest user turn's
+        # own group are cut too once a newer exchange follows it (cut while it was the newest,
+        # it would otherwise overflow every later request of the loop until the next turn).
+        required = sorted(x for x in {lead, p} if 0 <= x < g)
+        for x in (p, g) if 0 <= p < g else (g,):
+            left = room - sum(view.trimmable(y, y + 1) for y in (*required, g) if y != x)
+            if view.trimmable(x, x + 1) <= left or not ledger.has_results(x):
+                continue
+            a, b = ledger.group_start[x], ledger.group_end(x)
             group = ledger.originals[a:b], ledger.records[a:b]
-            fit = fit_newest_group(*group, left, counter, options.offload)
-            if fit is not None:
-                view = with_group_tokens(view, g, fit.tokens)
-                repl = {**repl, **dict(zip(ledger.seq[a:b], fit.messages, strict=True))}
-            else:
+            cut = fit_newest_group(*group, left, counter, options.offload)
+            if cut is not None:
+                view = with_group_tokens(view, x, cut.tokens)
+                repl = {**repl, **dict(zip(ledger.seq[a:b], cut.messages, strict=True))}
+                fit = cut if fit is None else _both(fit, cut)
+            elif x == g:
                 uncut = group
     try:
         kept = plan_context(view, strategy, room, provider)

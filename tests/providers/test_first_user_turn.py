@@ -319,6 +319,36 @@ def test_fifo_keeps_the_turn_a_tool_loop_started_from(provider: str) -> None:
     assert len(old) == 1  # the first task's turn was let go once the next task began
 
 
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock"])
+def test_a_large_result_sent_with_the_persons_words_is_cut_in_every_later_request(
+    provider: str,
+) -> None:
+    """The person speaks in the turn that carries a result larger than the window (result +
+    text). That turn is the latest user turn for the rest of the loop, so every request sends
+    it: its result is cut to fit then too, not only while it is the newest exchange (each later
+    request used to raise ``ContextOverflowError`` until the next plain user turn)."""
+    from context_manager import MessageContextManager
+    from context_manager.counting.tiktoken_loader import load_encoding  # tiktoken, bundled ranks
+
+    budget = 2_000
+    enc = load_encoding("o200k_base")
+    manager = MessageContextManager(budget, reserve_tokens=0, counter="tiktoken", provider=provider)
+    manager.add(_said(provider, "Fix the failing test."))
+    manager.add(_use(provider, "toolu_big"))
+    words = "Also check the README."
+    manager.add(_result(provider, "toolu_big", "ERROR build step failed\n" * 2_000, words))
+    for turn in range(6):
+        sent = manager.get_context()
+        _provider_ok(provider, sent)
+        texts = [t for m in sent for t in _texts(m["content"])]
+        assert words in texts  # the person's words are sent whole
+        assert any("ERROR build step failed" in t for t in texts)  # head and tail of the result
+        assert sum(len(enc.encode(t)) for t in texts) <= budget
+        assert sent == trim(manager.messages, budget, counter="tiktoken", provider=provider)
+        manager.add(_use(provider, f"toolu_{turn}"))
+        manager.add(_result(provider, f"toolu_{turn}", f"line {turn}: ok"))
+
+
 def _call(call_id: str, *before: dict[str, Any]) -> dict[str, Any]:
     block = {"type": "tool_use", "id": call_id, "name": "read", "input": {}}
     return {"role": "assistant", "content": [*before, block]}
