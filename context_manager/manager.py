@@ -64,9 +64,8 @@ class MessageContextManager(ExtensionHub):
     to ``"sliding_window"`` (the history keeps every message, only what is sent is trimmed);
     ``"fifo"`` evicts on add (``on_evict`` hears what goes). ``retention_ratio``: prompt-cache
     friendly trimming; ``calibrate``: budget decisions scaled by billed/counted usage; ``pruning``
-    trims old tool results in the view only; ``truncate_newest`` cuts the results of the newest
-    exchange (and of the latest user turn's) to fit instead of dropping it. Budget, counter,
-    strategy and tools are read-only.
+    trims old tool results in the view only; ``truncate_newest`` cuts the newest exchange's (and
+    the latest user turn's) results to fit. Budget, counter, strategy, tools are read-only.
     """
 
     def __init__(
