@@ -210,8 +210,7 @@ class MessageContextManager(ExtensionHub):
     ) -> int:
         """:meth:`add` with the count under ``counter.fingerprint()`` known (None: count it)."""
         tokens = None if tokens is None else check_count("tokens", tokens)
-        if type(priority) is not int:
-            check_priority(priority)
+        check_priority(priority)
         with self._lock:
             index = self._added
             rec = normalize(message, index)

@@ -39,7 +39,7 @@ import gc
 from collections.abc import Collection, Sequence
 from typing import Any, Literal
 
-from ._config import budget_options, check_int, checked_tools
+from ._config import budget_options, check_int, check_priority, checked_tools
 from .budget.backscan import BackwardScan, Fallback
 from .budget.pruned import Pruning
 from .budget.strategies import FIFO, SlidingWindow, Strategy, get_strategy
@@ -135,6 +135,8 @@ def trim(
             f"priorities has {len(priorities)} entries for {len(messages)} messages; "
             "give one priority per message"
         )
+    for priority in priorities or ():  # the manager's rule, before either path reads them
+        check_priority(priority)
     if strategy == "fifo" if isinstance(strategy, str) else isinstance(strategy, FIFO):
         raise ConfigurationError(_FIFO_IN_TRIM)
     if cache is not None and not isinstance(cache, MessageCountCache):
@@ -153,7 +155,6 @@ def trim(
         and (pruning is None and not repair)
         and type(resolved) is SlidingWindow
         and resolved.retention_ratio is None
-        and (priorities is None or all(type(p) is int for p in priorities))
     ):
         fixed = token_counter.prompt_overhead
         if tool_defs:

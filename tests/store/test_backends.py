@@ -281,3 +281,17 @@ def test_copy_between_backends_and_the_sessions_cli(
     assert capsys.readouterr().out == "src\n"
     with pytest.raises(ConfigurationError):
         copy_session(target, backend.store("back"), session="src")  # never merges histories
+
+
+def test_a_priority_every_store_reads_back_is_the_only_one_accepted(backend: Backend) -> None:
+    """A priority is stored as a JSON number, which readers take exactly up to 2**53: the
+    largest ones round-trip, a larger one is refused on add (it used to be written, then
+    skipped on reopen as a corrupt line: an acknowledged message lost)."""
+    manager = backend.manager()
+    manager.add(user("low"), priority=-(2**53))
+    manager.add(user("high"), priority=2**53)
+    with pytest.raises(ConfigurationError, match="2\\*\\*53"):
+        manager.add(user("too high"), priority=2**63)
+    reopened = backend.manager(strategy="priority")
+    assert reopened.messages == [user("low"), user("high")]
+    assert [item.priority for item in reopened.history()] == [-(2**53), 2**53]
