@@ -147,8 +147,9 @@ class JsonlLog(RecordWriter):
         # without reading the file when nothing was written since.
         self._last_batch: tuple[str, int] | None = None
         _files.check_below(self.root, _files.check_path(self.path.parent))  # made on 1st write
-        if session is None:  # a file the caller named: a conversation or database is refused
-            _files.check_log_kind(self.path)
+        # A conversation or database in its place (named, or left in a session directory) is
+        # refused before anything reads, locks or repairs it.
+        _files.check_log_kind(self.path)
 
     @property
     def next_checkpoint_id(self) -> int:

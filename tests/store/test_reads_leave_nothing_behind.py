@@ -94,6 +94,19 @@ def test_opening_a_conversation_file_as_a_session_leaves_it_untouched(tmp_path: 
     assert tree(tmp_path) == ["chat.json"]
 
 
+def test_a_conversation_file_in_a_session_directory_is_left_untouched(tmp_path: Path) -> None:
+    """The same file where a session's log lives (``<root>/<session>/context.jsonl``), opened
+    by root and session id, used to be read as corrupt lines, cut as a torn tail and replaced
+    by the next record."""
+    (tmp_path / "s").mkdir()
+    log = tmp_path / "s" / "context.jsonl"
+    log.write_text('[{"role":"user","content":"hello"}]')
+    before = log.read_bytes()
+    with pytest.raises(ConfigurationError, match="not a session log"):
+        MessageContextManager.open(tmp_path, session="s", max_tokens=1_000)
+    assert log.read_bytes() == before
+
+
 @pytest.mark.parametrize(
     "content",
     [b"notes: call Bob\nbuy milk", b"role,content\nuser,hi", b"\x1f\x8b\x08\x00gzip"],
