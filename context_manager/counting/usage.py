@@ -39,9 +39,15 @@ class Usage:
 
 
 def _int(obj: Any, name: str) -> int:
+    """A count the report gives (0 when it leaves the field out); anything else a provider
+    never sends (NaN, a float, a bool, text) is refused, not stored as 0."""
     value = field(obj, name)
-    if isinstance(value, bool) or not isinstance(value, int):
+    if value is None:
         return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationError(
+            f"usage field {name!r} must be a token count (an int), got {value!r:.60}"
+        )
     return check_count(f"usage field {name!r}", value)
 
 

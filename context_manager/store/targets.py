@@ -24,10 +24,12 @@ import inspect
 import os
 import re
 import stat
+from collections.abc import Mapping
 from typing import Any
 
 from .._config import check_flag
 from ..errors import ConfigurationError
+from ..messages.nesting import short_repr
 from ._files import check_path, sessions_root, stat_or_none
 from ._urls import describe, libpq_target, redis_url, sqlite_file, sqlite_url
 from .handle import StoreHandle, jsonl_handle, shared_handle
@@ -259,6 +261,12 @@ def open_log(
     store_options: dict[str, Any] | None = None,
 ) -> SessionLog:
     """The session log a manager writes through: the JSONL log itself, else a ``StoreLog``."""
+    if store_options is not None and not (
+        isinstance(store_options, Mapping) and all(isinstance(k, str) for k in store_options)
+    ):
+        raise ConfigurationError(
+            f"store_options must be a dict of option names, got {short_repr(store_options, 60)}"
+        )
     options = dict(store_options or {})
     is_path = isinstance(target, (str, os.PathLike)) and not os.fspath(target).startswith(_SCHEMES)
     if isinstance(target, StoreHandle):

@@ -8,6 +8,7 @@ The manager counts with a counter that undercounts that by 2x.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_manager import MessageContextManager
+from context_manager import ConfigurationError, MessageContextManager
 from context_manager.budget.calibration import HIGH, LOW, MIN_COUNTED, Calibration
 from context_manager.counting import TokenCounter, count_tokens, get_counter
 from context_manager.messages import Message
@@ -223,3 +224,21 @@ def test_a_usage_report_does_not_outlive_the_compaction_that_cut_what_it_measure
     summary = {"role": "user", "content": "Summary: we talked."}
     manager.apply_compaction(summary, 30)
     assert manager.used_tokens == billed([summary, *history[30:]])
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, 5.7, True, "lots"])
+def test_a_usage_report_with_a_value_no_provider_sends_is_refused(
+    tmp_path: Path, bad: object
+) -> None:
+    """A damaged report (NaN, a float, a bool, text in a token field) was read as 0 and logged
+    as a report of 0 tokens; it is refused, and nothing is recorded. A missing field is 0."""
+    manager = MessageContextManager.open(tmp_path, session="s", max_tokens=10_000)
+    manager.add({"role": "user", "content": "hi"})
+    report = {"input_tokens": 500, "output_tokens": 3, "cache_read_input_tokens": bad}
+    with pytest.raises(ConfigurationError, match="cache_read_input_tokens"):
+        manager.record_usage(report)
+    manager.record_usage({"input_tokens": 500, "output_tokens": 3, "cache_read_input_tokens": None})
+    manager.store.close()
+    log = (tmp_path / "s" / "context.jsonl").read_text()
+    usage = [json.loads(line) for line in log.splitlines() if '"_usage"' in line]
+    assert [record["token_count"] for record in usage] == [500]

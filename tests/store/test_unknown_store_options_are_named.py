@@ -36,3 +36,18 @@ def test_the_options_sqlite_takes_still_work(tmp_path: Path) -> None:
         assert len(store.load().lines) == 1
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("options", [5, "ab", 1.5, {1: 2}, [("ttl", 1)]])
+def test_store_options_that_are_no_dict_of_names_are_refused(
+    tmp_path: Path, options: object
+) -> None:
+    """They raised ``TypeError`` / ``ValueError`` from ``dict()`` or the call's ``**``."""
+    with pytest.raises(ConfigurationError, match="store_options must be a dict"):
+        MessageContextManager.open(
+            tmp_path,
+            session="s",
+            max_tokens=1_000,
+            store_options=options,  # type: ignore[arg-type]
+        )
+    assert list(tmp_path.iterdir()) == []
