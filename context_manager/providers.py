@@ -58,15 +58,9 @@ from typing import Any, Literal
 from .errors import ConfigurationError, InvalidMessageError
 from .messages import Message, message_list, normalize
 from .messages.gemini import answered_calls
+from .messages.joining import fused
 from .messages.nesting import short_repr
-from .messages.shapes import (
-    THINKING_KINDS,
-    joined_plain_turns,
-    joined_responses,
-    part_kinds,
-    same_shape,
-    shape_of,
-)
+from .messages.shapes import THINKING_KINDS, part_kinds, same_shape, shape_of
 
 __all__ = [
     "PROVIDERS",
@@ -494,7 +488,7 @@ def fuse_turns(messages: list[Any], provider: str | ProviderRules | None = "bedr
     results first, thinking first, a call ends its turn); the joined turn is a new dict holding
     the same blocks, never costlier to send than the two turns. ``one_response_turn``
     (Gemini): user contents holding only function responses, which answer the same call turn
-    (:func:`~context_manager.messages.shapes.joined_responses`: a new ``Content`` or dict in
+    (:func:`~context_manager.messages.joining.joined_responses`: a new ``Content`` or dict in
     the conversation's shape; pydantic-ai requests answering one call turn become one request);
     a text turn is never joined to them. Returns ``messages``
     itself when nothing is joined; every turn not joined is the caller's object.
@@ -503,16 +497,4 @@ def fuse_turns(messages: list[Any], provider: str | ProviderRules | None = "bedr
     messages = message_list(messages)
     if rules is None or not (rules.strict or rules.one_response_turn):
         return messages
-    out: list[Any] | None = None
-    for k in range(1, len(messages)):
-        prev = out[-1] if out is not None else messages[k - 1]
-        joined = joined_plain_turns(prev, messages[k]) if rules.strict else None
-        if joined is None and rules.one_response_turn:
-            joined = joined_responses(prev, messages[k])
-        if joined is not None:
-            if out is None:
-                out = list(messages[:k])
-            out[-1] = joined
-        elif out is not None:
-            out.append(messages[k])
-    return messages if out is None else out
+    return fused(messages, plain=rules.strict, answers=rules.one_response_turn)

@@ -107,3 +107,39 @@ def test_converse_is_judged_as_anthropic_shape() -> None:
     ]
     converse = _assistant_pair()[:3]
     assert len(fuse_turns(converse, "bedrock")) == len(fuse_turns(anthropic, "bedrock")) == 3
+
+
+def test_a_long_run_of_turns_to_join_costs_what_it_holds() -> None:
+    """n same-role turns (Bedrock) or n contents answering one call turn (Gemini) are joined in
+    O(n) calls: each join used to read and copy the growing turn again (4,000 same-role user
+    turns: 9 s in ``trim()``, and in every ``get_context()``)."""
+    from context_manager import trim
+
+    from .linear_time import python_calls
+
+    def same_role(n: int) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": f"m{i}"} for i in range(n)]
+
+    def answers(n: int) -> list[dict[str, Any]]:
+        call = {
+            "role": "model",
+            "parts": [
+                {"function_call": {"name": "f", "args": {}, "id": f"c{i}"}} for i in range(n)
+            ],
+        }
+        results = [
+            {
+                "role": "user",
+                "parts": [{"function_response": {"name": "f", "response": {}, "id": f"c{i}"}}],
+            }
+            for i in range(n)
+        ]
+        return [{"role": "user", "parts": [{"text": "go"}]}, call, *results]
+
+    def cost(messages: list[dict[str, Any]], provider: str) -> int:
+        return python_calls(lambda: trim(messages, 10**7, counter="chars", provider=provider))
+
+    for build, provider in ((same_role, "bedrock"), (answers, "gemini")):
+        joined = trim(build(800), 10**7, counter="chars", provider=provider)
+        assert len(joined) == (1 if provider == "bedrock" else 3)  # each run sent as one turn
+        assert cost(build(800), provider) < 6 * cost(build(200), provider), provider  # not 16x

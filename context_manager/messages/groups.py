@@ -19,11 +19,12 @@ from typing import Any
 
 from ..errors import InvalidMessageError
 from .gemini import answered_calls
+from .joining import joined_responses
 from .listing import message_list
 from .normalize import normalize
 from .record import Message, ToolCall
 from .results import without_results
-from .shapes import GEMINI, joined_responses, render_results, shape_of
+from .shapes import GEMINI, render_results, shape_of
 
 #: Text of the result inserted for a call whose result never arrived.
 MISSING_RESULT_TEXT = "Error: no result was recorded for this tool call."
@@ -119,7 +120,7 @@ def closes_after(original: Any, rec: Message) -> bool:
     calls and says more. Gemini reads the responses to a call turn from the one content after
     it, in order (an id-less response answers the first open call of its name, as
     :func:`~.gemini.answered_calls` pairs them), so the closure follows the turn's own responses
-    and the two are sent as one content (:func:`~.shapes.joined_responses`). Anthropic and
+    and the two are sent as one content (:func:`~.joining.joined_responses`). Anthropic and
     Bedrock want every result before any text: there it goes before."""
     return bool(rec.result_ids) and shape_of(original) == GEMINI
 

@@ -26,15 +26,14 @@ own objects (:mod:`.results`), so they keep their shape by construction.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidMessageError
 from .gemini import is_gemini_content
 from .record import Message, ToolCall, to_json_text
 from .responses import ITEM_TYPES
-from .sdk import answers_a_call, family, field, is_pydantic_ai_dict, sdk_dict
+from .sdk import family, field, is_pydantic_ai_dict, sdk_dict
 
 __all__ = [
     "ANTHROPIC",
@@ -46,8 +45,6 @@ __all__ = [
     "RECORD",
     "RESPONSES",
     "THINKING_KINDS",
-    "joined_plain_turns",
-    "joined_responses",
     "part_kinds",
     "render_results",
     "same_shape",
@@ -62,7 +59,7 @@ _ANTHROPIC_TOOL_BLOCKS = frozenset({"tool_use", "tool_result", "server_tool_use"
 _BEDROCK_TOOL_BLOCKS = frozenset({"toolUse", "toolResult"})
 
 
-def _data(message: Any) -> Any:
+def data_of(message: Any) -> Any:
     """``message`` as a dict when it is an OpenAI / Anthropic / google-genai model, else itself."""
     if isinstance(message, Mapping) or family(message) not in ("openai", "anthropic", "gemini"):
         return message
@@ -89,7 +86,7 @@ def shape_of(message: Any) -> str | None:
         and hasattr(message, "content")
     ):
         return LANGCHAIN
-    data = _data(message)
+    data = data_of(message)
     return _dict_shape(data) if isinstance(data, Mapping) else None
 
 
@@ -106,7 +103,7 @@ def _dict_shape(msg: Mapping[str, Any]) -> str | None:
     content = msg.get("content")
     if isinstance(content, list | tuple):
         for part in content:
-            part = _data(part)
+            part = data_of(part)
             if not isinstance(part, Mapping):
                 continue
             kind = part.get("type")
@@ -150,7 +147,7 @@ def part_kinds(message: Any) -> list[str]:
     keeps no order) and a text content give none."""
     if isinstance(message, Message):
         return []
-    data = _data(message)
+    data = data_of(message)
     if (isinstance(data, Mapping) and is_pydantic_ai_dict(data)) or family(data) == "pydantic_ai":
         parts = field(data, "parts")
         kinds = (_PYDANTIC_AI_KINDS.get(str(field(p, "part_kind"))) for p in parts or ())
@@ -160,7 +157,7 @@ def part_kinds(message: Any) -> list[str]:
         return []
     out: list[str] = []
     for part in content:
-        part = _data(part)
+        part = data_of(part)
         if not isinstance(part, Mapping):
             continue
         kind = part.get("type")
@@ -169,145 +166,6 @@ def part_kinds(message: Any) -> list[str]:
         elif len(part) == 1 and next(iter(part)) in _BEDROCK_KINDS:
             out.append(_BEDROCK_KINDS[next(iter(part))])
     return out
-
-
-# -- joining the responses to one call turn ------------------------------------------------
-
-_RESPONSE_KEYS = frozenset(("function_response", "functionResponse"))
-
-
-def joined_responses(a: Any, b: Any) -> Any | None:
-    """Two Gemini user contents answering one call turn, as one content in ``a``'s form: a
-    ``types.Content`` when ``a`` is one, else a dict of ``role`` and ``parts``; None for
-    anything else (a content with no response, another key, ...).
-
-    Gemini wants the content after a function-call turn to hold a response for each of its
-    calls, and the responses to one turn can arrive apart (a parallel call answered, the rest
-    closed by the library when the person interrupted), in either form the SDK accepts (the
-    call turn a ``Content`` as the SDK returned it, the responses the caller's dicts). One of
-    the two may carry more after its responses (the person's text, in the turn that answered
-    some calls and interrupted the rest, which the closure follows: :func:`~.groups.
-    closes_after`): the joined content holds every response in the order given, then that
-    text. The parts are the caller's own objects, so a response's place (how an id-less one
-    pairs) is as Gemini reads it; only a part joining the other form is rewritten in that form
-    (a dict part read into a ``types.Part``, a ``Part`` dumped to its dict, bytes kept).
-    pydantic-ai requests (provider-neutral: the closure is stored before the person's turn, as
-    Anthropic wants) are joined as one request when sent to Gemini
-    (:func:`pydantic_ai_joined`), which its ``GoogleModel`` sends as one content of responses.
-    """
-    if shape_of(a) == PYDANTIC_AI:  # pydantic-ai requests: joined as requests of the same form
-        return pydantic_ai_joined(a, b)
-    parts = _joined_parts(_responses_then_rest(a), _responses_then_rest(b))
-    if parts is None:
-        return None
-    if isinstance(a, Mapping):
-        dumped = [p if isinstance(p, Mapping) else p.model_dump(exclude_none=True) for p in parts]
-        return {"role": "user", "parts": dumped}
-    from google.genai import types
-
-    try:
-        return types.Content(
-            role="user",
-            parts=[types.Part.model_validate(p) if isinstance(p, Mapping) else p for p in parts],
-        )
-    except ValueError:  # a dict part the SDK's model refuses (pydantic's error is a ValueError)
-        dumped = [p if isinstance(p, Mapping) else p.model_dump(exclude_none=True) for p in parts]
-        return {"role": "user", "parts": dumped}  # joined in the form that holds it as given
-
-
-def _responses_then_rest(message: Any) -> tuple[list[Any], list[Any]] | None:
-    """A Gemini user content's function responses and the parts after them, or None when it is
-    no such content (no response first, a response after other parts, another key)."""
-    if isinstance(message, Mapping):
-        if message.get("role") != "user" or not message.keys() <= {"role", "parts"}:
-            return None
-        parts = message.get("parts")
-    elif family(message) == "gemini" and type(message).__name__ == "Content":
-        if field(message, "role") != "user":
-            return None
-        parts = list(field(message, "parts") or ())
-    else:
-        return None
-    if not isinstance(parts, list):
-        return None
-
-    def responds(part: Any) -> bool:
-        data = _data(part)
-        return isinstance(data, Mapping) and bool(data) and data.keys() <= _RESPONSE_KEYS
-
-    def names_one(part: Any) -> bool:  # a response key among others still moves a response
-        data = _data(part)
-        return isinstance(data, Mapping) and not _RESPONSE_KEYS.isdisjoint(data)
-
-    return _answers_then_rest(parts, responds, names_one)
-
-
-def pydantic_ai_joined(a: Any, b: Any) -> Any | None:
-    """Two pydantic-ai requests answering one call turn as one request (the form
-    :func:`joined_responses` gives Gemini): the call answers of both in the order given, then
-    the other parts (a user prompt) of the one that has them. Its other fields (instructions,
-    timestamp, ...) are that one's, else ``a``'s. None when either is no request that starts
-    with answers, both say more, an answer follows other parts, or the two are in different
-    forms (an object and its JSON)."""
-    split_a, split_b = _requests_answers(a), _requests_answers(b)
-    parts = _joined_parts(split_a, split_b)
-    if parts is None or isinstance(a, Mapping) != isinstance(b, Mapping):
-        return None
-    base, other = (b, a) if split_b is not None and split_b[1] else (a, b)
-    if isinstance(base, Mapping):
-        joined = {**base, "parts": parts}
-        if not joined.get("instructions") and other.get("instructions"):
-            joined["instructions"] = other["instructions"]
-        return joined
-    instructions = field(base, "instructions") or field(other, "instructions")
-    changes: dict[str, Any] = {"parts": parts}
-    if instructions is not None:
-        changes["instructions"] = instructions
-    return dataclasses.replace(base, **changes)
-
-
-def _requests_answers(message: Any) -> tuple[list[Any], list[Any]] | None:
-    """A pydantic-ai request's call answers and the parts after them, or None when it is no
-    request, does not start with an answer, or has an answer after another part."""
-    if isinstance(message, Mapping):
-        if not is_pydantic_ai_dict(message):
-            return None
-    elif family(message) != "pydantic_ai":
-        return None
-    parts = field(message, "parts")
-    if field(message, "kind") != "request" or not isinstance(parts, list | tuple):
-        return None
-
-    def answers(part: Any) -> bool:
-        return answers_a_call(part, field(part, "part_kind"))
-
-    return _answers_then_rest(parts, answers, answers)
-
-
-def _answers_then_rest(
-    parts: Sequence[Any], answers: Callable[[Any], bool], names_one: Callable[[Any], bool]
-) -> tuple[list[Any], list[Any]] | None:
-    """The leading ``parts`` that ``answer`` a call and the parts after them; None when none
-    leads, or when a later part ``names_one`` (joined, its place would move)."""
-    lead = 0
-    for part in parts:
-        if not answers(part):
-            break
-        lead += 1
-    rest = list(parts[lead:])
-    if not lead or any(names_one(part) for part in rest):
-        return None
-    return list(parts[:lead]), rest
-
-
-def _joined_parts(
-    split_a: tuple[list[Any], list[Any]] | None, split_b: tuple[list[Any], list[Any]] | None
-) -> list[Any] | None:
-    """Two answer turns as one turn's parts: every answer in the order given, then what the one
-    that says more says (None: either is no answer turn, or both say more)."""
-    if split_a is None or split_b is None or (split_a[1] and split_b[1]):
-        return None
-    return [*split_a[0], *split_b[0], *split_a[1], *split_b[1]]
 
 
 # -- rendering results ----------------------------------------------------------------------
@@ -352,7 +210,7 @@ def render_results(caller: Any, calls: Sequence[ToolCall], text: str) -> list[An
 
 def _responses_output(caller: Any, call: ToolCall, text: str) -> Any:
     """The output item of one call item (``caller``), an SDK model when the call is one."""
-    kind = str(field(_data(caller), "type"))
+    kind = str(field(data_of(caller), "type"))
     item: dict[str, Any] = {"type": f"{kind}_output", "call_id": call.id, "output": text}
     if kind == "mcp_approval_request":  # an approval nobody gave is a denial
         item = {"type": "mcp_approval_response", "approval_request_id": call.id, "approve": False}
@@ -467,7 +325,6 @@ def _bedrock_text(message: Any) -> bool:
 
 #: The kinds of an assistant turn's reasoning blocks (Anthropic's thinking, signed or redacted).
 THINKING_KINDS = ("thinking", "redacted_thinking")
-_PLAIN_KEYS = frozenset(("role", "content"))
 
 
 def turn_blocks(message: dict[str, Any]) -> list[Any] | None:
@@ -478,25 +335,3 @@ def turn_blocks(message: dict[str, Any]) -> list[Any] | None:
     if isinstance(content, list) and all(isinstance(b, dict) for b in content):
         return content
     return None
-
-
-def joined_plain_turns(a: Any, b: Any) -> dict[str, Any] | None:
-    """Two plain same-role turns (dicts of ``role`` and ``content``) as one, as Anthropic joins
-    them server-side and Bedrock's strict alternation needs; None when joining them would break
-    another rule (results after text, a call not ending its turn, thinking not first)."""
-    if not (isinstance(a, dict) and isinstance(b, dict)) or a.get("role") != b.get("role"):
-        return None
-    role = a.get("role")
-    if role not in ("user", "assistant") or not (a.keys() <= _PLAIN_KEYS >= b.keys()):
-        return None
-    first, second = turn_blocks(a), turn_blocks(b)
-    if first is None or second is None:
-        return None
-    # one reading of block kinds (Anthropic ``type``, a Converse block's key) for both shapes
-    kinds_a = set(part_kinds({"role": role, "content": first}))
-    kinds_b = set(part_kinds({"role": role, "content": second}))
-    if role == "user" and "tool_result" in kinds_b and kinds_a - {"tool_result"}:
-        return None  # results would come after text
-    if role == "assistant" and ("tool_use" in kinds_a or kinds_b & set(THINKING_KINDS)):
-        return None  # a call must end its turn; thinking must open it
-    return {"role": role, "content": [*first, *second]}
