@@ -44,9 +44,14 @@ class SqlStore(SqlFlows):
     def close(self) -> None:
         """Close the connection, or give it back to the pool it came from."""
 
+    def _handle_closed(self) -> bool:
+        """Whether the handle this store's connection came from was closed (none here)."""
+        return False
+
     def _run(self, flow: Flow[_T]) -> _T:
         with self._lock:
-            if self._conn is None:  # closed: its pooled connection went back to the pool
+            if self._conn is None or self._handle_closed():  # (a closed store's pooled
+                # connection went back to the pool; a closed handle's pool refuses it)
                 raise StoreError(f"{self.target}: this session's store is closed; nothing was done")
             return drive(flow, self._perform)
 

@@ -26,7 +26,7 @@ import contextvars
 import functools
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._config import check_flag
 from ..errors import ConfigurationError, StoreError
@@ -44,6 +44,9 @@ from .protocol import (
 )
 from .replayer import RestoredLog, StoredMessage
 from .warm import SessionCache
+
+if TYPE_CHECKING:
+    from ._redis_client import HandleShare
 
 __all__ = ["AsyncStoreHandle", "ThreadedStore", "aconnect", "aopen_store"]
 
@@ -235,7 +238,7 @@ async def aconnect(
         raise ConfigurationError(f"cache must be a SessionCache, got {type(cache).__name__}")
     text = os.fspath(target) if isinstance(target, (str, os.PathLike)) else target
     if isinstance(text, str) and text.startswith(_REDIS):
-        from .redis import make_client
+        from ._redis_client import HandleShare, make_client
         from .redis_async import AsyncRedisStore
 
         cluster = check_flag("cluster", options.get("cluster", False))
@@ -245,12 +248,12 @@ async def aconnect(
         if cluster:  # learn the slots now: concurrent first commands race in redis-py
             await _initialized(client, text)
 
-        listed: dict[str, str] = {}  # sessions this handle's stores listed in the index
+        share = HandleShare()
 
         async def redis_session(session: str) -> AsyncStore:
-            return AsyncRedisStore(text, session, client=client, listed=listed, **options)
+            return AsyncRedisStore(text, session, client=client, shared=share, **options)
 
-        return AsyncStoreHandle(_display(text), redis_session, _closer(client, mine), cache)
+        return AsyncStoreHandle(_display(text), redis_session, _closer(client, mine, share), cache)
     if isinstance(text, str) and text.startswith(_POSTGRES):
         from .postgres_async import AsyncConnectionPool, AsyncPostgresStore
 
@@ -304,8 +307,8 @@ async def aopen_store(
 
 
 async def _initialized(client: Any, url: str) -> None:
+    from ._redis_client import redis_module
     from ._urls import redis_url
-    from .redis import redis_module
 
     redis = redis_module()
     try:
@@ -315,16 +318,16 @@ async def _initialized(client: Any, url: str) -> None:
         raise StoreError(f"{info.display}: cannot reach Redis: {info.redact(str(exc))}") from None
 
 
-def _closer(client: Any, mine: Any) -> Callable[[], Awaitable[Any]]:
-    """What closing a Redis handle does: close the client it made; never the caller's own."""
-    if mine is None:
-        close: Callable[[], Awaitable[Any]] = client.aclose
-        return close
+def _closer(client: Any, mine: Any, share: HandleShare) -> Callable[[], Awaitable[Any]]:
+    """What closing a Redis handle does: its stores refuse work (the client would reconnect by
+    itself), and the client it made is closed; never the caller's own."""
 
-    async def keep() -> None:
-        return None
+    async def close() -> None:
+        share.closed = True
+        if mine is None:
+            await client.aclose()
 
-    return keep
+    return close
 
 
 def _display(url: str) -> str:

@@ -63,7 +63,8 @@ class StoreHandle:
         return self._make(check_session_id(session))
 
     def close(self) -> None:
-        """Close what the handle shares (idempotent); session stores made from it stop working."""
+        """Close what the handle shares (idempotent); session stores made from it stop working
+        (a JSONL handle shares nothing: its sessions are files, each closed on its own)."""
         with self._guard:
             if self._closed:
                 return

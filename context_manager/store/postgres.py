@@ -136,6 +136,12 @@ class PoolRules:
     def target(self) -> str:
         return self._url_info.display
 
+    @property
+    def closed(self) -> bool:
+        """Whether the handle closed the pool: a store still holding one of its connections
+        refuses work then, as every backend's sessions do once their handle is closed."""
+        return self._closed
+
     def _acquire(self) -> Flow[Any]:
         with self._guard:
             if self._closed:
@@ -290,6 +296,9 @@ class PostgresStore(PgDialect, SqlStore):
 
     def _is_lost(self) -> bool:
         return bool(self._conn.broken or self._conn.closed)
+
+    def _handle_closed(self) -> bool:
+        return self._pool is not None and self._pool.closed
 
     def _reconnect(self) -> None:
         """A new connection after the old one broke (the server restarted, a proxy or pooler

@@ -45,12 +45,13 @@ from ..errors import (
 )
 from . import _redis_keys, _redis_lua
 from ._drive import Failed, Flow, drive
+from ._redis_client import HandleShare, make_client, redis_module
 from ._redis_keys import text as _text
-from ._urls import redis_options, redis_url
+from ._urls import redis_url
 from .protocol import DEFAULT_SESSION, Batch, Head, check_session_id, extends
 from .records import dump_record, indexed_checkpoint, record_id
 
-__all__ = ["RedisFlows", "RedisStore", "make_client"]
+__all__ = ["RedisFlows", "RedisStore"]
 
 _T = TypeVar("_T")
 
@@ -97,45 +98,6 @@ class Scan:
     match: str
 
 
-def redis_module() -> Any:
-    try:
-        import redis
-    except ImportError as exc:
-        raise ConfigurationError(
-            "redis:// targets need redis-py: pip install 'context-manager[stores]'"
-        ) from exc
-    return redis
-
-
-def make_client(url: str, *, cluster: bool = False, asyncio: bool = False) -> Any:
-    """A redis-py client for ``url`` (``RedisCluster`` with ``cluster=True``; the
-    ``redis.asyncio`` one with ``asyncio=True``), with typed errors that never show the URL's
-    password. One per process is enough: it pools its connections
-    (:func:`~context_manager.store.connect` shares one)."""
-    info = redis_url(url)
-    redis = redis_module()
-    redis_options(url, info, asyncio=asyncio)  # a bad option fails here, not at a command
-    try:
-        if asyncio:
-            import redis.asyncio as aredis
-            from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
-
-            return AsyncRedisCluster.from_url(url) if cluster else aredis.Redis.from_url(url)
-        if cluster:
-            from redis.cluster import RedisCluster
-
-            return RedisCluster.from_url(url)  # asks its nodes for the slots at once
-        return redis.Redis.from_url(url)
-    except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
-        reason = info.redact(str(exc))
-        raise StoreError(f"{info.display}: cannot reach Redis: {reason}") from None
-    except (ValueError, TypeError) as exc:  # a query option redis-py cannot read
-        reason = info.redact(str(exc))
-        raise ConfigurationError(
-            f"{info.display}: redis-py cannot use the URL: {reason}"
-        ) from info.cause(exc)
-
-
 class RedisFlows:
     """One session in Redis, as flows; a subclass holds the client and performs the steps."""
 
@@ -147,7 +109,7 @@ class RedisFlows:
         prefix: str = "cm:",
         ttl: int | None = None,
         cluster: bool = False,
-        listed: dict[str, str] | None = None,
+        shared: HandleShare | None = None,
     ) -> None:
         self._session = check_session_id(session)
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
@@ -173,9 +135,8 @@ class RedisFlows:
         self._index = f"{prefix}sessions"
         self._head: Head | None = None
         self._persistence_checked = self._reached = self._listed = False
-        # A handle's record of the sessions its stores listed (session -> epoch), so a
-        # per-request store does not list its session again (see _indexed).
-        self._listed_by_handle = listed
+        # What the stores of one handle share (None: a store of its own).
+        self._shared = shared
         self._keys = [f"{self._base}gen"]
 
     def _use(self, client: Any, owned: bool) -> None:
@@ -196,6 +157,12 @@ class RedisFlows:
     @property
     def session(self) -> str:
         return self._session
+
+    def _refuse_if_handle_closed(self) -> Any:
+        """The client to perform a step on, unless the handle this store came from is closed."""
+        if self._shared is not None and self._shared.closed:
+            raise StoreError(f"{self.target}: this store's handle is closed; nothing was done")
+        return self._client
 
     @property
     def target(self) -> str:
@@ -361,7 +328,7 @@ class RedisFlows:
         only use is listing (an expired session is dropped from it by :meth:`sessions`). A
         failure here loses no record, so it is not an error of the write.
         """
-        shared = self._listed_by_handle
+        shared = self._shared.listed if self._shared is not None else None
         epoch = self._head.epoch if self._head is not None else ""
         if self._listed or (shared is not None and shared.get(self._session) == epoch):
             return  # a session rebuilt after expiring or being deleted has a new epoch
@@ -402,8 +369,8 @@ class RedisFlows:
         found = yield from self._call(Scan(_redis_keys.pattern(self._base)))
         deleted = yield from self._call(Script("delete", [self._base, start or b"", *found]), ())
         self._head, self._listed = Head(0, 0), False
-        if self._listed_by_handle is not None:
-            self._listed_by_handle.pop(self._session, None)
+        if self._shared is not None:
+            self._shared.listed.pop(self._session, None)
         try:  # a failure here deletes nothing less: sessions() skips a listed session gone
             yield Command("zrem", (self._index, self._session))
             if (yield Exists([f"{self._base}gen"]))[0]:
@@ -451,16 +418,16 @@ class RedisStore(RedisFlows):
         ttl: int | None = None,
         client: Any = None,
         cluster: bool = False,
-        listed: dict[str, str] | None = None,
+        shared: HandleShare | None = None,
     ) -> None:
-        super().__init__(url, session, prefix=prefix, ttl=ttl, cluster=cluster, listed=listed)
+        super().__init__(url, session, prefix=prefix, ttl=ttl, cluster=cluster, shared=shared)
         self._lock = threading.RLock()
         # The caller's (or a StoreHandle's) client: this store never closes it.
         owned = client is None
         self._use(make_client(url, cluster=cluster) if owned else client, owned)
 
     def _perform(self, step: Command | Exists | Scan) -> Any:
-        client = self._client
+        client = self._refuse_if_handle_closed()
         try:
             if isinstance(step, Command):
                 return getattr(client, step.name)(*step.args)

@@ -16,8 +16,9 @@ from typing import Any, TypeVar
 
 from . import _redis_keys
 from ._drive import Failed, Flow, adrive
+from ._redis_client import HandleShare, make_client, redis_module
 from .protocol import DEFAULT_SESSION, Batch, Head
-from .redis import Command, Exists, RedisFlows, make_client, redis_module
+from .redis import Command, Exists, RedisFlows
 
 __all__ = ["AsyncRedisStore"]
 
@@ -57,15 +58,15 @@ class AsyncRedisStore(RedisFlows):
         ttl: int | None = None,
         client: Any = None,
         cluster: bool = False,
-        listed: dict[str, str] | None = None,
+        shared: HandleShare | None = None,
     ) -> None:
-        super().__init__(url, session, prefix=prefix, ttl=ttl, cluster=cluster, listed=listed)
+        super().__init__(url, session, prefix=prefix, ttl=ttl, cluster=cluster, shared=shared)
         self._lock = asyncio.Lock()
         owned = client is None
         self._use(make_client(url, cluster=cluster, asyncio=True) if owned else client, owned)
 
     async def _perform(self, step: Any) -> Any:
-        client = self._client
+        client = self._refuse_if_handle_closed()
         try:
             if isinstance(step, Command):
                 return await getattr(client, step.name)(*step.args)

@@ -147,17 +147,23 @@ def connect(
             cache,
         )
     if isinstance(probe, str) and probe.startswith(("redis://", "rediss://")):
-        from .redis import make_client
+        from ._redis_client import HandleShare, make_client
 
         # A caller's ``client=`` is used as it is and stays open when the handle closes.
         mine = options.pop("client", None)
         cluster = check_flag("cluster", options.get("cluster", False))
         client = mine if mine is not None else make_client(probe, cluster=cluster)
-        listed: dict[str, str] = {}  # sessions this handle's stores listed in the index
+        share = HandleShare()
+
+        def close() -> None:
+            share.closed = True  # the client reconnects by itself: its stores must refuse
+            if mine is None:
+                client.close()
+
         return shared_handle(
             redis_url(probe).display,
-            lambda s: open_store(probe, session=s, client=client, listed=listed, **options),
-            client.close if mine is None else lambda: None,
+            lambda s: open_store(probe, session=s, client=client, shared=share, **options),
+            close,
             cache,
         )
     if isinstance(probe, str) and probe.startswith(("postgresql://", "postgres://")):

@@ -206,3 +206,42 @@ def test_a_flag_given_as_a_string_or_number_is_refused(
         MessageContextManager.open(
             postgres_url, session="s", max_tokens=1_000, store_options={"create": value}
         )
+
+
+def test_a_session_open_when_its_handle_closes_refuses_work(backend: Backend) -> None:
+    """Closing the handle (at shutdown) stops the sessions made from it on every backend that
+    shares connections: a Redis client reconnects by itself, and a PostgreSQL session keeps the
+    connection it borrowed, so a session kept past the close went on writing there while
+    SQLite's refused. (A JSONL handle shares nothing: its sessions are files.)"""
+    if backend.name == "jsonl":
+        pytest.skip("a JSONL handle shares nothing to close")
+    stores = handle_for(backend)
+    manager = MessageContextManager.open(stores, session="late", max_tokens=10_000)
+    manager.add(user("before"))
+    stores.close()
+    with pytest.raises(StoreError, match="closed"):
+        manager.add(user("after"))
+    assert [m["content"] for m in manager.messages] == ["before"]
+    reader = MessageContextManager.open(
+        backend.target, session="late", max_tokens=10_000, store_options=backend.options
+    )
+    assert [m["content"] for m in reader.messages] == ["before"]
+    reader.store.close()
+
+
+def test_an_async_redis_session_refuses_work_once_its_handle_closed(redis_url: str) -> None:
+    import asyncio
+
+    from context_manager.store import aconnect
+
+    async def scenario() -> None:
+        stores = await aconnect(redis_url, prefix="aclosed:")
+        manager = await MessageContextManager.aopen(stores, session="s", max_tokens=10_000)
+        async with manager.store.batch():
+            manager.add(user("before"))
+        await stores.aclose()
+        with pytest.raises(StoreError, match="closed"):
+            async with manager.store.batch():
+                manager.add(user("after"))
+
+    asyncio.run(scenario())
