@@ -16,6 +16,7 @@ from typing import Any
 from ._config import (
     budget_options,
     check_count,
+    check_flag,
     check_priority,
     checked_hook,
     checked_tools,
@@ -62,10 +63,9 @@ class MessageContextManager(ExtensionHub):
     ``counter=None`` counts with the model's most precise counter (tiktoken for OpenAI models, the
     safe estimate otherwise; chars/4 only when named: ``counter="chars"``). ``strategy`` defaults
     to ``"sliding_window"`` (the history keeps every message, only what is sent is trimmed);
-    ``"fifo"`` evicts on add (``on_evict`` hears what goes). ``retention_ratio``: prompt-cache
-    friendly trimming; ``calibrate``: budget decisions scaled by billed/counted usage; ``pruning``
-    trims old tool results in the view only; ``truncate_newest`` cuts the newest exchange's (and
-    the latest user turn's) results to fit. Budget, counter, strategy, tools are read-only.
+    ``"fifo"`` evicts on add. ``retention_ratio``: cache-friendly trims; ``calibrate``: decisions
+    scaled by billed/counted usage; ``pruning``: old results cut in the view. ``truncate_newest``
+    cuts the newest exchange's and latest user turn's results to fit. Settings are read-only.
     """
 
     def __init__(
@@ -211,6 +211,7 @@ class MessageContextManager(ExtensionHub):
         """:meth:`add` with the count under ``counter.fingerprint()`` known (None: count it)."""
         tokens = None if tokens is None else check_count("tokens", tokens)
         check_priority(priority)
+        check_flag("pinned", pinned)
         with self._lock:
             index = self._added
             rec = normalize(message, index)
@@ -221,11 +222,11 @@ class MessageContextManager(ExtensionHub):
                 return tokens
             calls = self._calls
             if not calls.repair and not (self.close_interrupted and calls.protocol.pending):
-                return self._store(message, rec, index, priority, bool(pinned), tokens)  # common
+                return self._store(message, rec, index, priority, pinned, tokens)  # common
 
             def store(item: Any, item_rec: Message) -> int:  # at the end, counted unless known
                 n = tokens if item is message else None
-                return self._store(item, item_rec, self._added, priority, bool(pinned), n)
+                return self._store(item, item_rec, self._added, priority, pinned, n)
 
             text = self.interrupted_result
             if calls.repair:

@@ -39,7 +39,7 @@ import gc
 from collections.abc import Collection, Sequence
 from typing import Any, Literal
 
-from ._config import budget_options, check_int, check_priority, checked_tools
+from ._config import budget_options, check_flag, check_int, check_priority, checked_tools
 from .budget.backscan import BackwardScan, Fallback
 from .budget.pruned import Pruning
 from .budget.strategies import FIFO, SlidingWindow, Strategy, get_strategy
@@ -124,12 +124,17 @@ def trim(
         raise ConfigurationError(
             f"priorities must be a list of ints, got {short_repr(priorities, 60)}"
         )
+    given = pinned
     try:
         pinned = frozenset(pinned)
     except TypeError:
+        pinned = frozenset({-1})  # refused below, as a collection holding no index
+    if not all(type(i) is int and 0 <= i < len(messages) for i in pinned):
         raise ConfigurationError(
-            f"pinned must be a collection of message indices, got {short_repr(pinned, 60)}"
-        ) from None
+            f"pinned must be a collection of message indices (0 to {len(messages) - 1}), got "
+            f"{short_repr(given, 60)}"
+        )
+    check_flag("truncate_newest", truncate_newest)
     if priorities is not None and len(priorities) != len(messages):
         raise ConfigurationError(
             f"priorities has {len(priorities)} entries for {len(messages)} messages; "

@@ -333,3 +333,35 @@ def test_the_right_types_still_work() -> None:
     assert MemoryOffload("sessión").session == "sessión"
     assert history_processor(max_tokens=1000)([]) == []
     assert issubclass(ConfigurationError, ContextManagerError)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"pinned": [5]},
+        {"pinned": ["a"]},
+        {"pinned": [True]},
+        {"pinned": 5},
+        {"truncate_newest": "no"},
+    ],
+    ids=repr,
+)
+def test_trim_refuses_pins_it_cannot_apply_and_flags_that_are_no_bools(
+    options: dict[str, Any],
+) -> None:
+    """A pin of no message was ignored, and ``truncate_newest="no"`` read as true: the caller
+    got a context that did not do what was asked, silently."""
+    from context_manager import trim
+
+    with pytest.raises(ConfigurationError):
+        trim([{"role": "user", "content": "hi"}], 100, **options)
+
+
+@pytest.mark.parametrize("pinned", ["yes", 1, None])
+def test_add_refuses_a_pin_flag_that_is_no_bool(pinned: object) -> None:
+    from context_manager import MessageContextManager
+
+    manager = MessageContextManager(1_000)
+    with pytest.raises(ConfigurationError, match="pinned"):
+        manager.add({"role": "user", "content": "hi"}, pinned=pinned)  # type: ignore[arg-type]
+    assert manager.messages == []

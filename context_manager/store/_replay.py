@@ -18,7 +18,7 @@ from ..budget.strategies import destructive
 from ..errors import ContextManagerError, StoreCorruptionError
 from ..events import Compacted
 from ..host import ManagerHost
-from ..messages.codec import decode, encode
+from ..messages.codec import check_json, decode, encode
 from ..messages.nesting import short_repr
 from ._lines import corrupt_line, message_problem
 from .records import (
@@ -118,13 +118,15 @@ def _compaction_entry(fields: dict[str, Any]) -> Any:
 
 
 def system_original(message: Any) -> dict[str, Any] | None:
-    """What to keep of a system prompt beyond its text (None for a plain system dict)."""
+    """What to keep of a system prompt beyond its text (None for a plain system dict). Its text
+    passes the codec's check either way, so a lone surrogate is refused as in a message."""
     if (
         isinstance(message, dict)
         and set(message) == {"role", "content"}
         and message["role"] == "system"
         and isinstance(message["content"], str)
     ):
+        check_json(message)
         return None
     payload, tag = encode(message)
     return {"message": payload, "type": tag}

@@ -188,6 +188,27 @@ def test_a_dict_that_is_not_exact_json_is_refused_before_anything_changes(
     assert open_manager(path).messages == manager.messages
 
 
+@pytest.mark.parametrize("how", ["set_system_prompt", "add"])
+def test_a_system_prompt_with_a_lone_surrogate_is_refused_like_a_message(
+    tmp_path: Path, how: str
+) -> None:
+    """The prompt was written with the surrogate escaped, where a message holding it is refused
+    (the docs: text must be valid Unicode to be stored)."""
+    path = tmp_path / "context.jsonl"
+    manager = open_manager(path)
+    manager.set_system_prompt("be brief")
+    prompt = "You are \udc00 helpful"
+    with pytest.raises(InvalidMessageError, match="lone surrogate"):
+        if how == "add":
+            manager.clear(keep_system_prompt=False)
+            manager.add({"role": "system", "content": prompt})
+        else:
+            manager.set_system_prompt(prompt)
+    expected = None if how == "add" else "be brief"
+    assert manager.system_prompt == expected
+    assert open_manager(path).system_prompt == expected
+
+
 def test_corrupt_line_skipped_with_warning_or_strict_error(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
