@@ -43,6 +43,7 @@ class SessionStore(JournalCore):
     def __init__(self, log: SessionLog, restored: RestoredLog) -> None:
         super().__init__(log, restored)
         self._batching = False
+        self._rotated = False  # whether the clear being written reached the store
 
     def write(self, change: Change) -> None:
         """Write ``change`` before the manager applies it (runs under the manager's lock).
@@ -53,11 +54,19 @@ class SessionStore(JournalCore):
         """
         self._refuse_if_stale()
         if isinstance(change, Cleared) and not self._batching:
+            self._rotated = False
             try:
                 with self.batch():
                     self._write_ahead(change, self._clear_now)
             except ContextManagerError as exc:
-                exc.add_note("memory was rebuilt as the store holds it (history, system prompt)")
+                if self._rotated:  # the error's own "nothing was changed" is not so here
+                    exc.args = (
+                        f"{exc.args[0] if exc.args else exc}; the clear itself was stored, only "
+                        "the system prompt was not written again: memory was rebuilt as the "
+                        "store holds it (no history, no system prompt)",
+                    )
+                else:
+                    exc.add_note("memory was rebuilt as the store holds it (history, prompt)")
                 raise
             return
         self._write_ahead(change, self._clear_now)
@@ -65,6 +74,7 @@ class SessionStore(JournalCore):
     def _clear_now(self) -> None:
         self._flush()  # a clear comes after what was collected before it
         self.log.clear()
+        self._rotated = True
 
     def _perform(self, op: Op) -> Any:
         log = self.log

@@ -52,5 +52,6 @@ def test_a_clear_whose_prompt_write_fails_leaves_memory_as_the_store_has_it(
     result = run_child(CHILD, str(tmp_path) + "/")
     assert result["error"], "the prompt write was expected to fail under the size limit"
     assert "rebuilt" in result["error"]  # the caller is told what memory holds now
+    assert "the clear itself was stored" in result["error"]  # not "nothing was changed" alone
     assert result["after"] == []  # the store was cleared: so is memory
     assert result["memory"] == result["disk"] == {"messages": ["new"], "system": None}
