@@ -115,9 +115,10 @@ class ToolResultsPruned:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultTruncated:
-    """The newest tool exchange did not fit, so its results were cut head+tail in the view.
+    """The newest tool exchange (or the latest user turn's, whose results the person spoke
+    with) did not fit, so its results were cut head+tail in the view.
 
-    ``tokens`` is what the cut exchange costs, ``original_tokens`` what it held; the history
+    ``tokens`` is what the cut exchanges cost, ``original_tokens`` what they held; the history
     keeps the full results. Emitted by ``get_context``. Not logged.
     """
 

@@ -385,15 +385,19 @@ def plan_view(
             repl = plan.replacements
     fit, uncut = None, None  # uncut: the newest group that could not be cut to fit
     g = ledger.complete - 1
-    if options.truncate_newest and g >= ledger.floor and not ledger.group_pinned[g]:
+    if options.truncate_newest and g >= ledger.floor:
         p = ledger.protected_group()  # with the turn a context opens with (plan.lead_group)
         lead = lead_group(ledger, p, provider) if p >= 0 else -1
-        # The groups every request sends, newest last; the results of the latest user turn's
-        # own group are cut too once a newer exchange follows it (cut while it was the newest,
-        # it would otherwise overflow every later request of the loop until the next turn).
-        required = sorted(x for x in {lead, p} if 0 <= x < g)
-        for x in (p, g) if 0 <= p < g else (g,):
-            left = room - sum(view.trimmable(y, y + 1) for y in (*required, g) if y != x)
+        newest = not ledger.group_pinned[g]
+        # Every request sends these groups. The results of the newest exchange and of the
+        # latest user turn's group are cut to fit: that turn's first (an older result the
+        # person spoke with; cut while it was the newest, it would otherwise overflow every
+        # later request of the loop), leaving the newest exchange at least half of their room.
+        sent = {x for x in (lead, p, g) if x >= 0}
+        for x in [x for x, cut in ((p, 0 <= p < g), (g, newest)) if cut]:
+            left = room - sum(view.trimmable(y, y + 1) for y in sent if y != x)
+            if x != g and newest:  # the older group: half of what both may use, at least
+                left = max(left, (left + view.trimmable(g, g + 1)) // 2)
             if view.trimmable(x, x + 1) <= left or not ledger.has_results(x):
                 continue
             a, b = ledger.group_start[x], ledger.group_end(x)

@@ -346,7 +346,13 @@ def test_a_large_result_sent_with_the_persons_words_is_cut_in_every_later_reques
         assert sum(len(enc.encode(t)) for t in texts) <= budget
         assert sent == trim(manager.messages, budget, counter="tiktoken", provider=provider)
         manager.add(_use(provider, f"toolu_{turn}"))
-        manager.add(_result(provider, f"toolu_{turn}", f"line {turn}: ok"))
+        # every other result of the loop is large too: both are cut in one request
+        large = turn % 2 == 1
+        text = "WARN slow test in module foo\n" * 1_500 if large else f"line {turn}: ok"
+        manager.add(_result(provider, f"toolu_{turn}", text))
+        if large:
+            newest = manager.get_context()[-1]
+            assert any("WARN slow test" in t for t in _texts(newest["content"]))  # sent, cut
 
 
 def _call(call_id: str, *before: dict[str, Any]) -> dict[str, Any]:
