@@ -184,15 +184,17 @@ class RequestRun(_Answers):
             return self.first
         base = self.base if self.base is not None else self.first
         parts = [*self.answers, *self.rest]
-        others = (field(m, "instructions") for m in self.members if m is not base)
-        instructions = field(base, "instructions") or next(filter(None, others), None)
+        instructions = field(base, "instructions")
+        for member in self.members:  # the first others say, when the base says none
+            if member is not base:
+                instructions = instructions or field(member, "instructions")
         if isinstance(base, Mapping):
             joined = {**base, "parts": parts}
             if instructions:
                 joined["instructions"] = instructions
             return joined
         changes: dict[str, Any] = {"parts": parts}
-        if instructions:
+        if instructions is not None:
             changes["instructions"] = instructions
         return dataclasses.replace(base, **changes)
 
