@@ -193,11 +193,8 @@ def options_from_config(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_priority(priority: Any) -> int:
-    """A message priority: exactly an int (bool and other int subclasses are refused) within
-    +-2**53, what every store writes and reads back (JSON numbers beyond it are not exact in
-    other readers); a larger one would be stored and then skipped on reopen."""
+    """A message priority: exactly an int (bool and other int subclasses are refused). Any int
+    ranks; a store keeps only those within +-2**53 (``store.records.message_record``)."""
     if type(priority) is not int:
         raise ConfigurationError(f"priority must be an int, got {short_repr(priority, 60)}")
-    if abs(priority) > SAFE_INT:
-        raise ConfigurationError(f"priority must be within +-2**53, got {short_repr(priority, 60)}")
     return priority

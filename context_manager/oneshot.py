@@ -124,16 +124,15 @@ def trim(
         raise ConfigurationError(
             f"priorities must be a list of ints, got {short_repr(priorities, 60)}"
         )
-    given = pinned
     try:
-        pinned = frozenset(pinned)
+        pins: frozenset[Any] | None = frozenset(pinned)
     except TypeError:
-        pinned = frozenset({-1})  # refused below, as a collection holding no index
-    if not all(type(i) is int and 0 <= i < len(messages) for i in pinned):
+        pins = None
+    if pins is None or not all(type(i) is int for i in pins):  # (one past the list pins nothing)
         raise ConfigurationError(
-            f"pinned must be a collection of message indices (0 to {len(messages) - 1}), got "
-            f"{short_repr(given, 60)}"
+            f"pinned must be a collection of message indices, got {short_repr(pinned, 60)}"
         )
+    pinned = pins
     check_flag("truncate_newest", truncate_newest)
     if priorities is not None and len(priorities) != len(messages):
         raise ConfigurationError(

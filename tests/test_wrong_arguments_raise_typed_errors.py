@@ -338,7 +338,7 @@ def test_the_right_types_still_work() -> None:
 @pytest.mark.parametrize(
     "options",
     [
-        {"pinned": [5]},
+        {"pinned": [0.0]},
         {"pinned": ["a"]},
         {"pinned": [True]},
         {"pinned": 5},
@@ -349,8 +349,8 @@ def test_the_right_types_still_work() -> None:
 def test_trim_refuses_pins_it_cannot_apply_and_flags_that_are_no_bools(
     options: dict[str, Any],
 ) -> None:
-    """A pin of no message was ignored, and ``truncate_newest="no"`` read as true: the caller
-    got a context that did not do what was asked, silently."""
+    """A pin that is no index was ignored, and ``truncate_newest="no"`` read as true: the
+    caller got a context that did not do what was asked, silently."""
     from context_manager import trim
 
     with pytest.raises(ConfigurationError):

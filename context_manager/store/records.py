@@ -36,7 +36,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any, TypeGuard
 
 from .._config import SAFE_INT
-from ..errors import StoreError
+from ..errors import ConfigurationError, StoreError
+from ..messages.nesting import short_repr
 from ._lines import message_problem
 
 logger = logging.getLogger("context_manager.store")
@@ -161,7 +162,14 @@ def message_record(
     record_id: str | None = None,
 ) -> dict[str, Any]:
     """One message record. ``extra`` goes into ``_cm`` (the type tag and payload of an object),
-    then the record's id."""
+    then the record's id. A priority beyond +-2**53 is refused: every reader (ours, and JSON
+    readers whose numbers are doubles) takes only those back exactly, so it would be written,
+    then skipped on reopen as a damaged line (an acknowledged message lost)."""
+    if abs(priority) > SAFE_INT:
+        raise ConfigurationError(
+            f"priority {short_repr(priority, 40)} cannot be stored: a store keeps priorities "
+            "within +-2**53; nothing was added"
+        )
     record = dict(message)
     record.pop(ATTRS_KEY, None)
     # Kimi CLI's reader raises TypeError (and aborts the whole restore) on a line without a
