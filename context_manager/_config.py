@@ -192,6 +192,13 @@ def options_from_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
+def check_message_options(priority: Any, pinned: Any) -> None:
+    """``add()``'s options: a priority (:func:`check_priority`) and a pin flag that is a bool.
+    The manager calls this only when either is not of its type, so an add pays no call."""
+    check_priority(priority)
+    check_flag("pinned", pinned)
+
+
 def check_priority(priority: Any) -> int:
     """A message priority: exactly an int (bool and other int subclasses are refused). Any int
     ranks; a store keeps only those within +-2**53 (``store.records.message_record``)."""

@@ -16,8 +16,7 @@ from typing import Any
 from ._config import (
     budget_options,
     check_count,
-    check_flag,
-    check_priority,
+    check_message_options,
     checked_hook,
     checked_tools,
     options_from_config,
@@ -210,8 +209,8 @@ class MessageContextManager(ExtensionHub):
     ) -> int:
         """:meth:`add` with the count under ``counter.fingerprint()`` known (None: count it)."""
         tokens = None if tokens is None else check_count("tokens", tokens)
-        check_priority(priority)
-        check_flag("pinned", pinned)
+        if type(priority) is not int or type(pinned) is not bool:
+            check_message_options(priority, pinned)
         with self._lock:
             index = self._added
             rec = normalize(message, index)

@@ -394,7 +394,7 @@ def plan_view(
         # person spoke with; cut while it was the newest, it would otherwise overflow every
         # later request of the loop), leaving the newest exchange at least half of their room.
         sent = {x for x in (lead, p, g) if x >= 0}
-        for x in [x for x, cut in ((p, 0 <= p < g), (g, newest)) if cut]:
+        for x in [y for y, cuttable in ((p, 0 <= p < g), (g, newest)) if cuttable]:
             left = room - sum(view.trimmable(y, y + 1) for y in sent if y != x)
             if x != g and newest:  # the older group: half of what both may use, at least
                 left = max(left, (left + view.trimmable(g, g + 1)) // 2)

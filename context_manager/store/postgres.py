@@ -211,6 +211,11 @@ class PgDialect(SqlFlows):
     dialect = "PostgreSQL"
 
     _url_info: Any
+    _pool: Any  # the sync or async pool (None: a connection of its own)
+
+    def _handle_closed(self) -> bool:
+        """Whether the handle closed the pool this store borrowed its connection from."""
+        return self._pool is not None and bool(self._pool.closed)
 
     @property
     def target(self) -> str:
@@ -296,9 +301,6 @@ class PostgresStore(PgDialect, SqlStore):
 
     def _is_lost(self) -> bool:
         return bool(self._conn.broken or self._conn.closed)
-
-    def _handle_closed(self) -> bool:
-        return self._pool is not None and self._pool.closed
 
     def _reconnect(self) -> None:
         """A new connection after the old one broke (the server restarted, a proxy or pooler

@@ -166,7 +166,7 @@ class AsyncPostgresStore(PgDialect):
     async def _run(self, flow: Flow[_T]) -> _T:
         async with self._lock:
             conn = self._conn
-            if conn is None or (self._pool is not None and self._pool.closed):
+            if conn is None or self._handle_closed():
                 flow.close()
                 raise StoreError(f"{self.target} session {self.session!r}: the store is closed")
             if not (conn.broken or conn.closed) and not reusable(conn):
