@@ -7,8 +7,8 @@ JSONL, SQLite, a real Redis and PostgreSQL (started here, loopback, PostgreSQL w
 
 * ``cached``: the handle has a ``SessionCache`` (the manager a request closed serves the next
   one, after reading what was written since);
-* ``cold``: no cache, every open reads the whole session (what a process pays the first time it
-  serves a session);
+* ``cold``: no cache, every open fetches the whole session and decodes its newest messages (what
+  a process pays the first time it serves a session);
 * ``cold_compacted``: no cache, on a session compacted once (all but its last 60 messages): the
   open reads from the latest compaction on (what a long session costs when it is compacted);
 * ``agents_sdk``: the OpenAI Agents SDK's session on the same backend (``add_items``,

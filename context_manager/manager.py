@@ -44,7 +44,7 @@ from .events import (
     ToolCallsClosed,
     UsageRecorded,
 )
-from .host import HistoryItem
+from .host import HistoryItem, Unread
 from .messages import Message, message_list, normalize
 from .messages.groups import INTERRUPTED_RESULT
 from .messages.normalize import with_index
@@ -123,6 +123,7 @@ class MessageContextManager(ExtensionHub):
         self.summarizer = checked_hook("summarizer", summarizer)
         self._compaction: Any = None
         self._summary: tuple[Any, Message, int] | None = None
+        self._unread: Unread | None = None  # the oldest messages a store's open left unread
         self._pruning = pruning
         self._view = view_options(
             pruning, truncate_newest, self._counter, window, self._budget_tokens, tools_tokens
@@ -154,6 +155,7 @@ class MessageContextManager(ExtensionHub):
         """Switch the view's tool-result pruning (``None``: off; history unchanged; compaction's
         fallback uses it). Pruned copies are rebuilt once, so the prompt cache misses once."""
         with self._lock:
+            self._read_unread()  # it weighs every result held
             view = self._view
             truncate, window, budget = view.truncate_newest, view.window, view.budget
             self._view = view_options(pruning, truncate, view.counter, window, budget, view.tools)
@@ -289,6 +291,7 @@ class MessageContextManager(ExtensionHub):
     @repair.setter
     def repair(self, value: bool) -> None:
         with self._lock:
+            self._read_unread()
             self._calls.set_repair(value, self._ledger)
 
     def close_pending_tool_calls(self, reason: str | None = None) -> list[Any]:
@@ -331,7 +334,7 @@ class MessageContextManager(ExtensionHub):
             self._write(change)
             self._ledger = Ledger(self._provider)
             self._calls.reset()
-            self._summary = self._compaction = None
+            self._summary = self._compaction = self._unread = None
             self._calibration.reset()
             self._warned = False
             self._view.reset()
@@ -344,7 +347,8 @@ class MessageContextManager(ExtensionHub):
     def token_count(self) -> int:
         """Tokens of every message held, system prompt included (each counted once, on add)."""
         system = self._system[2] if self._system else 0
-        return self._ledger.total + system + (self._summary[2] if self._summary else 0)
+        unread = self._unread.tokens if self._unread else 0
+        return self._ledger.total + unread + system + (self._summary[2] if self._summary else 0)
 
     @property
     def summary_room(self) -> int:
@@ -361,16 +365,20 @@ class MessageContextManager(ExtensionHub):
     def messages(self) -> list[Any]:
         """Every message held (caller's objects, in order), system prompt excluded."""
         with self._lock:
+            self._read_unread()
             return self._ledger.held_originals()
 
     def __len__(self) -> int:
         """Messages held, system prompt included."""
         with self._lock:  # the per-role tallies catch up here
-            return self._ledger.held_count() + (1 if self._system else 0)
+            unread = self._unread.count if self._unread else 0
+            return self._ledger.held_count() + unread + (1 if self._system else 0)
 
     def _recap(self) -> None:
         """What held messages may take, kept for adds: budget less fixed, system prompt, summary."""
-        system = self.token_count - self._ledger.total
+        system = (self._system[2] if self._system else 0) + (
+            self._summary[2] if self._summary else 0
+        )
         self._cap = self._calibration.budget(self._budget_tokens) - self._fixed - system
 
     def _room(self, held: bool = False) -> int:
@@ -386,6 +394,9 @@ class MessageContextManager(ExtensionHub):
             plan = plan_view(self._ledger, self._strategy, room, rules, self._view)
         except Shortfall as short:
             raise short.overflow(budget - room, budget) from None
+        if self._unread and (plan.scattered or plan.starts[:1] == [self._ledger.floor]):
+            self._read_unread()  # it may reach further: a plan over every message decides
+            return self._plan(emit)
         if emit and self._listeners:
             for event in self._view.events(plan):
                 self._emit(event)
@@ -414,6 +425,7 @@ class MessageContextManager(ExtensionHub):
 
     def stats(self) -> ContextStats:
         with self._lock:
+            self._read_unread()  # tallies by role
             ledger = self._ledger
             counts, tokens = ledger.role_totals()
             if self._system:
@@ -480,9 +492,29 @@ class MessageContextManager(ExtensionHub):
             self._ledger.next_seq = self._added = index
             self._calls.protocol.skipped()
 
+    def hold_unread(self, unread: Unread, count: int) -> None:
+        """Hold the next ``count`` messages unread (a store's open read only the newest): they
+        keep their indices, tokens and place; what needs them reads them (:meth:`_read_unread`)."""
+        with self._lock:
+            self.start_history(self._ledger.next_seq + count)
+            self._unread = unread
+
+    def _read_unread(self) -> None:
+        """Hold every message: the unread ones, read as an open reading every record would."""
+        unread, self._unread = self._unread, None  # (its read reads this one's history)
+        if unread is not None:
+            try:
+                whole = unread.read(self)
+            except BaseException:
+                self._unread = unread  # still held, as before
+                raise
+            assert isinstance(whole, MessageContextManager)  # built with this one's options
+            self._ledger, self._calls, self._added = whole._ledger, whole._calls, whole._added
+
     def history(self) -> list[HistoryItem]:
         """Every held message with its stable index, tokens, pin and priority, in order."""
         with self._lock:
+            self._read_unread()
             return [HistoryItem(*row) for row in self._ledger.held_rows()]
 
     @property
@@ -505,6 +537,7 @@ class MessageContextManager(ExtensionHub):
             raise ConfigurationError(f"first_kept_index must be an int >= 0: {first_kept_index!r}")
         rec = normalize(summary)
         with self._lock:
+            self._read_unread()
             ledger = self._ledger
             tokens = self._counter.count_message(rec)
             floor = min(ledger.group_of_seq(first_kept_index), ledger.complete)

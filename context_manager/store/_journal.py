@@ -35,7 +35,6 @@ from ..host import ManagerHost
 from ..messages.codec import encode
 from ._drive import Flow
 from ._replay import (
-    Sequence_,
     Unresumable,
     compaction_record,
     new_manager,
@@ -44,9 +43,10 @@ from ._replay import (
     set_hooks,
     system_original,
 )
+from ._unread import UnreadHistory
 from .protocol import Head
 from .records import ATTRS_KEY, COMPACTION, COUNT_KEY, new_record_id, record_id
-from .replayer import Replayer, RestoredLog, StoredMessage
+from .replayer import Item, Records, Replayer, RestoredLog, StoredMessage, UnreadRun
 from .warm import Parked
 
 __all__ = ["JournalCore", "Op"]
@@ -181,7 +181,7 @@ class JournalCore:
             self.log.write_system_prompt(manager.system_prompt, original, record_id=rid)
 
     # -- records into memory -----------------------------------------------------------------
-    def _apply(self, manager: ManagerHost, sequence: Sequence_, *, fresh: bool) -> None:
+    def _apply(self, manager: ManagerHost, sequence: Records, *, fresh: bool) -> None:
         """Replay ``sequence`` into ``manager`` (after a clear when ``fresh``: a full read,
         whose ``self.restored`` learns the messages the manager could not read)."""
         with manager.locked():
@@ -209,6 +209,7 @@ class JournalCore:
         while True:
             restored, sequence = yield from self._moving(Op("read", (resume,)))
             self.restored = restored
+            unread = UnreadHistory(lambda: new_manager(cls, dict(given))[0], self)
             try:
                 replay(
                     manager,
@@ -217,6 +218,7 @@ class JournalCore:
                     path=self.target,
                     tally=restored,
                     restored=restored,
+                    unread=unread,
                 )
                 break
             except Unresumable:
@@ -255,7 +257,7 @@ class JournalCore:
                 return manager, system_prompt
         return (yield from self._open_flow(cls, options))
 
-    def _records_after(self, head: Head) -> Flow[Sequence_ | None]:
+    def _records_after(self, head: Head) -> Flow[Records | None]:
         """The records written after ``head``, when they can be applied on top of memory that
         stood there (None: the session was rewritten since, or a compaction is among them)."""
         batch = yield from self._moving(Op("load_after", (head,)))
@@ -375,16 +377,18 @@ class JournalCore:
             )
 
 
-def _rewinds(item: StoredMessage | dict[str, Any]) -> bool:
+def _rewinds(item: Item) -> bool:
     """A record an incremental reload cannot apply on top of memory (a compaction's indices
     count every message line of the generation)."""
     return isinstance(item, dict) and item.get("role") == COMPACTION
 
 
-def _holds(sequence: Sequence_, wanted: tuple[str, ...]) -> bool:
+def _holds(sequence: Records, wanted: tuple[str, ...]) -> bool:
     if not wanted:
         return False
     ids = {
-        item.record_id if isinstance(item, StoredMessage) else record_id(item) for item in sequence
+        item.record_id if isinstance(item, StoredMessage) else record_id(item)
+        for item in sequence
+        if not isinstance(item, UnreadRun)  # (an open's: never reloaded)
     }
     return all(rid in ids for rid in wanted)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import bisect
 import logging
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._config import checked_hook
-from ..budget.strategies import destructive
+from ..budget.strategies import SlidingWindow, destructive
 from ..errors import ContextManagerError, StoreCorruptionError
 from ..events import Compacted
 from ..host import ManagerHost
@@ -29,7 +29,16 @@ from .records import (
     SYSTEM_PROMPT,
     USAGE,
 )
-from .replayer import RestoredLog, StoredMessage, report_lines, stored_kept, usage_count
+from .replayer import (
+    Records,
+    RestoredLog,
+    Resume,
+    StoredMessage,
+    UnreadRun,
+    report_lines,
+    stored_kept,
+    usage_count,
+)
 
 __all__ = [
     "Unresumable",
@@ -41,11 +50,12 @@ __all__ = [
     "system_original",
 ]
 
+if TYPE_CHECKING:
+    from ._unread import UnreadHistory
+
 logger = logging.getLogger("context_manager.store")
 
 M = TypeVar("M", bound=ManagerHost)
-
-Sequence_ = list[StoredMessage | dict[str, Any]]
 
 
 def new_manager(cls: type[M], options: dict[str, Any]) -> tuple[M, Any, dict[str, Any]]:
@@ -58,14 +68,28 @@ def new_manager(cls: type[M], options: dict[str, Any]) -> tuple[M, Any, dict[str
     return cls(**options), system_prompt, hooks
 
 
-def resume_key(manager: ManagerHost) -> str | None:
-    """What a reader needs to open a session into ``manager`` from its latest compaction (the
-    counter's fingerprint: ``Replayer.of_lines``), or None when it must read every record: a
-    strategy that evicts on add (what it held depends on every add), repair on (its repairer
-    follows every message), or a counter without a fingerprint (no stored count is its own)."""
+def resume_key(manager: ManagerHost) -> Resume | None:
+    """What a reader needs to open a session into ``manager`` without reading every message
+    (``Replayer.of_lines``), or None when it must read every record: a strategy that evicts on
+    add (what it held depends on every add), repair on (its repairer follows every message), or
+    a counter without a fingerprint (no stored count is its own).
+
+    A manager that keeps every message and sends the newest that fit (the sliding window) may
+    also leave unread what lies beyond twice its budget: a request reaching further reads them
+    first (``MessageContextManager.hold_unread``), so the reach only decides how often. Not
+    with a retention ratio (its cut is placed from the first message held) or pruning (it
+    weighs every result held).
+    """
     if destructive(manager.strategy) or manager.repair:
         return None
-    return manager.counter.fingerprint()
+    fingerprint = manager.counter.fingerprint()
+    if fingerprint is None:
+        return None
+    strategy = manager.strategy
+    window = type(strategy) is SlidingWindow and strategy.retention_ratio is None
+    # (a retained cut is placed from the first group held; pruning weighs every result)
+    reach = 2 * manager.budget_tokens if window and manager.pruning is None else None
+    return Resume(fingerprint, reach)
 
 
 _HOOKS = ("on_evict", "on_near_limit")
@@ -134,14 +158,18 @@ def system_original(message: Any) -> dict[str, Any] | None:
 
 def replay(
     manager: ManagerHost,
-    sequence: Sequence_,
+    sequence: Records,
     *,
     strict: bool,
     path: str,
     tally: RestoredLog,
     restored: RestoredLog | None = None,
+    unread: UnreadHistory | None = None,
 ) -> None:
     """Apply logged records to ``manager`` in file order (no listener must be attached).
+
+    A run of message lines the reader left unread (:class:`UnreadRun`) goes to ``unread``, and
+    the manager holds its messages unread (``hold_unread``): they keep their history indices.
 
     A compaction's ``first_kept_index`` counts the message records of this file before its
     cut (every clear starts a new file; the writer converts its history index, see
@@ -162,6 +190,13 @@ def replay(
     unreadable: set[int] = set()
     fingerprint = manager.counter.fingerprint()  # a line counted under it is not recounted
     for item in sequence:
+        if isinstance(item, UnreadRun):
+            if unread is None:
+                raise Unresumable("message lines were left unread, with nowhere to hold them")
+            unread.take(item)
+            manager.hold_unread(unread, len(item.lines))
+            history += len(item.lines)
+            continue
         if isinstance(item, StoredMessage):
             if item.index is not None:
                 manager.start_history(history := item.index)

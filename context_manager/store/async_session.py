@@ -42,7 +42,7 @@ from .handle import StoreHandle
 from .jsonl import FsyncMode
 from .protocol import AsyncStore, Batch, Head, Store
 from .records import RecordWriter
-from .replayer import Replayer, RestoredLog, StoredMessage
+from .replayer import Records, Replayer, RestoredLog, Resume
 from .targets import SCHEMES
 from .warm import options_key
 
@@ -83,9 +83,7 @@ class AsyncLog(RecordWriter):
             f"{self.target}: a record was written outside a batch; nothing was changed"
         )
 
-    async def read(
-        self, resume: str | None = None
-    ) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
+    async def read(self, resume: Resume | None = None) -> tuple[RestoredLog, Records]:
         threaded = getattr(self._store, "read_log", None)
         if threaded is not None:
             return await threaded(self.strict, resume)  # type: ignore[no-any-return]

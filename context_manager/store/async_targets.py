@@ -42,7 +42,7 @@ from .protocol import (
     Store,
     check_session_id,
 )
-from .replayer import RestoredLog, StoredMessage
+from .replayer import Records, RestoredLog, Resume
 from .warm import SessionCache
 
 if TYPE_CHECKING:
@@ -145,8 +145,8 @@ class ThreadedStore:
         return await in_thread(store.delete)
 
     async def read_log(
-        self, strict: bool, resume: str | None = None
-    ) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
+        self, strict: bool, resume: Resume | None = None
+    ) -> tuple[RestoredLog, Records]:
         """Read and replay the whole session in the worker thread (JSONL: its own reader,
         which also reports a torn last line and sweeps a crashed rotation's temp files)."""
         store = self._store

@@ -79,7 +79,7 @@ from .records import (
     record_id,
     split_lines,
 )
-from .replayer import Replayer, RestoredLog, StoredMessage
+from .replayer import Records, Replayer, RestoredLog, Resume
 
 
 @contextlib.contextmanager
@@ -168,15 +168,13 @@ class JsonlLog(RecordWriter):
         every message line is checked (a bad one is skipped and listed in ``skipped_lines``)."""
         return self._read(defer_messages=False)[0]
 
-    def read(
-        self, resume: str | None = None
-    ) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
+    def read(self, resume: Resume | None = None) -> tuple[RestoredLog, Records]:
         """Every record in file order (metadata ones carry their line number as ``"_line"``),
         for a replay: the manager reads each message line and reports a bad one by number
         (``resume``: from the latest compaction on, see ``Replayer.of_lines``)."""
         return self._read(defer_messages=True, resume=resume)
 
-    def _read(self, *, defer_messages: bool, resume: str | None = None) -> tuple[RestoredLog, Any]:
+    def _read(self, defer_messages: bool, resume: Resume | None = None) -> tuple[RestoredLog, Any]:
         with self._lock.reading():
             if not self._swept:  # temp files of a crashed rotation (we hold every writer's lock)
                 for stale in _files.remove_stale_temps(self.path):
@@ -274,13 +272,13 @@ class JsonlLog(RecordWriter):
         return sorted(n for n in names if not n.startswith("."))  # not a delete's leftover
 
     def _replayer(
-        self, kept: bytes, unfinished: bool = False, defer: bool = False, resume: str | None = None
+        self, kept: bytes, cut: bool = False, defer: bool = False, resume: Resume | None = None
     ) -> Replayer:
-        """Replay the stored bytes ``kept``; ``unfinished``: a batch was cut after them."""
+        """Replay the stored bytes ``kept``; ``cut``: an unfinished batch was cut after them."""
         lines, strict = list(split_lines(kept)), self.strict
         of = Replayer.of_lines
         replayer = of(str(self.path), lines, strict=strict, defer_messages=defer, resume=resume)
-        if unfinished:  # never acknowledged: as if never written
+        if cut:  # never acknowledged: as if never written
             first = kept.count(b"\n") + 1
             reason = "a batch an interrupted writer left unfinished"
             logger.warning("%s: ignoring lines from %d on: %s", self.path, first, reason)

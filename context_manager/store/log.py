@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from .protocol import Store
 from .records import RecordWriter
-from .replayer import Replayer, RestoredLog, StoredMessage
+from .replayer import Records, Replayer, RestoredLog, Resume
 
 __all__ = ["SessionLog", "StoreLog"]
 
@@ -27,9 +27,7 @@ class SessionLog(Protocol):
     @property
     def store(self) -> Store: ...
 
-    def read(
-        self, resume: str | None = None
-    ) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]: ...
+    def read(self, resume: Resume | None = None) -> tuple[RestoredLog, Records]: ...
     def append_message(
         self,
         message: Any,
@@ -78,9 +76,7 @@ class StoreLog(RecordWriter):
         """The target (named ``path`` like ``JsonlLog.path``, for messages)."""
         return self._store.target
 
-    def read(
-        self, resume: str | None = None
-    ) -> tuple[RestoredLog, list[StoredMessage | dict[str, Any]]]:
+    def read(self, resume: Resume | None = None) -> tuple[RestoredLog, Records]:
         """Every record, for a manager to replay: it reads each message line itself (once), and
         ``_replay.replay`` reports one it cannot read as a corrupt line, by number (``resume``:
         from the latest compaction on, see ``Replayer.of_lines``)."""

@@ -6,9 +6,10 @@ revert so both read lines identically). The line format itself is in ``records.p
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._config import SAFE_INT
 from ..errors import ContextManagerError, InvalidMessageError
@@ -46,6 +47,34 @@ class StoredMessage:
     count: tuple[int, str] | None = None
     #: Its history index, when messages before it were skipped (read from a compaction on).
     index: int | None = None
+
+
+class Resume(NamedTuple):
+    """What a reader needs to leave the oldest message lines unread (``_replay.resume_key``).
+
+    ``fingerprint``: the manager's counter's (a count stored under it is the manager's own).
+    ``reach``: when the manager keeps every message and sends the newest that fit, the stored
+    tokens of the newest messages to read at least; the lines before them are left unread
+    (:class:`UnreadRun`). None: start only at the latest compaction.
+    """
+
+    fingerprint: str
+    reach: int | None = None
+
+
+@dataclass(slots=True)
+class UnreadRun:
+    """Consecutive message lines an open left unread (older than what a request can reach),
+    with what the manager needs of them before it reads them: how many, and their tokens."""
+
+    lines: list[tuple[int, bytes, bool]]
+    tokens: int = 0
+
+
+#: What a read yields, in file order: messages, runs of message lines left unread, and metadata
+#: records (each with its line number as ``"_line"``).
+Item = StoredMessage | UnreadRun | dict[str, Any]
+Records = list[Item]
 
 
 @dataclass
@@ -108,7 +137,7 @@ class Replayer:
         #: Report skipped lines later (``RestoredLog.unreported``), not as they are met.
         self.defer_reports = False
         # Every valid record in file order (messages as StoredMessage), for ordered replay.
-        self.sequence: list[StoredMessage | dict[str, Any]] = []
+        self.sequence: Records = []
 
     @classmethod
     def of_rows(
@@ -117,7 +146,7 @@ class Replayer:
         rows: Iterable[tuple[int, bytes]],
         *,
         strict: bool,
-        resume: str | None = None,
+        resume: Resume | None = None,
     ) -> Replayer:
         """A store's ``(position, line)`` rows replayed for a manager (which reads each message
         itself: ``defer_messages``); every row is complete (databases store whole records)."""
@@ -132,10 +161,11 @@ class Replayer:
         *,
         strict: bool,
         defer_messages: bool,
-        resume: str | None = None,
+        resume: Resume | None = None,
     ) -> Replayer:
-        """``(number, line, complete)`` lines replayed; with ``resume`` (the fingerprint of the
-        counter of a manager whose strategy never evicts) from the latest compaction on.
+        """``(number, line, complete)`` lines replayed; with ``resume`` (for a manager whose
+        strategy never evicts) from the latest compaction on, or, in a session never compacted,
+        with the message lines older than ``resume.reach`` left unread (:meth:`_tail`).
 
         That compaction names, in history indices, the messages the manager still held after
         it: the first one from its cut on, and those before it (pins, the latest user turn);
@@ -147,16 +177,17 @@ class Replayer:
         or an earlier compaction that names its cut only as a line index.
         """
         if resume is not None and not strict:
-            replayer = cls(path, strict=strict, defer_messages=defer_messages)
-            replayer.defer_reports = True  # this pass may be dropped for a full one
-            if replayer._resume(lines, resume):
-                return replayer
+            for start in (cls._resume, cls._tail):
+                replayer = cls(path, strict=strict, defer_messages=defer_messages)
+                replayer.defer_reports = True  # this pass may be dropped for a full one
+                if start(replayer, lines, resume):
+                    return replayer
         replayer = cls(path, strict=strict, defer_messages=defer_messages)
         for number, raw, complete in lines:
             replayer.feed(number, raw, complete)
         return replayer
 
-    def _resume(self, lines: Sequence[tuple[int, bytes, bool]], fingerprint: str) -> bool:
+    def _resume(self, lines: Sequence[tuple[int, bytes, bool]], resume: Resume) -> bool:
         """Replay ``lines`` from the latest compaction's resume point (:meth:`of_lines`); False
         when it cannot (this replayer is then spent).
 
@@ -168,7 +199,7 @@ class Replayer:
         skip, at, below = _resume_point(lines)
         if not skip:
             return False
-        sequence, seen = self.sequence, 0
+        fingerprint, sequence, seen = resume.fingerprint, self.sequence, 0
         for k, (number, raw, complete) in enumerate(lines):
             if seen < skip and raw.startswith(_MESSAGE_LINE) and raw[9:10] != b"_":
                 ordinal, seen = seen, seen + 1  # a message line of ours: read if still held
@@ -191,6 +222,51 @@ class Replayer:
                 return False
         self.state.history_start = skip
         return seen >= skip
+
+    def _tail(self, lines: Sequence[tuple[int, bytes, bool]], resume: Resume) -> bool:
+        """Replay ``lines`` leaving the message lines before :func:`tail_start` unread (False:
+        it cannot; this replayer is then spent).
+
+        Each run of them becomes one :class:`UnreadRun` in the sequence, in file order, so a
+        ``_usage`` record between them still anchors on the tokens before it. The records
+        that are not messages are read, and each must replay the same without the messages
+        (:func:`_replayable_alone`); the lines left unread must each carry the manager's own
+        count, unpinned at priority 0, and the first one a role that is no system prompt.
+        """
+        cut = tail_start(lines, resume)
+        if not cut:
+            return False
+        fingerprint, sequence = resume.fingerprint, self.sequence
+        plain, wrapped = _unread_ends(fingerprint)
+        run: UnreadRun | None = None
+        first = True  # a leading system message would become the system prompt
+        for line in lines[:cut]:
+            raw = line[1]
+            if not raw.startswith(_METADATA_LINES):
+                found = plain(raw, len(raw) - _END)
+                if found is None and _WRAPPED.match(raw):
+                    found = wrapped(raw, len(raw) - _END)
+                if found is None or (first and not raw.startswith(_NO_PROMPT)):
+                    return False
+                first = False
+                if run is None:
+                    run = UnreadRun([])
+                    sequence.append(run)
+                run.lines.append(line)
+                tokens = int(found[1])
+                if tokens > SAFE_INT:  # (a damaged count: the full read counts it again)
+                    return False
+                run.tokens += tokens
+                continue
+            run = None
+            record = self.feed(*line)
+            if record is not None and (
+                record["role"] == COMPACTION or not _replayable_alone(record, fingerprint)
+            ):
+                return False
+        for number, raw, complete in lines[cut:]:
+            self.feed(number, raw, complete)
+        return True
 
     def _held(self, number: int, raw: bytes, complete: bool, index: int) -> bool:
         """Read a message line the compaction left held, at history ``index`` (False: it
@@ -288,6 +364,64 @@ def report_lines(path: str, lines: Iterable[tuple[int, str, bool]], *, strict: b
 #: "_" (the 10th byte): a metadata line.
 _MESSAGE_LINE = b'{"role":"'
 _COMPACTION_LINE = b'{"role":"_compaction"'
+
+
+def _unread_ends(fingerprint: str) -> tuple[Callable[..., re.Match[bytes] | None], ...]:
+    """How a message line our writer wrote unpinned at priority 0, counted under
+    ``fingerprint``, ends: ``_cm`` holding only the count, the id, maybe a place in a batch and
+    a CRC (``records.message_record``, ``_tail._placed``); for an object in a wrapper
+    (:data:`_WRAPPED`), the same after its payload. Read at the line's end: never parsed."""
+    count = rb'"count":\[(0|[1-9]\d{0,15}),"' + re.escape(fingerprint.encode()) + rb'"\],'
+    end = rb'"id":"[^"\\]{1,64}"(?:,"batch":\[\d{1,15},\d{1,15}\])?(?:,"crc":\d{1,12})?\}\}\n?\Z'
+    return re.compile(rb',"_cm":\{' + count + end).search, re.compile(rb"," + count + end).search
+
+
+#: The wrapper our writer puts around an object it stores losslessly (``_journal._encode``).
+_WRAPPED = re.compile(
+    rb'\{"role":"\w{1,32}","content":null(?:,"tool_call_id":"(?:[^"\\]|\\.){0,512}")?,'
+    rb'"_cm":\{"type":"'
+)
+
+
+#: A message line's stored count under any fingerprint (the reach only adds them up).
+_COUNTED = re.compile(
+    rb'"count":\[(\d{1,16}),"[^"\\]{1,64}"\],"id":"[^"\\]{1,64}"'
+    rb"(?:,\"batch\":\[\d{1,15},\d{1,15}\])?(?:,\"crc\":\d{1,12})?\}\}\n?\Z"
+)
+#: How far from a line's end its ``_cm`` starts at most, when it matches those.
+_END = 256
+#: A plain user turn as our writer writes it: never inside a tool exchange, so a read may start
+#: there with no call open before it.
+_USER_TURN = b'{"role":"user","content":"'
+#: How a first message line that cannot become the system prompt starts.
+_NO_PROMPT = (b'{"role":"user"', b'{"role":"assistant"', b'{"role":"tool"')
+#: How metadata lines start (Kimi's spacing, or compact for a compaction).
+_METADATA_LINES = (b'{"role": "_', b'{"role":"_')
+
+
+def tail_start(lines: Sequence[tuple[int, bytes, bool]], resume: Resume) -> int:
+    """The index in ``lines`` of the plain user turn from which the newest message lines carry
+    more than ``resume.reach`` stored tokens (0: read every line: no reach, a compaction, a
+    line without our count, or the history is not that long). Reads each line's end only."""
+    reach = resume.reach
+    if reach is None:
+        return 0
+    total, turns = 0, 0
+    for k in range(len(lines) - 1, 0, -1):
+        raw = lines[k][1]
+        if raw.startswith(_METADATA_LINES):
+            if raw.startswith(_COMPACTION_LINE):
+                return 0
+            continue
+        found = _COUNTED.search(raw, len(raw) - _END)
+        if found is None:
+            return 0
+        total += int(found[1])
+        if raw.startswith(_USER_TURN):
+            turns += 1  # never from the latest turn: every request sends it (and from there)
+            if total > reach and turns > 1:
+                return k
+    return 0
 
 
 def _resume_point(lines: Sequence[tuple[int, bytes, bool]]) -> tuple[int, int, frozenset[int]]:

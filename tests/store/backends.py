@@ -3,6 +3,7 @@ fixture in ``conftest.py``): JSONL, SQLite, a real Redis, a real PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import os
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from context_manager import MessageContextManager
+from context_manager.store import aconnect
 from context_manager.store.protocol import Store
 from context_manager.store.targets import open_store
 
@@ -39,6 +41,26 @@ class Backend:
         return MessageContextManager.open(
             self.target, session=session, store_options=dict(self.options), **options
         )
+
+    def opened_in_tasks(
+        self, observe: Callable[[MessageContextManager], Any], tasks: int, **options: Any
+    ) -> list[Any]:
+        """``observe`` of session "s" as ``tasks`` concurrent asyncio tasks open it (``aopen``)
+        on one async handle, each closing its session after."""
+
+        async def main() -> list[Any]:
+            async with await aconnect(self.target, **self.options) as handle:
+
+                async def one() -> Any:
+                    manager = await MessageContextManager.aopen(handle, session="s", **options)
+                    try:
+                        return observe(manager)
+                    finally:
+                        await manager.store.aclose()
+
+                return list(await asyncio.gather(*(one() for _ in range(tasks))))
+
+        return asyncio.run(main())
 
     def generations(self, store: Store) -> int:
         if self.name == "jsonl":

@@ -9,7 +9,6 @@ not read), while a strict open still is.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ import pytest
 from context_manager import MessageContextManager
 from context_manager.compaction import SimpleCompaction, compactions
 from context_manager.errors import StoreConflictError, StoreCorruptionError
-from context_manager.store import aconnect
 
 from .backends import Backend, user
 
@@ -241,19 +239,7 @@ def test_an_async_open_reads_from_the_latest_compaction_too(backend: Backend) ->
     expected = observed(live)
     live.store.close()
 
-    async def main() -> list[dict[str, Any]]:
-        async with await aconnect(backend.target, **backend.options) as handle:
-
-            async def one() -> dict[str, Any]:
-                manager = await MessageContextManager.aopen(handle, session="s", **SMALL)
-                try:
-                    return observed(manager)
-                finally:
-                    await manager.store.aclose()
-
-            return list(await asyncio.gather(*(one() for _ in range(4))))
-
-    assert asyncio.run(main()) == [expected] * 4
+    assert backend.opened_in_tasks(observed, 4, **SMALL) == [expected] * 4
 
 
 def test_a_turn_compacted_in_the_middle_keeps_its_user_message(backend: Backend) -> None:

@@ -1,0 +1,223 @@
+"""A long session that was never compacted opens from its newest messages: the open reads as
+far back as twice the budget, and holds the older ones unread until something needs them.
+
+The oracle is the live manager (what the user had before closing) and a ``strict=True`` open,
+which reads and checks every record. What a request, an add, ``token_count`` and ``len()``
+need of the older messages (how many, their tokens) is read from the end of their lines; the
+history, ``messages``, ``stats()``, a compaction or a request reaching that far read them
+first. The laziness itself shows where a damaged old line is reported: when it is first read.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_manager import MessageContextManager
+from context_manager.compaction import SimpleCompaction
+
+from .backends import Backend, user
+from .test_open_from_compaction import exchange
+
+SMALL = {"max_tokens": 2_000, "system_prompt": "You are terse."}
+
+
+def observed(manager: MessageContextManager) -> dict[str, Any]:
+    """What a caller reads of a manager: the request first (it must not need the old
+    messages), then the history and statistics (which do)."""
+    cheap = {
+        "context": manager.get_context(),
+        "token_count": manager.token_count,
+        "used_tokens": manager.used_tokens,
+        "length": len(manager),
+        "context_tokens": manager.context_tokens(),
+    }
+    stats = manager.stats()
+    history = [(h.index, h.message, h.tokens, h.pinned, h.priority) for h in manager.history()]
+    return {
+        **cheap,
+        "history": history,
+        "messages": manager.messages,
+        "counts": (stats.counts_by_role, stats.tokens_by_role, stats.calibration),
+    }
+
+
+def build(manager: MessageContextManager, turns: int) -> None:
+    for i in range(turns):
+        manager.extend(exchange(i))
+        manager.record_usage(manager.context_tokens() * (110 + i % 5) // 100)
+
+
+def reopen(backend: Backend, **options: Any) -> MessageContextManager:
+    return backend.manager("s", **{**SMALL, **options})
+
+
+def test_a_long_session_reopens_holding_and_sending_what_the_live_one_did(
+    backend: Backend,
+) -> None:
+    live = reopen(backend)
+    build(live, 60)  # 240 messages, about 5x the budget
+    expected = observed(live)
+    live.store.close()
+
+    assert observed(reopen(backend)) == expected
+    assert observed(reopen(backend, strict=True)) == expected
+
+    # It goes on as the live one would: more turns, a compaction, then a reopen again.
+    reopened = reopen(backend)
+    reopened.get_context()
+    build(reopened, 3)
+    reopened.compact(lambda text: "summary", policy=SimpleCompaction(max_preserved_messages=8))
+    reopened.add(user("and now?"))
+    expected = observed(reopened)
+    reopened.store.close()
+    assert observed(reopen(backend)) == expected
+    assert observed(reopen(backend, strict=True)) == expected
+
+
+def damage_an_old_line(backend: Backend) -> None:
+    """Break the middle of the second user line, keeping how it starts and ends."""
+    if backend.name == "jsonl":
+        log = Path(backend.target) / "s" / "context.jsonl"
+        lines = log.read_bytes().splitlines(keepends=True)
+        k = [n for n, line in enumerate(lines) if line.startswith(b'{"role":"user"')][1]
+        lines[k] = lines[k].replace(b"why why", b'why" why', 1)  # no longer JSON
+        log.write_bytes(b"".join(lines))
+    else:
+        pytest.skip("the files of a JSONL session are the ones a test can damage in place")
+
+
+def test_an_old_line_is_read_when_the_history_is_first_needed(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    live = reopen(backend)
+    build(live, 40)
+    live.store.close()
+    damage_an_old_line(backend)
+
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        reopened = reopen(backend)
+        context = reopened.get_context()
+        reopened.add(user("one more"))
+        assert "corrupt" not in caplog.text  # never read: too old for any request
+        history = reopened.history()  # reads the older messages now, and reports the line
+    assert "corrupt" in caplog.text
+    assert len(history) == 40 * 4  # 160 lines, one unreadable, one added
+    assert [h.index for h in history] == list(range(160))
+    assert context[-1] == exchange(39)[-1]
+    # A compaction written now keeps the indices a reader finds past the unreadable line.
+    reopened.apply_compaction(user("summary"), 150)
+    expected = observed(reopened)
+    reopened.store.close()
+    assert observed(reopen(backend)) == expected
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"retention_ratio": 0.5}, {"strategy": "priority"}, {"max_messages": 30}],
+)
+def test_every_strategy_and_option_sends_what_a_full_read_sends(
+    backend: Backend, options: dict[str, Any]
+) -> None:
+    live = reopen(backend, **options)
+    build(live, 40)
+    expected = observed(live)
+    live.store.close()
+    assert observed(reopen(backend, **options)) == expected
+
+
+def test_a_budget_raised_by_calibration_reads_the_older_messages_first(
+    backend: Backend,
+) -> None:
+    """Usage reports far below our counts let the budget hold more than twice itself: the
+    request reaches the first message held, so the older ones are read and sent too."""
+    live = reopen(backend)
+    for i in range(40):
+        live.extend(exchange(i))
+        live.record_usage(max(1, live.context_tokens() // 5))
+    expected = observed(live)
+    live.store.close()
+    assert observed(reopen(backend)) == expected
+
+
+def test_an_interrupted_call_and_objects_of_an_sdk_reopen_as_they_were(backend: Backend) -> None:
+    anthropic = pytest.importorskip("anthropic")
+    live = reopen(backend, provider="anthropic")
+    for i in range(40):
+        live.add(user(f"question {i}: " + "why " * 40))
+        live.add(
+            anthropic.types.Message(
+                id=f"msg_{i}",
+                type="message",
+                role="assistant",
+                model="claude-sonnet-4-5",
+                content=[
+                    {"type": "text", "text": "looking"},
+                    {"type": "tool_use", "id": f"tu_{i}", "name": "look", "input": {}},
+                ],
+                stop_reason="tool_use",
+                usage={"input_tokens": 1, "output_tokens": 1},
+            )
+        )
+        if i % 3:  # answered; otherwise the next user turn interrupts the call
+            live.add(
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": f"tu_{i}", "content": "x " * 50}
+                    ],
+                }
+            )
+    expected = observed(live)
+    live.store.close()
+    assert observed(reopen(backend, provider="anthropic")) == expected
+    assert observed(reopen(backend, provider="anthropic", strict=True)) == expected
+
+
+def test_an_async_open_reads_the_newest_too(backend: Backend) -> None:
+    live = reopen(backend)
+    build(live, 40)
+    expected = observed(live)
+    live.store.close()
+
+    assert backend.opened_in_tasks(observed, 3, **SMALL) == [expected] * 3
+
+
+def test_revert_and_clear_after_a_partial_open(backend: Backend) -> None:
+    live = reopen(backend)
+    build(live, 20)
+    checkpoint = live.checkpoint()
+    build(live, 20)
+    live.store.close()
+
+    reopened = reopen(backend)
+    reopened.get_context()
+    reopened.revert_to(checkpoint)
+    assert [h.index for h in reopened.history()] == list(range(80))
+    reopened.clear()
+    assert len(reopened) == 1 and reopened.history() == []  # the system prompt stays
+    reopened.store.close()
+
+
+def test_responses_items_reopen_as_they_were(backend: Backend) -> None:
+    """Items of the Responses API (what the Agents SDK stores): calls and their outputs are
+    items of their own, with the type first."""
+    live = reopen(backend)
+    for i in range(40):
+        live.add(user(f"question {i}: " + "why " * 40))
+        live.add({"type": "function_call", "call_id": f"fc_{i}", "name": "look", "arguments": "{}"})
+        live.add({"type": "function_call_output", "call_id": f"fc_{i}", "output": "x " * 50})
+        live.add(
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": f"answer {i}"}],
+            }
+        )
+    expected = observed(live)
+    live.store.close()
+    assert observed(reopen(backend)) == expected
+    assert observed(reopen(backend, strict=True)) == expected
