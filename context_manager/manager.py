@@ -244,7 +244,13 @@ class MessageContextManager(ExtensionHub):
         """
         protocol, ledger = self._calls.protocol, self._ledger
         outside = protocol.outside(rec)  # no tool exchange to check or record (most messages)
-        joins = False if outside else protocol.check(rec, index)
+        try:
+            joins = False if outside else protocol.check(rec, index)
+        except InvalidMessageError:
+            if self._unread is None:
+                raise
+            self._read_unread()  # the call it answers may be older: decide on every message
+            return self._store(message, rec, self._added, priority, pinned, n)
         tokens = self._counter.count_message(rec) if n is None else n
         change = None
         if self._journal is not None or self._listeners:  # (an event is built only if read)

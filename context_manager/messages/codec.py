@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import math
 import sys
 from collections.abc import Callable, Mapping
@@ -380,6 +381,27 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
     "pydantic_ai": _pydantic_ai,
     "record": _record,
 }
+
+
+#: The packages a special tag's decoder imports (``mixed``: its parts' own; not known here).
+_NEEDS = {
+    "dict": (),
+    "record": (),
+    "langchain": ("langchain_core",),
+    "pydantic_ai": ("pydantic_ai",),
+}
+
+
+def readable(tag: str) -> bool:
+    """Whether :func:`decode` can rebuild objects stored under ``tag`` in this process (its
+    class is known and its SDK installed), without reading a payload; False when that cannot
+    be told from the tag (a dict holding SDK parts)."""
+    try:
+        if tag in _NEEDS:
+            return all(importlib.util.find_spec(name) is not None for name in _NEEDS[tag])
+        return tag in KNOWN_TYPES and _known_class(tag) is not None
+    except ImportError:
+        return False
 
 
 def decode(payload: Any, tag: str | None) -> Any:

@@ -6,14 +6,14 @@ revert so both read lines identically). The line format itself is in ``records.p
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .._config import SAFE_INT
 from ..errors import ContextManagerError, InvalidMessageError
-from ..messages.codec import decode
+from ..messages import codec
+from ._line_ends import COMPACTION_LINE, MESSAGE_LINE, METADATA_LINES, UnreadLines, tail_start
 from ._lines import corrupt_line
 from .records import (
     ATTRS_KEY,
@@ -201,7 +201,7 @@ class Replayer:
             return False
         fingerprint, sequence, seen = resume.fingerprint, self.sequence, 0
         for k, (number, raw, complete) in enumerate(lines):
-            if seen < skip and raw.startswith(_MESSAGE_LINE) and raw[9:10] != b"_":
+            if seen < skip and raw.startswith(MESSAGE_LINE) and raw[9:10] != b"_":
                 ordinal, seen = seen, seen + 1  # a message line of ours: read if still held
                 if ordinal in below and not self._held(number, raw, complete, ordinal):
                     return False
@@ -233,29 +233,22 @@ class Replayer:
         (:func:`_replayable_alone`); the lines left unread must each carry the manager's own
         count, unpinned at priority 0, and the first one a role that is no system prompt.
         """
-        cut = tail_start(lines, resume)
+        cut = tail_start(lines, resume.reach)
         if not cut:
             return False
         fingerprint, sequence = resume.fingerprint, self.sequence
-        plain, wrapped = _unread_ends(fingerprint)
+        unread = UnreadLines(fingerprint)
         run: UnreadRun | None = None
-        first = True  # a leading system message would become the system prompt
         for line in lines[:cut]:
             raw = line[1]
-            if not raw.startswith(_METADATA_LINES):
-                found = plain(raw, len(raw) - _END)
-                if found is None and _WRAPPED.match(raw):
-                    found = wrapped(raw, len(raw) - _END)
-                if found is None or (first and not raw.startswith(_NO_PROMPT)):
+            if not raw.startswith(METADATA_LINES):
+                tokens = unread.tokens(raw)
+                if tokens is None:
                     return False
-                first = False
                 if run is None:
                     run = UnreadRun([])
                     sequence.append(run)
                 run.lines.append(line)
-                tokens = int(found[1])
-                if tokens > SAFE_INT:  # (a damaged count: the full read counts it again)
-                    return False
                 run.tokens += tokens
                 continue
             run = None
@@ -326,7 +319,7 @@ class Replayer:
             message: Any = record
             if "type" in attrs:  # an object stored losslessly: rebuild it
                 try:
-                    message = decode(attrs.get("payload"), str(attrs["type"]))
+                    message = codec.decode(attrs.get("payload"), str(attrs["type"]))
                 except InvalidMessageError as exc:
                     self._bad_line(number, str(exc), True)
                     return
@@ -360,75 +353,11 @@ def report_lines(path: str, lines: Iterable[tuple[int, str, bool]], *, strict: b
             )
 
 
-#: How a message line we wrote starts (compact JSON, role first); a record's role starts with
-#: "_" (the 10th byte): a metadata line.
-_MESSAGE_LINE = b'{"role":"'
-_COMPACTION_LINE = b'{"role":"_compaction"'
-
-
-def _unread_ends(fingerprint: str) -> tuple[Callable[..., re.Match[bytes] | None], ...]:
-    """How a message line our writer wrote unpinned at priority 0, counted under
-    ``fingerprint``, ends: ``_cm`` holding only the count, the id, maybe a place in a batch and
-    a CRC (``records.message_record``, ``_tail._placed``); for an object in a wrapper
-    (:data:`_WRAPPED`), the same after its payload. Read at the line's end: never parsed."""
-    count = rb'"count":\[(0|[1-9]\d{0,15}),"' + re.escape(fingerprint.encode()) + rb'"\],'
-    end = rb'"id":"[^"\\]{1,64}"(?:,"batch":\[\d{1,15},\d{1,15}\])?(?:,"crc":\d{1,12})?\}\}\n?\Z'
-    return re.compile(rb',"_cm":\{' + count + end).search, re.compile(rb"," + count + end).search
-
-
-#: The wrapper our writer puts around an object it stores losslessly (``_journal._encode``).
-_WRAPPED = re.compile(
-    rb'\{"role":"\w{1,32}","content":null(?:,"tool_call_id":"(?:[^"\\]|\\.){0,512}")?,'
-    rb'"_cm":\{"type":"'
-)
-
-
-#: A message line's stored count under any fingerprint (the reach only adds them up).
-_COUNTED = re.compile(
-    rb'"count":\[(\d{1,16}),"[^"\\]{1,64}"\],"id":"[^"\\]{1,64}"'
-    rb"(?:,\"batch\":\[\d{1,15},\d{1,15}\])?(?:,\"crc\":\d{1,12})?\}\}\n?\Z"
-)
-#: How far from a line's end its ``_cm`` starts at most, when it matches those.
-_END = 256
-#: A plain user turn as our writer writes it: never inside a tool exchange, so a read may start
-#: there with no call open before it.
-_USER_TURN = b'{"role":"user","content":"'
-#: How a first message line that cannot become the system prompt starts.
-_NO_PROMPT = (b'{"role":"user"', b'{"role":"assistant"', b'{"role":"tool"')
-#: How metadata lines start (Kimi's spacing, or compact for a compaction).
-_METADATA_LINES = (b'{"role": "_', b'{"role":"_')
-
-
-def tail_start(lines: Sequence[tuple[int, bytes, bool]], resume: Resume) -> int:
-    """The index in ``lines`` of the plain user turn from which the newest message lines carry
-    more than ``resume.reach`` stored tokens (0: read every line: no reach, a compaction, a
-    line without our count, or the history is not that long). Reads each line's end only."""
-    reach = resume.reach
-    if reach is None:
-        return 0
-    total, turns = 0, 0
-    for k in range(len(lines) - 1, 0, -1):
-        raw = lines[k][1]
-        if raw.startswith(_METADATA_LINES):
-            if raw.startswith(_COMPACTION_LINE):
-                return 0
-            continue
-        found = _COUNTED.search(raw, len(raw) - _END)
-        if found is None:
-            return 0
-        total += int(found[1])
-        if raw.startswith(_USER_TURN):
-            turns += 1  # never from the latest turn: every request sends it (and from there)
-            if total > reach and turns > 1:
-                return k
-    return 0
-
-
 def _resume_point(lines: Sequence[tuple[int, bytes, bool]]) -> tuple[int, int, frozenset[int]]:
     """Where the latest compaction says a reader may start (0: nowhere), the index of its line
     in ``lines``, and the history indices of the messages held before that point."""
     for k in range(len(lines) - 1, -1, -1):
-        if lines[k][1].startswith(_COMPACTION_LINE):
+        if lines[k][1].startswith(COMPACTION_LINE):
             found = read_record(lines[k][1], check_message=False)
             history = _history(found) if isinstance(found, dict) else None
             kept = stored_kept(found) if isinstance(found, dict) else None
@@ -506,6 +435,6 @@ def _decoded_system(record: Mapping[str, Any]) -> Any:
     if not isinstance(attrs, Mapping) or "message" not in attrs:
         return None
     try:
-        return decode(attrs["message"], attrs.get("type"))
+        return codec.decode(attrs["message"], attrs.get("type"))
     except InvalidMessageError:
         return _BAD

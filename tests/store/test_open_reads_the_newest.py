@@ -18,6 +18,7 @@ import pytest
 
 from context_manager import MessageContextManager
 from context_manager.compaction import SimpleCompaction
+from context_manager.errors import InvalidMessageError
 
 from .backends import Backend, user
 from .test_open_from_compaction import exchange
@@ -143,25 +144,26 @@ def test_a_budget_raised_by_calibration_reads_the_older_messages_first(
     assert observed(reopen(backend)) == expected
 
 
-def test_an_interrupted_call_and_objects_of_an_sdk_reopen_as_they_were(backend: Backend) -> None:
+def claude_message(i: int, content: list[dict[str, Any]]) -> Any:
+    """An assistant turn as the Anthropic SDK returns it."""
     anthropic = pytest.importorskip("anthropic")
+    return anthropic.types.Message(
+        id=f"msg_{i}",
+        type="message",
+        role="assistant",
+        model="claude-sonnet-4-5",
+        content=content,
+        stop_reason="tool_use" if content[-1]["type"] == "tool_use" else "end_turn",
+        usage={"input_tokens": 1, "output_tokens": 1},
+    )
+
+
+def test_an_interrupted_call_and_objects_of_an_sdk_reopen_as_they_were(backend: Backend) -> None:
     live = reopen(backend, provider="anthropic")
     for i in range(40):
         live.add(user(f"question {i}: " + "why " * 40))
-        live.add(
-            anthropic.types.Message(
-                id=f"msg_{i}",
-                type="message",
-                role="assistant",
-                model="claude-sonnet-4-5",
-                content=[
-                    {"type": "text", "text": "looking"},
-                    {"type": "tool_use", "id": f"tu_{i}", "name": "look", "input": {}},
-                ],
-                stop_reason="tool_use",
-                usage={"input_tokens": 1, "output_tokens": 1},
-            )
-        )
+        call = {"type": "tool_use", "id": f"tu_{i}", "name": "look", "input": {}}
+        live.add(claude_message(i, [{"type": "text", "text": "looking"}, call]))
         if i % 3:  # answered; otherwise the next user turn interrupts the call
             live.add(
                 {
@@ -221,3 +223,58 @@ def test_responses_items_reopen_as_they_were(backend: Backend) -> None:
     live.store.close()
     assert observed(reopen(backend)) == expected
     assert observed(reopen(backend, strict=True)) == expected
+
+
+def test_a_result_for_an_old_call_is_refused_as_a_full_read_refuses_it(backend: Backend) -> None:
+    live = reopen(backend)
+    build(live, 40)
+    live.store.close()
+    errors = []
+    for options in ({}, {"strict": True}):
+        reopened = reopen(backend, **options)
+        with pytest.raises(InvalidMessageError) as refused:
+            reopened.add({"role": "tool", "tool_call_id": "call_0", "content": "late"})
+        errors.append(str(refused.value))
+        reopened.store.close()
+    assert "duplicate result" in errors[1]
+    assert errors[0] == errors[1]
+
+
+def alter_an_old_line(backend: Backend, old: bytes, new: bytes) -> None:
+    log = Path(backend.target) / "s" / "context.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    k = next(n for n, line in enumerate(lines[5:], 5) if old in line)
+    lines[k] = lines[k].replace(old, new, 1)
+    log.write_bytes(b"".join(lines))
+
+
+@pytest.mark.parametrize(
+    ("options", "old", "new"),
+    [
+        # damaged under a CRC: the bytes say so without parsing the line
+        ({"integrity": True}, b"why why", b"why who"),
+        # an object whose type cannot be read back here (an SDK not installed, say)
+        ({"provider": "anthropic"}, b'"type":"anthropic.Message"', b'"type":"anthropic.Nope"'),
+    ],
+)
+def test_an_old_line_a_full_read_would_skip_makes_the_open_read_every_line(
+    backend: Backend,
+    caplog: pytest.LogCaptureFixture,
+    options: dict[str, Any],
+    old: bytes,
+    new: bytes,
+) -> None:
+    if backend.name != "jsonl":
+        pytest.skip("the files of a JSONL session are the ones a test can damage in place")
+    live = reopen(backend, **options)
+    for i in range(40):
+        live.add(user(f"question {i}: " + "why " * 40))
+        live.add(claude_message(i, [{"type": "text", "text": f"answer {i} " + "so " * 30}]))
+    live.store.close()
+    alter_an_old_line(backend, old, new)
+
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        reopened = reopen(backend, **options)
+        assert "line" in caplog.text  # reported at the open, as a full read reports it
+        assert len(reopened) == 1 + 79  # the system prompt, every message but the skipped one
+        reopened.store.close()
