@@ -28,8 +28,10 @@ METADATA_LINES = (b'{"role": "_', b'{"role":"_')
 #: A plain user turn as our writer writes it: never inside a tool exchange, so a read may start
 #: there with no call open before it.
 _USER_TURN = b'{"role":"user","content":"'
-#: How a first message line that cannot become the system prompt starts.
+#: How a first message line that cannot become the system prompt starts; a system message
+#: further on is read too (a damaged line before it would make it the first).
 _NO_PROMPT = (b'{"role":"user"', b'{"role":"assistant"', b'{"role":"tool"')
+_PROMPT = (b'{"role":"system"', b'{"role":"developer"')
 #: The end of ``_cm`` after the count: the id, maybe a place in a batch, maybe a CRC.
 _AFTER_COUNT = (
     rb'"id":"[^"\\]{1,64}"(?:,"batch":\[\d{1,15},\d{1,15}\])?(?:,"crc":(\d{1,12}))?\}\}\n?\Z'
@@ -73,8 +75,8 @@ def tail_start(lines: Sequence[tuple[int, bytes, bool]], reach: int | None) -> i
 class UnreadLines:
     """Judges the older message lines of one read, in order: each may stay unread when the
     full read would take it as it is (our count under ``fingerprint``, unpinned at priority
-    0, an object type this process can read back, the CRC right, and the first one no system
-    prompt); :meth:`tokens` then gives its tokens."""
+    0, an object type this process can read back, the CRC right, no system message, and the
+    first one none that could become the prompt); :meth:`tokens` then gives its tokens."""
 
     def __init__(self, fingerprint: str) -> None:
         count = rb'"count":\[(0|[1-9]\d{0,15}),"' + re.escape(fingerprint.encode()) + rb'"\],'
@@ -90,7 +92,9 @@ class UnreadLines:
             if tag[1] not in self._readable:
                 self._readable[tag[1]] = codec.readable(tag[1].decode())
             found = self._wrapped(raw, len(raw) - _END) if self._readable[tag[1]] else None
-        if found is None or (self._first and not raw.startswith(_NO_PROMPT)):
+        if found is None or raw.startswith(_PROMPT):
+            return None
+        if self._first and not raw.startswith(_NO_PROMPT):
             return None
         if found[2] is not None and not _crc_holds(raw, found):
             return None  # damaged: the full read skips it (and says so)

@@ -241,9 +241,10 @@ def test_a_result_for_an_old_call_is_refused_as_a_full_read_refuses_it(backend: 
 
 
 def alter_an_old_line(backend: Backend, old: bytes, new: bytes) -> None:
+    """Change the first line holding ``old``."""
     log = Path(backend.target) / "s" / "context.jsonl"
     lines = log.read_bytes().splitlines(keepends=True)
-    k = next(n for n, line in enumerate(lines[5:], 5) if old in line)
+    k = next(n for n, line in enumerate(lines) if old in line)
     lines[k] = lines[k].replace(old, new, 1)
     log.write_bytes(b"".join(lines))
 
@@ -278,3 +279,27 @@ def test_an_old_line_a_full_read_would_skip_makes_the_open_read_every_line(
         assert "line" in caplog.text  # reported at the open, as a full read reports it
         assert len(reopened) == 1 + 79  # the system prompt, every message but the skipped one
         reopened.store.close()
+
+
+def test_a_system_message_after_a_damaged_first_line_reopens_as_a_full_read_has_it(
+    backend: Backend,
+) -> None:
+    """A full read skips the damaged first line, so the system message after it leads the
+    history and becomes the system prompt: a lazy open must find the same."""
+    if backend.name != "jsonl":
+        pytest.skip("the files of a JSONL session are the ones a test can damage in place")
+    live = backend.manager("s", max_tokens=2_000)
+    live.add(user("hello " * 10))
+    live.add({"role": "system", "content": "answer in French"})
+    build(live, 40)
+    live.store.close()
+    alter_an_old_line(backend, b"hello hello", b'hello" hello')
+
+    def held(manager: MessageContextManager) -> Any:  # what the budget does not change
+        history = [(h.index, h.message, h.tokens) for h in manager.history()]
+        return manager.system_prompt, manager.token_count, len(manager), history
+
+    lazy = backend.manager("s", max_tokens=2_000)  # reads the newest 4,000 tokens
+    full = backend.manager("s", max_tokens=1_000_000)  # reads every line
+    assert held(lazy) == held(full)
+    assert lazy.system_prompt == "answer in French"
