@@ -224,14 +224,14 @@ class Replayer:
         return seen >= skip
 
     def _tail(self, lines: Sequence[tuple[int, bytes, bool]], resume: Resume) -> bool:
-        """Replay ``lines`` leaving the message lines before :func:`tail_start` unread (False:
-        it cannot; this replayer is then spent).
+        """Replay ``lines`` leaving the message lines before ``_line_ends.tail_start`` unread
+        (False: it cannot; this replayer is then spent).
 
         Each run of them becomes one :class:`UnreadRun` in the sequence, in file order, so a
         ``_usage`` record between them still anchors on the tokens before it. The records
         that are not messages are read, and each must replay the same without the messages
-        (:func:`_replayable_alone`); the lines left unread must each carry the manager's own
-        count, unpinned at priority 0, and the first one a role that is no system prompt.
+        (:func:`_replayable_alone`); each line left unread must be one the full read would take
+        as it is (``_line_ends.UnreadLines``).
         """
         cut = tail_start(lines, resume.reach)
         if not cut:
