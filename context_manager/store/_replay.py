@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._config import checked_hook
+from ..budget.calibration import LOW
 from ..budget.strategies import SlidingWindow, destructive
 from ..errors import ContextManagerError, StoreCorruptionError
 from ..events import Compacted
@@ -75,8 +76,9 @@ def resume_key(manager: ManagerHost) -> Resume | None:
     a counter without a fingerprint (no stored count is its own).
 
     A manager that keeps every message and sends the newest that fit (the sliding window) may
-    also leave unread what lies beyond twice its budget: a request reaching further reads them
-    first (``MessageContextManager.hold_unread``), so the reach only decides how often. Not
+    also leave unread what lies beyond twice its budget: calibration sends at most that many
+    counted tokens (it ignores ratios under ``calibration.LOW``, 0.5), and a request reaching
+    further (pins) reads them first (``MessageContextManager.hold_unread``). Not
     with a retention ratio (its cut is placed from the first message held) or pruning (it
     weighs every result held).
     """
@@ -88,7 +90,7 @@ def resume_key(manager: ManagerHost) -> Resume | None:
     strategy = manager.strategy
     window = type(strategy) is SlidingWindow and strategy.retention_ratio is None
     # (a retained cut is placed from the first group held; pruning weighs every result)
-    reach = 2 * manager.budget_tokens if window and manager.pruning is None else None
+    reach = int(manager.budget_tokens / LOW) if window and manager.pruning is None else None
     return Resume(fingerprint, reach)
 
 

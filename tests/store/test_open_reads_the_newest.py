@@ -130,15 +130,15 @@ def test_every_strategy_and_option_sends_what_a_full_read_sends(
     assert observed(reopen(backend, **options)) == expected
 
 
-def test_a_budget_raised_by_calibration_reads_the_older_messages_first(
+def test_a_budget_raised_by_calibration_sends_what_a_full_read_sends(
     backend: Backend,
 ) -> None:
-    """Usage reports far below our counts let the budget hold more than twice itself: the
-    request reaches the first message held, so the older ones are read and sent too."""
+    """Usage reports a little above half our counts (the lowest ratio calibration takes) let
+    a request send almost twice the budget in counted tokens: as far as the open reads."""
     live = reopen(backend)
     for i in range(40):
         live.extend(exchange(i))
-        live.record_usage(max(1, live.context_tokens() // 5))
+        live.record_usage(max(1, live.context_tokens() * 51 // 100))
     expected = observed(live)
     live.store.close()
     assert observed(reopen(backend)) == expected
