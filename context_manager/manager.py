@@ -400,7 +400,7 @@ class MessageContextManager(ExtensionHub):
             plan = plan_view(self._ledger, self._strategy, room, rules, self._view)
         except Shortfall as short:
             raise short.overflow(budget - room, budget) from None
-        if self._unread and (plan.scattered or plan.starts[:1] == [self._ledger.floor]):
+        if self._unread and plan.starts[:1] == [self._ledger.floor]:
             self._read_unread()  # it may reach further: a plan over every message decides
             return self._plan(emit)
         if emit and self._listeners:

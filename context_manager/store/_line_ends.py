@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from .._config import SAFE_INT
 from ..messages import codec
 
-__all__ = ["COMPACTION_LINE", "MESSAGE_LINE", "METADATA_LINES", "UnreadLines", "tail_start"]
+__all__ = ["COMPACTION_LINE", "MESSAGE_LINE", "METADATA_LINES", "LineEnds"]
 
 #: How a message line we wrote starts (compact JSON, role first); a record's role starts with
 #: "_" (the 10th byte): a metadata line.
@@ -36,8 +36,6 @@ _PROMPT = (b'{"role":"system"', b'{"role":"developer"')
 _AFTER_COUNT = (
     rb'"id":"[^"\\]{1,64}"(?:,"batch":\[\d{1,15},\d{1,15}\])?(?:,"crc":(\d{1,12}))?\}\}\n?\Z'
 )
-#: A message line's stored count under any fingerprint (the reach only adds them up).
-_COUNTED = re.compile(rb'"count":\[(\d{1,16}),"[^"\\]{1,64}"\],' + _AFTER_COUNT)
 #: How far from a line's end its ``_cm`` starts at most, when it matches those.
 _END = 256
 #: The wrapper of an object stored losslessly, up to the object's type.
@@ -47,53 +45,53 @@ _WRAPPED = re.compile(
 )
 
 
-def tail_start(lines: Sequence[tuple[int, bytes, bool]], reach: int | None) -> int:
-    """The index in ``lines`` of the plain user turn from which the newest message lines carry
-    more than ``reach`` stored tokens, older than the latest turn (every request sends that one,
-    and from there); 0: read every line (no reach, a compaction, a line without our count, or
-    the history is not that long). Reads each line's end only."""
-    if reach is None:
-        return 0
-    total, turns = 0, 0
-    for k in range(len(lines) - 1, 0, -1):
-        raw = lines[k][1]
-        if raw.startswith(METADATA_LINES):
-            if raw.startswith(COMPACTION_LINE):
-                return 0
-            continue
-        found = _COUNTED.search(raw, len(raw) - _END)
-        if found is None:
-            return 0
-        total += int(found[1])
-        if raw.startswith(_USER_TURN):
-            turns += 1
-            if total > reach and turns > 1:
-                return k
-    return 0
-
-
-class UnreadLines:
-    """Judges the older message lines of one read, in order: each may stay unread when the
-    full read would take it as it is (our count under ``fingerprint``, unpinned at priority
-    0, an object type this process can read back, the CRC right, no system message, and the
-    first one none that could become the prompt); :meth:`tokens` then gives its tokens."""
+class LineEnds:
+    """What the lines of one read tell under the manager's counter (``fingerprint``): where
+    the read may start (:meth:`tail_start`), then, for each older message line in order,
+    whether it may stay unread (:meth:`tokens`)."""
 
     def __init__(self, fingerprint: str) -> None:
         count = rb'"count":\[(0|[1-9]\d{0,15}),"' + re.escape(fingerprint.encode()) + rb'"\],'
-        self._plain = re.compile(rb',"_cm":\{' + count + _AFTER_COUNT).search
-        self._wrapped = re.compile(rb"," + count + _AFTER_COUNT).search
+        self._count = re.compile(count + _AFTER_COUNT).search
         self._readable: dict[bytes, bool] = {}  # per stored object type
         self._first = True  # a leading system message would become the system prompt
 
+    def tail_start(self, lines: Sequence[tuple[int, bytes, bool]], reach: int | None) -> int:
+        """The index in ``lines`` of the plain user turn from which the newest message lines
+        carry more than ``reach`` stored tokens, older than the latest turn (every request
+        sends that one, and from there); 0: read every line (no reach, a compaction, a line
+        without our count, or the history is not that long)."""
+        if reach is None:
+            return 0
+        total, turns = 0, 0
+        for k in range(len(lines) - 1, 0, -1):
+            raw = lines[k][1]
+            if raw.startswith(METADATA_LINES):
+                if raw.startswith(COMPACTION_LINE):
+                    return 0
+                continue
+            found = self._count(raw, len(raw) - _END)
+            if found is None:
+                return 0
+            total += int(found[1])
+            if raw.startswith(_USER_TURN):
+                turns += 1
+                if total > reach and turns > 1:
+                    return k
+        return 0
+
     def tokens(self, raw: bytes) -> int | None:
-        """The stored tokens of message line ``raw``, or None: it must be read."""
-        found = self._plain(raw, len(raw) - _END)
-        if found is None and (tag := _WRAPPED.match(raw)) is not None:
-            if tag[1] not in self._readable:
-                self._readable[tag[1]] = codec.readable(tag[1].decode())
-            found = self._wrapped(raw, len(raw) - _END) if self._readable[tag[1]] else None
+        """The stored tokens of older message line ``raw`` when the full read would take it as
+        it is (unpinned at priority 0: nothing before the count in ``_cm``, or, in a wrapper,
+        before the type of an object this process can read back; the CRC right; no system
+        message, and the first one none that could become the prompt); None: it must be read."""
+        found = self._count(raw, len(raw) - _END)
         if found is None or raw.startswith(_PROMPT):
             return None
+        if raw[found.start() - 7 : found.start()] != b'"_cm":{':
+            tag = _WRAPPED.match(raw)
+            if tag is None or not self._can_read(tag[1]):
+                return None
         if self._first and not raw.startswith(_NO_PROMPT):
             return None
         if found[2] is not None and not _crc_holds(raw, found):
@@ -101,6 +99,11 @@ class UnreadLines:
         self._first = False
         tokens = int(found[1])
         return tokens if tokens <= SAFE_INT else None  # (beyond: the full read counts it)
+
+    def _can_read(self, tag: bytes) -> bool:
+        if tag not in self._readable:
+            self._readable[tag] = codec.readable(tag.decode())
+        return self._readable[tag]
 
 
 def _crc_holds(raw: bytes, found: re.Match[bytes]) -> bool:

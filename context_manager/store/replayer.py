@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from .._config import SAFE_INT
 from ..errors import ContextManagerError, InvalidMessageError
 from ..messages import codec
-from ._line_ends import COMPACTION_LINE, MESSAGE_LINE, METADATA_LINES, UnreadLines, tail_start
+from ._line_ends import COMPACTION_LINE, MESSAGE_LINE, METADATA_LINES, LineEnds
 from ._lines import corrupt_line
 from .records import (
     ATTRS_KEY,
@@ -224,25 +224,25 @@ class Replayer:
         return seen >= skip
 
     def _tail(self, lines: Sequence[tuple[int, bytes, bool]], resume: Resume) -> bool:
-        """Replay ``lines`` leaving the message lines before ``_line_ends.tail_start`` unread
+        """Replay ``lines`` leaving the message lines before ``LineEnds.tail_start`` unread
         (False: it cannot; this replayer is then spent).
 
         Each run of them becomes one :class:`UnreadRun` in the sequence, in file order, so a
         ``_usage`` record between them still anchors on the tokens before it. The records
         that are not messages are read, and each must replay the same without the messages
         (:func:`_replayable_alone`); each line left unread must be one the full read would take
-        as it is (``_line_ends.UnreadLines``).
+        as it is (``_line_ends.LineEnds.tokens``).
         """
-        cut = tail_start(lines, resume.reach)
+        fingerprint, sequence = resume.fingerprint, self.sequence
+        ends = LineEnds(fingerprint)
+        cut = ends.tail_start(lines, resume.reach)
         if not cut:
             return False
-        fingerprint, sequence = resume.fingerprint, self.sequence
-        unread = UnreadLines(fingerprint)
         run: UnreadRun | None = None
         for line in lines[:cut]:
             raw = line[1]
             if not raw.startswith(METADATA_LINES):
-                tokens = unread.tokens(raw)
+                tokens = ends.tokens(raw)
                 if tokens is None:
                     return False
                 if run is None:
