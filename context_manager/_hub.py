@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from operator import attrgetter
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast, overload
 
@@ -148,7 +149,8 @@ class ReadOnly(Generic[T]):
     """
 
     def __init__(self, attribute: str, doc: str) -> None:
-        self.attribute = attribute
+        self.attribute = attribute  # may name a part's attribute: "_part.name"
+        self._get = attrgetter(attribute)
         self.__doc__ = doc
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -161,7 +163,7 @@ class ReadOnly(Generic[T]):
     def __get__(self, instance: object | None, owner: type) -> T | ReadOnly[T]:
         if instance is None:
             return self
-        return getattr(instance, self.attribute)  # type: ignore[no-any-return]
+        return self._get(instance)  # type: ignore[no-any-return]
 
     def __set__(self, instance: object, value: object) -> None:
         raise AttributeError(

@@ -24,12 +24,12 @@ from ._config import (
 from ._hub import ExtensionHub, ReadOnly
 from ._tool_calls import ToolCalls
 from .budget._ledger import Ledger
+from .budget.allowance import Allowance
 from .budget.calibration import Calibration
 from .budget.compacted import sent_summary
 from .budget.plan import Shortfall
 from .budget.pruned import Pruning, ViewPlan, plan_view, view_options
 from .budget.restrict import after_head
-from .budget.sections import context_sections
 from .budget.strategies import Strategy, get_strategy
 from .counting import TokenCounter, get_counter
 from .counting.usage import read_usage
@@ -50,7 +50,7 @@ from .messages.groups import INTERRUPTED_RESULT
 from .messages.normalize import with_index
 from .prompt_cache.tracker import last_report, observe_request
 from .providers import ProviderRules, fuse_turns, get_provider
-from .stats import ContextStats
+from .stats import ContextStats, snapshot
 
 
 class MessageContextManager(ExtensionHub):
@@ -95,10 +95,7 @@ class MessageContextManager(ExtensionHub):
         window, reserve_tokens = budget_options(
             max_tokens, model, reserve_ratio, reserve_tokens, warn_ratio
         )
-        self._max_tokens = window
         self._model = model
-        self._reserve_tokens = reserve_tokens
-        self._budget_tokens = window - reserve_tokens
         self._counter = get_counter(counter, model=model)
         self._strategy = get_strategy(
             strategy, max_messages=max_messages, retention_ratio=retention_ratio
@@ -113,22 +110,19 @@ class MessageContextManager(ExtensionHub):
         self.close_interrupted = True
         self._tools = checked_tools(tools)
         tools_tokens = self._counter.count_tools(list(self._tools)) if self._tools else 0
-        self._fixed = self._counter.prompt_overhead + tools_tokens
         self._ledger = Ledger(self._provider)
         self._calls = ToolCalls(repair)  # protocol state, closures, repair
-        self._system: tuple[Any, Message, int] | None = None
         self._warned, self._added = False, 0
-        self._calibration = Calibration(not self._counter.exact if calibrate is None else calibrate)
+        calibration = Calibration(not self._counter.exact if calibrate is None else calibrate)
+        priming = self._counter.prompt_overhead
+        self._allowance = Allowance(window, reserve_tokens, priming, tools_tokens, calibration)
         #: Used by ``compact()`` when no summarizer is passed (None: the extractive one).
         self.summarizer = checked_hook("summarizer", summarizer)
         self._compaction: Any = None
-        self._summary: tuple[Any, Message, int] | None = None
         self._unread: Unread | None = None  # the oldest messages a store's open left unread
         self._pruning = pruning
-        self._view = view_options(
-            pruning, truncate_newest, self._counter, window, self._budget_tokens, tools_tokens
-        )
-        self._recap()
+        budget, counter = self._allowance.budget, self._counter
+        self._view = view_options(pruning, truncate_newest, counter, window, budget, tools_tokens)
         if system_prompt is not None:
             self.set_system_prompt(system_prompt)
 
@@ -138,10 +132,10 @@ class MessageContextManager(ExtensionHub):
         return cls(**options_from_config(config))
 
     # -- configuration (read-only: cached totals depend on it) ------------------------------
-    max_tokens = ReadOnly[int]("_max_tokens", "The context window.")
+    max_tokens = ReadOnly[int]("_allowance.window", "The context window.")
     model = ReadOnly["str | None"]("_model", "The model name given (None without one).")
-    reserve_tokens = ReadOnly[int]("_reserve_tokens", "Tokens kept free for the reply.")
-    budget_tokens = ReadOnly[int]("_budget_tokens", "What the context may use.")
+    reserve_tokens = ReadOnly[int]("_allowance.reserve", "Tokens kept free for the reply.")
+    budget_tokens = ReadOnly[int]("_allowance.budget", "What the context may use.")
     counter = ReadOnly[TokenCounter]("_counter", "The token counter every message is counted by.")
     strategy = ReadOnly[Strategy]("_strategy", "The trimming strategy.")
     pruning = ReadOnly["Pruning | None"]("_pruning", "Tool-result pruning of the view (None: off).")
@@ -175,8 +169,8 @@ class MessageContextManager(ExtensionHub):
         tokens = self._counter.count_message(rec)
         change = SystemPromptSet(original, rec)
         self._write(change)
-        self._system = (original, rec, tokens)
-        self._recap()
+        self._allowance.system = (original, rec, tokens)
+        self._allowance.recap()
         if self._listeners:
             self._emit(change)
         return tokens
@@ -184,12 +178,13 @@ class MessageContextManager(ExtensionHub):
     @property
     def system_prompt(self) -> str | None:
         """The system prompt's text (None when there is none)."""
-        return self._system[1].text if self._system else None
+        system = self._allowance.system
+        return system[1].text if system else None
 
     @property
     def system_message(self) -> Any:
         """The system prompt as the caller gave it (a text becomes a system dict)."""
-        return self._system[0] if self._system else None
+        return self._allowance.system[0] if self._allowance.system else None
 
     def count_message(self, message: Any) -> int:
         """Tokens ``message`` would take if added (nothing is stored)."""
@@ -197,8 +192,8 @@ class MessageContextManager(ExtensionHub):
 
     def can_add(self, message: Any) -> bool:
         """True when adding ``message`` keeps everything held within the budget."""
-        cost = self._calibration.scale(self.count_message(message))
-        return self.used_tokens + cost <= self._budget_tokens
+        cost = self._allowance.calibration.scale(self.count_message(message))
+        return self.used_tokens + cost <= self._allowance.budget
 
     def add(self, message: Any, *, priority: int = 0, pinned: bool = False) -> int:
         """Add one message (any accepted shape); returns the tokens it was counted at. One path:
@@ -216,7 +211,7 @@ class MessageContextManager(ExtensionHub):
         with self._lock:
             index = self._added
             rec = normalize(message, index)
-            first = self._system is None and not self._ledger.next_seq  # since start or clear
+            first = self._allowance.system is None and not self._ledger.next_seq  # since a clear
             if rec.role in ("system", "developer") and first:
                 tokens = self._install_system(message, rec)
                 self._added += 1
@@ -268,7 +263,7 @@ class MessageContextManager(ExtensionHub):
         self._added += 1
         if change is not None and self._listeners:
             self._emit(change)
-        evicted = self._view.evict(ledger, self._strategy, self._room(held=True))
+        evicted = self._view.evict(ledger, self._strategy, self._allowance.room(ledger, True))
         if (released or evicted) and (self._listeners or self.on_evict is not None):
             gone = [*released, *evicted]
             if self._listeners:
@@ -319,7 +314,7 @@ class MessageContextManager(ExtensionHub):
     def record_usage(self, usage: Any) -> None:
         """Anchor counts on reported prompt tokens (int or usage object); learn the calibration."""
         with self._lock:
-            self.record_usage_counted(usage, self._calibration.sent(self.context_tokens))
+            self.record_usage_counted(usage, Calibration.sent(self.context_tokens))
 
     def record_usage_counted(self, usage: Any, counted: int | None) -> None:
         """:meth:`record_usage` with our count of what was sent (None: none); a store replays it."""
@@ -327,8 +322,9 @@ class MessageContextManager(ExtensionHub):
         counted = None if counted is None else check_count("counted", counted)
         with self._lock:
             self._write(change := UsageRecorded(reported, counted))
-            self._calibration.record(reported, counted, self.token_count, self._fixed)
-            self._recap()
+            allowance = self._allowance
+            allowance.calibration.record(reported, counted, self.token_count, allowance.fixed)
+            allowance.recap()
             if self._listeners:
                 self._emit(change)
             self._after_change()
@@ -340,32 +336,34 @@ class MessageContextManager(ExtensionHub):
             self._write(change)
             self._ledger = Ledger(self._provider)
             self._calls.reset()
-            self._summary = self._compaction = self._unread = None
-            self._calibration.reset()
+            self._compaction = self._unread = None
+            allowance = self._allowance
+            allowance.calibration.reset()
             self._warned = False
             self._view.reset()
-            self._system = self._system if keep_system_prompt else None
-            self._recap()
+            allowance.summary = None
+            allowance.system = allowance.system if keep_system_prompt else None
+            allowance.recap()
             if self._listeners:
                 self._emit(change)
 
     @property
     def token_count(self) -> int:
         """Tokens of every message held, system prompt included (each counted once, on add)."""
-        system = self._system[2] if self._system else 0
         unread = self._unread.tokens if self._unread else 0
-        return self._ledger.total + unread + system + (self._summary[2] if self._summary else 0)
+        return self._ledger.total + unread + self._allowance.front
 
     @property
     def summary_room(self) -> int:
         """Counted tokens a summary may take: the budget less what every request sends."""
         with self._lock:
-            return self._room(held=True) + (self._summary[2] if self._summary else 0)
+            summary = self._allowance.summary
+            return self._allowance.room(self._ledger, True) + (summary[2] if summary else 0)
 
     @property
     def used_tokens(self) -> int:
         """What sending the whole history costs now, anchored on usage (``Calibration.record``)."""
-        return self._calibration.used(self.token_count, self._fixed)
+        return self._allowance.used(self.token_count)
 
     @property
     def messages(self) -> list[Any]:
@@ -378,24 +376,13 @@ class MessageContextManager(ExtensionHub):
         """Messages held, system prompt included."""
         with self._lock:  # the per-role tallies catch up here
             unread = self._unread.count if self._unread else 0
-            return self._ledger.held_count() + unread + (1 if self._system else 0)
-
-    def _recap(self) -> None:
-        """What held messages may take, kept for adds: budget less fixed, system prompt, summary."""
-        system = (self._system[2] if self._system else 0) + (
-            self._summary[2] if self._summary else 0
-        )
-        self._cap = self._calibration.budget(self._budget_tokens) - self._fixed - system
-
-    def _room(self, held: bool = False) -> int:
-        """Tokens left for unpinned groups (``held``: with a pinned group awaiting results)."""
-        ledger = self._ledger
-        return self._cap - (ledger.pinned_total if held else ledger.pinned_complete_tokens())
+            return self._ledger.held_count() + unread + (1 if self._allowance.system else 0)
 
     def _plan(self, emit: bool = False) -> ViewPlan:
         """What to send (:func:`plan_view`); ``emit``: send this request's pruning events."""
-        room, budget = self._room(), self._calibration.budget(self._budget_tokens)
-        rules = after_head(self._provider, self._summary[1] if self._summary else None)
+        allowance = self._allowance
+        room, budget = allowance.room(self._ledger), allowance.calibrated
+        rules = after_head(self._provider, allowance.summary[1] if allowance.summary else None)
         try:
             plan = plan_view(self._ledger, self._strategy, room, rules, self._view)
         except Shortfall as short:
@@ -413,11 +400,12 @@ class MessageContextManager(ExtensionHub):
         with self._lock:
             plan = self._plan(emit=True)
             out = plan.messages(self._ledger)  # the head goes in front: a memmove
-            summary = sent_summary(self._ledger, self._provider, self._summary)
-            head = [self._system[0]] if self._system else []
+            system = self._allowance.system
+            summary = sent_summary(self._ledger, self._provider, self._allowance.summary)
+            head = [system[0]] if system else []
             out[:0] = [*head, summary[0]] if summary else head
             out = fuse_turns(out, self._provider) if self._provider else out
-            cache = observe_request(self._extensions, out, plan, bool(self._system), bool(summary))
+            cache = observe_request(self._extensions, out, plan, bool(system), bool(summary))
             if cache is not None and self._listeners:
                 self._emit(CacheReported(cache))
             return out
@@ -425,63 +413,32 @@ class MessageContextManager(ExtensionHub):
     def context_tokens(self) -> int:
         """Tokens of what ``get_context`` returns, reply priming and tool definitions included."""
         with self._lock:
-            return (
-                self._calibration.budget(self._budget_tokens) - self._room() + self._plan().tokens
-            )
+            return self._allowance.sent(self._ledger, self._plan().tokens)
 
     def stats(self) -> ContextStats:
         with self._lock:
             self._read_unread()  # tallies by role
-            ledger = self._ledger
-            counts, tokens = ledger.role_totals()
-            if self._system:
-                counts["system"] += 1
-                tokens["system"] += self._system[2]
-            report, sections = None, dict[str, int]()
             try:
-                plan = self._plan()
-                summary = sent_summary(ledger, self._provider, self._summary)
-                head = (1 if self._system else 0) + (1 if summary else 0)
-                context_count = head + plan.message_count(ledger)
-                budget = self._calibration.budget(self._budget_tokens)
-                context_tokens = budget - self._room() + plan.tokens
-                report = plan.report
-                sections = context_sections(
-                    ledger,
-                    plan,
-                    self._counter,
-                    system=self._system[2] if self._system else 0,
-                    summary=summary[2] if summary else 0,
-                    tools=self._fixed - self._counter.prompt_overhead,
-                )
+                plan: ViewPlan | None = self._plan()
             except ContextOverflowError:
-                context_count, context_tokens = 0, 0
-            used = self.used_tokens
-            return ContextStats(
-                max_tokens=self._max_tokens,
-                reserve_tokens=self._reserve_tokens,
-                budget_tokens=self._budget_tokens,
-                used_tokens=used,
-                remaining_tokens=max(0, self._budget_tokens - used),
-                message_count=sum(counts.values()),
-                counts_by_role=counts,
-                tokens_by_role=tokens,
-                context_tokens=context_tokens,
-                context_message_count=context_count,
-                near_limit=used >= self.warn_ratio * self._budget_tokens,
+                plan = None
+            summary = sent_summary(self._ledger, self._provider, self._allowance.summary)
+            return snapshot(
+                self._allowance,
+                self._ledger,
+                plan,
+                summary,
+                self._counter,
+                used=self.used_tokens,
+                warn_ratio=self.warn_ratio,
                 strategy=self._strategy.name,
-                counter=self._counter.name,
-                calibrated=self._calibration.anchor is not None,
-                calibration=self._calibration.factor,
-                pruning=report,
-                sections=sections,
                 cache=last_report(self._extensions),
             )
 
     def _after_change(self) -> None:
         if self.on_near_limit is None:
             return
-        near = self.used_tokens >= self.warn_ratio * self._budget_tokens
+        near = self._allowance.near(self.used_tokens, self.warn_ratio)
         if near and not self._warned:
             self._warned = True
             self.on_near_limit(self.stats())
@@ -526,7 +483,7 @@ class MessageContextManager(ExtensionHub):
     @property
     def summary(self) -> Any:
         """The summary message sent after the system prompt (None before any compaction)."""
-        return self._summary[0] if self._summary else None
+        return self._allowance.summary[0] if self._allowance.summary else None
 
     @property
     def compaction(self) -> Any:
@@ -549,10 +506,10 @@ class MessageContextManager(ExtensionHub):
             floor = min(ledger.group_of_seq(first_kept_index), ledger.complete)
             change = Compacted(summary, first_kept_index, entry, ledger.held_after(floor))
             self._write(change)
-            self._summary = (summary, rec, tokens)
-            self._recap()
+            self._allowance.summary = (summary, rec, tokens)
+            self._allowance.recap()
             ledger.evict_before(floor)
-            self._compaction, self._calibration.anchor = entry, None
+            self._compaction, self._allowance.calibration.anchor = entry, None
             if self._listeners:
                 self._emit(change)
             self._after_change()

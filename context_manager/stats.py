@@ -1,11 +1,19 @@
-"""The budget snapshot ``MessageContextManager.stats()`` returns."""
+"""The budget snapshot ``MessageContextManager.stats()`` returns, and how it is taken."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ContextStats"]
+from .budget.sections import context_sections
+
+if TYPE_CHECKING:
+    from .budget._ledger import Ledger
+    from .budget.allowance import Allowance, Entry
+    from .budget.pruned import ViewPlan
+    from .counting import TokenCounter
+
+__all__ = ["ContextStats", "snapshot"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,3 +48,58 @@ class ContextStats:
     @property
     def usage_ratio(self) -> float:
         return self.used_tokens / self.budget_tokens if self.budget_tokens else 1.0
+
+
+def snapshot(
+    allowance: Allowance,
+    ledger: Ledger,
+    plan: ViewPlan | None,
+    summary: Entry | None,
+    counter: TokenCounter,
+    *,
+    used: int,
+    warn_ratio: float,
+    strategy: str,
+    cache: Any,
+) -> ContextStats:
+    """The stats of a manager whose request would send ``plan`` (None: nothing fits) with
+    ``summary`` in front: every held message tallied by role, the context by section."""
+    system = allowance.system
+    counts, tokens = ledger.role_totals()
+    if system:
+        counts["system"] += 1
+        tokens["system"] += system[2]
+    context_count = context_tokens = 0
+    sections: dict[str, int] = {}
+    if plan is not None:
+        context_count = (1 if system else 0) + (1 if summary else 0) + plan.message_count(ledger)
+        context_tokens = allowance.sent(ledger, plan.tokens)
+        sections = context_sections(
+            ledger,
+            plan,
+            counter,
+            system=system[2] if system else 0,
+            summary=summary[2] if summary else 0,
+            tools=allowance.tools,
+        )
+    calibration = allowance.calibration
+    return ContextStats(
+        max_tokens=allowance.window,
+        reserve_tokens=allowance.reserve,
+        budget_tokens=allowance.budget,
+        used_tokens=used,
+        remaining_tokens=max(0, allowance.budget - used),
+        message_count=sum(counts.values()),
+        counts_by_role=counts,
+        tokens_by_role=tokens,
+        context_tokens=context_tokens,
+        context_message_count=context_count,
+        near_limit=allowance.near(used, warn_ratio),
+        strategy=strategy,
+        counter=counter.name,
+        calibrated=calibration.anchor is not None,
+        calibration=calibration.factor,
+        pruning=plan.report if plan is not None else None,
+        sections=sections,
+        cache=cache,
+    )
