@@ -109,19 +109,19 @@ class MessageContextManager(ExtensionHub):
         #: Close open calls when a user turn arrives (trim() turns it off: it checks as given).
         self.close_interrupted = True
         self._tools = checked_tools(tools)
-        tools_tokens = self._counter.count_tools(list(self._tools)) if self._tools else 0
         self._ledger = Ledger(self._provider)
         self._calls = ToolCalls(repair)  # protocol state, closures, repair
         self._warned, self._added = False, 0
-        calibration = Calibration(not self._counter.exact if calibrate is None else calibrate)
-        priming = self._counter.prompt_overhead
-        self._allowance = Allowance(window, reserve_tokens, priming, tools_tokens, calibration)
+        counter = self._counter
+        calibration = Calibration(not counter.exact if calibrate is None else calibrate)
+        allowance = Allowance.counted(counter, window, reserve_tokens, self._tools, calibration)
+        self._allowance = allowance
         #: Used by ``compact()`` when no summarizer is passed (None: the extractive one).
         self.summarizer = checked_hook("summarizer", summarizer)
         self._compaction: Any = None
         self._unread: Unread | None = None  # the oldest messages a store's open left unread
         self._pruning = pruning
-        budget, counter = self._allowance.budget, self._counter
+        budget, tools_tokens = allowance.budget, allowance.tools
         self._view = view_options(pruning, truncate_newest, counter, window, budget, tools_tokens)
         if system_prompt is not None:
             self.set_system_prompt(system_prompt)
@@ -192,8 +192,7 @@ class MessageContextManager(ExtensionHub):
 
     def can_add(self, message: Any) -> bool:
         """True when adding ``message`` keeps everything held within the budget."""
-        cost = self._allowance.calibration.scale(self.count_message(message))
-        return self.used_tokens + cost <= self._allowance.budget
+        return self._allowance.admits(self.used_tokens, self.count_message(message))
 
     def add(self, message: Any, *, priority: int = 0, pinned: bool = False) -> int:
         """Add one message (any accepted shape); returns the tokens it was counted at. One path:
@@ -357,8 +356,7 @@ class MessageContextManager(ExtensionHub):
     def summary_room(self) -> int:
         """Counted tokens a summary may take: the budget less what every request sends."""
         with self._lock:
-            summary = self._allowance.summary
-            return self._allowance.room(self._ledger, True) + (summary[2] if summary else 0)
+            return self._allowance.summary_room(self._ledger)
 
     @property
     def used_tokens(self) -> int:

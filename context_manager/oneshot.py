@@ -40,7 +40,9 @@ from collections.abc import Collection, Sequence
 from typing import Any, Literal
 
 from ._config import budget_options, check_flag, check_int, check_priority, checked_tools
+from .budget.allowance import Allowance
 from .budget.backscan import BackwardScan, Fallback
+from .budget.calibration import Calibration
 from .budget.pruned import Pruning
 from .budget.strategies import FIFO, SlidingWindow, Strategy, get_strategy
 from .counting import MessageCountCache, TokenCounter, get_counter
@@ -160,15 +162,13 @@ def trim(
         and type(resolved) is SlidingWindow
         and resolved.retention_ratio is None
     ):
-        fixed = token_counter.prompt_overhead
-        if tool_defs:
-            fixed += token_counter.count_tools(list(tool_defs))
+        allowance = Allowance.counted(token_counter, window, 0, tool_defs, Calibration(False))
         scan = BackwardScan(messages, token_counter, cache)
         paused = gc.isenabled()  # the scan allocates records and keys, never cycles
         if paused:
             gc.disable()
         try:
-            kept = scan.select(window - fixed, resolved.max_messages, pinned, rules)
+            kept = scan.select(allowance.cap, resolved.max_messages, pinned, rules)
             left_out = truncate_newest and messages and (not kept or kept[-1] is not messages[-1])
             if not left_out:  # else the newest group was left out: the full path may cut it
                 return fuse_turns(kept, rules) if rules else kept

@@ -10,8 +10,10 @@ spread over the manager's methods; kept here they are written once, for every re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from ..counting import TokenCounter
 from ..messages import Message
 from ._ledger import Ledger
 from .calibration import Calibration
@@ -51,6 +53,20 @@ class Allowance:
         self.cap = 0
         self.recap()
 
+    @classmethod
+    def counted(
+        cls,
+        counter: TokenCounter,
+        window: int,
+        reserve: int,
+        tools: Sequence[Any] | None,
+        calibration: Calibration,
+    ) -> Allowance:
+        """The allowance of requests ``counter`` primes, with ``tools`` counted by it (the
+        manager's and ``trim()``'s)."""
+        tokens = counter.count_tools(list(tools)) if tools else 0
+        return cls(window, reserve, counter.prompt_overhead, tokens, calibration)
+
     @property
     def front(self) -> int:
         """Tokens of the system prompt and the summary (sent before the history)."""
@@ -69,6 +85,11 @@ class Allowance:
         """Tokens left for unpinned groups (``held``: with a pinned group awaiting results)."""
         return self.cap - (ledger.pinned_total if held else ledger.pinned_complete_tokens())
 
+    def summary_room(self, ledger: Ledger) -> int:
+        """Counted tokens a summary may take: the room held messages have (a pinned group
+        awaiting results included), plus what the current summary takes, which it replaces."""
+        return self.room(ledger, True) + (self.summary[2] if self.summary else 0)
+
     def sent(self, ledger: Ledger, planned: int) -> int:
         """Tokens of a request whose history part the plan counted at ``planned``: fixed part,
         front and pinned messages included (``context_tokens``)."""
@@ -77,6 +98,10 @@ class Allowance:
     def used(self, held: int) -> int:
         """What sending ``held`` counted tokens costs now, anchored on usage."""
         return self.calibration.used(held, self.fixed)
+
+    def admits(self, used: int, counted: int) -> bool:
+        """Whether ``counted`` more tokens keep ``used`` within the budget (``can_add``)."""
+        return used + self.calibration.scale(counted) <= self.budget
 
     def near(self, used: int, warn_ratio: float) -> bool:
         """Whether ``used`` tokens reach the near-limit share of the budget."""
