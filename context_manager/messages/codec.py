@@ -374,21 +374,14 @@ def _dict(payload: Any) -> Any:
     return payload
 
 
-_DECODERS: dict[str, Callable[[Any], Any]] = {
-    "dict": _dict,
-    "mixed": _mixed,
-    "langchain": _langchain,
-    "pydantic_ai": _pydantic_ai,
-    "record": _record,
-}
-
-
-#: The packages a special tag's decoder imports (``mixed``: its parts' own; not known here).
-_NEEDS = {
-    "dict": (),
-    "record": (),
-    "langchain": ("langchain_core",),
-    "pydantic_ai": ("pydantic_ai",),
+#: Each special tag's decoder, with the packages it imports (None for ``mixed``: its parts'
+#: own, which the tag does not tell).
+_DECODERS: dict[str, tuple[Callable[[Any], Any], tuple[str, ...] | None]] = {
+    "dict": (_dict, ()),
+    "mixed": (_mixed, None),
+    "langchain": (_langchain, ("langchain_core",)),
+    "pydantic_ai": (_pydantic_ai, ("pydantic_ai",)),
+    "record": (_record, ()),
 }
 
 
@@ -397,8 +390,9 @@ def readable(tag: str) -> bool:
     class is known and its SDK installed), without reading a payload; False when that cannot
     be told from the tag (a dict holding SDK parts)."""
     try:
-        if tag in _NEEDS:
-            return all(importlib.util.find_spec(name) is not None for name in _NEEDS[tag])
+        if tag in _DECODERS:
+            needs = _DECODERS[tag][1]
+            return needs is not None and all(importlib.util.find_spec(n) for n in needs)
         return tag in KNOWN_TYPES and _known_class(tag) is not None
     except ImportError:
         return False
@@ -415,7 +409,7 @@ def decode(payload: Any, tag: str | None) -> Any:
         return payload
     try:
         if tag in _DECODERS:
-            return _DECODERS[tag](payload)
+            return _DECODERS[tag][0](payload)
         if tag not in KNOWN_TYPES:
             raise InvalidMessageError(
                 f"unknown stored message type {tag!r}",
