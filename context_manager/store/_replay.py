@@ -196,8 +196,8 @@ def replay(
             if unread is None:
                 raise Unresumable("message lines were left unread, with nowhere to hold them")
             unread.take(item)
-            manager.hold_unread(unread, len(item.lines))
-            history += len(item.lines)
+            manager.hold_unread(unread, item.count)
+            history += item.count
             continue
         if isinstance(item, StoredMessage):
             if item.index is not None:

@@ -34,7 +34,6 @@ import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import (
@@ -45,6 +44,8 @@ from ..errors import (
     StoreOutcomeUnknownError,
 )
 from ._drive import Failed, Flow
+from ._line_ends import METADATA_LINES, Running
+from ._sql_steps import RECONNECT, ConnectionLost, Sql, line_of
 from ._sql_tables import cell, schema
 from .protocol import Batch, Head, check_session_id, extends
 from .records import CHECKPOINT, dump_record, indexed_checkpoint, record_id
@@ -52,26 +53,6 @@ from .records import CHECKPOINT, dump_record, indexed_checkpoint, record_id
 _T = TypeVar("_T")
 
 
-class ConnectionLost(StoreError):
-    """Raised by a transaction whose connection broke mid-way: a write in flight may or may not
-    have committed. :meth:`SqlFlows._write` resolves it (reconnect, send again) or turns it into
-    ``StoreOutcomeUnknownError``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Sql:
-    """Run one statement (``many``: once per row of ``params``); the result is its rows."""
-
-    text: str
-    params: Sequence[Any] = ()
-    many: bool = False
-
-
-class Reconnect:
-    """Replace the connection (the old one broke); a failure raises ``StoreError``."""
-
-
-RECONNECT = Reconnect()
 _COMMIT = Sql("COMMIT")
 _ROLLBACK = Sql("ROLLBACK")
 
@@ -168,10 +149,14 @@ class SqlFlows(ABC):
         """Create the tables, or add what an earlier version's tables lack (idempotent)."""
         for statement in schema(self.prefix, bigint=bigint, real=real):
             yield Sql(statement)
-        for table, column in (("sessions", "epoch"), ("records", "rid")):
+        added = {"sessions": [("epoch", "TEXT")], "records": [("rid", "TEXT")]}
+        added["records"] += [("upto", bigint), ("counter", "TEXT"), ("meta", "SMALLINT")]
+        for table, columns in added.items():
             rows = yield Sql(self._sql(self.columns_query), (f"{self.prefix}{table}",))
-            if column not in {str(row[0]) for row in rows}:
-                yield Sql(self._sql(f"ALTER TABLE {{p}}{table} ADD COLUMN {column} TEXT"))
+            have = {str(row[0]) for row in rows}
+            for column, kind in columns:
+                if column not in have:
+                    yield Sql(self._sql(f"ALTER TABLE {{p}}{table} ADD COLUMN {column} {kind}"))
         yield Sql(
             self._sql(
                 "CREATE UNIQUE INDEX IF NOT EXISTS {p}records_rid ON {p}records "
@@ -183,6 +168,13 @@ class SqlFlows(ABC):
             self._sql(
                 "CREATE INDEX IF NOT EXISTS {p}records_checkpoint ON {p}records "
                 "(session, generation, checkpoint) WHERE checkpoint IS NOT NULL"
+            )
+        )
+        # The records an open that leaves the oldest messages unread still reads.
+        yield Sql(
+            self._sql(
+                "CREATE INDEX IF NOT EXISTS {p}records_meta ON {p}records "
+                "(session, generation, position) WHERE meta IS NOT NULL"
             )
         )
 
@@ -302,15 +294,30 @@ class SqlFlows(ABC):
 
     def _insert(self, head: Head, rows: list[Row]) -> Flow[list[int]]:
         positions = list(range(head.position, head.position + len(rows)))
+        running = Running()
+        if head.position:
+            found = yield Sql(
+                self._sql(
+                    "SELECT upto, counter FROM {p}records "
+                    "WHERE session = ? AND generation = ? AND position = ?"
+                ),
+                (self._session, head.generation, head.position - 1),
+            )
+            running = Running.of_row(found[0] if found else None)
+        values = []
+        for pos, (body, checkpoint, rid) in zip(positions, rows, strict=True):
+            raw = body.encode()
+            running = running.then(raw)
+            meta = 1 if raw.startswith(METADATA_LINES) else None
+            values.append(
+                (self._session, head.generation, pos, checkpoint, body, rid, *running, meta)
+            )
         yield Sql(
             self._sql(
-                "INSERT INTO {p}records (session, generation, position, checkpoint, body, rid) "
-                "VALUES (?, ?, ?, ?, ?, ?)"
+                "INSERT INTO {p}records (session, generation, position, checkpoint, body, rid, "
+                "upto, counter, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
             ),
-            [
-                (self._session, head.generation, pos, checkpoint, body, rid)
-                for pos, (body, checkpoint, rid) in zip(positions, rows, strict=True)
-            ],
+            values,
             many=True,
         )
         yield Sql(
@@ -398,8 +405,9 @@ class SqlFlows(ABC):
             cut = cell(rows[0][0])
             yield Sql(
                 self._sql(
-                    "INSERT INTO {p}records (session, generation, position, checkpoint, body, rid) "
-                    "SELECT session, ?, position, checkpoint, body, rid FROM {p}records "
+                    "INSERT INTO {p}records (session, generation, position, checkpoint, body, rid, "
+                    "upto, counter, meta) SELECT session, ?, position, checkpoint, body, rid, "
+                    "upto, counter, meta FROM {p}records "
                     "WHERE session = ? AND generation = ? AND position < ?"
                 ),
                 (generation + 1, self._session, generation, cut),
@@ -446,20 +454,23 @@ class SqlFlows(ABC):
         self._head = Head(0, 0)  # the empty session: this store may start it again
         return found
 
+    def _current(self) -> Flow[tuple[int, str]]:
+        """The session's generation and epoch, read inside a read transaction."""
+        found = yield Sql(
+            self._sql(
+                "SELECT generation, epoch FROM {p}sessions WHERE session = ?" + self.share_clause
+            ),
+            (self._session,),
+        )
+        if found:
+            return cell(found[0][0]), self._epoch(found[0][1])
+        # a new session (a blind view), or records whose row was lost
+        orphaned = yield from self._orphaned_generation()
+        return (0, "") if orphaned is None else (orphaned, self._epoch(""))
+
     def _load(self, start: int = 0) -> Flow[Batch]:
         def run() -> Flow[tuple[Head, list[Any]]]:
-            found = yield Sql(
-                self._sql(
-                    "SELECT generation, epoch FROM {p}sessions WHERE session = ?"
-                    + self.share_clause
-                ),
-                (self._session,),
-            )
-            if found:
-                generation, epoch = cell(found[0][0]), self._epoch(found[0][1])
-            else:  # a new session (a blind view), or records whose row was lost
-                orphaned = yield from self._orphaned_generation()
-                generation, epoch = (0, "") if orphaned is None else (orphaned, self._epoch(""))
+            generation, epoch = yield from self._current()
             rows = yield Sql(
                 self._sql(
                     "SELECT position, body FROM {p}records WHERE session = ? AND generation = ? "
@@ -475,7 +486,7 @@ class SqlFlows(ABC):
             return Head(generation, end, epoch=epoch), rows
 
         self._head, rows = yield from self._read(run)
-        return Batch(self._head, [(cell(pos), _line(body)) for pos, body in rows])
+        return Batch(self._head, [(cell(pos), line_of(body)) for pos, body in rows])
 
     def _load_after(self, head: Head) -> Flow[Batch | None]:
         batch = yield from self._load(head.position)
@@ -500,8 +511,3 @@ class SqlFlows(ABC):
             return [cell(row[0]) for row in rows]
 
         return (yield from self._read(run))
-
-
-def _line(body: str | bytes) -> bytes:
-    data = body.encode("utf-8") if isinstance(body, str) else bytes(body)
-    return data if data.endswith(b"\n") else data + b"\n"

@@ -16,12 +16,23 @@ Schema (``<prefix>`` defaults to ``context_``)::
         checkpoint BIGINT,                         -- the id, on _checkpoint records only
         body       TEXT NOT NULL,                  -- the record's JSON line, byte for byte
         rid        TEXT,                           -- the client-made record id (_cm.id)
+        upto       BIGINT,                         -- running sums up to this record
+        counter    TEXT,                           --   (_line_ends.Running)
+        meta       SMALLINT,                       -- 1 on records that are no message
         PRIMARY KEY (session, generation, position)
     );
     CREATE UNIQUE INDEX <prefix>records_rid ON <prefix>records (session, generation, rid)
         WHERE rid IS NOT NULL;
     CREATE INDEX <prefix>records_checkpoint ON <prefix>records (session, generation, checkpoint)
         WHERE checkpoint IS NOT NULL;
+    CREATE INDEX <prefix>records_meta ON <prefix>records (session, generation, position)
+        WHERE meta IS NOT NULL;
+
+``upto`` and ``counter`` let an open read only the newest records (``SqlFlows._load_tail``): the
+stored tokens of the message records up to a row, and under which counter, are read from one
+row instead of from every record's end; ``meta`` finds the records that are no message (they
+are all read). A row written before those columns existed has none, and neither has any row
+after it in its generation: an open reads such a generation whole.
 
 SQLite keeps whatever was written into an ``INTEGER`` column (``'abc'``, ``1.5``): a cell that an
 editor, a script or damage left in another type is corruption, reported as
@@ -46,7 +57,8 @@ def schema(prefix: str, *, bigint: str = "BIGINT", real: str = "DOUBLE PRECISION
     yield (
         f"CREATE TABLE IF NOT EXISTS {prefix}records (session TEXT NOT NULL, "
         f"generation {bigint} NOT NULL, position {bigint} NOT NULL, checkpoint {bigint}, "
-        "body TEXT NOT NULL, rid TEXT, PRIMARY KEY (session, generation, position))"
+        f"body TEXT NOT NULL, rid TEXT, upto {bigint}, counter TEXT, meta SMALLINT, "
+        "PRIMARY KEY (session, generation, position))"
     )
 
 

@@ -13,8 +13,11 @@ from typing import Any, TypeVar
 
 from ..errors import StoreError
 from ._drive import Failed, Flow, drive
-from ._sql import Reconnect, Sql, SqlFlows
-from .protocol import Batch, Head
+from ._line_ends import LineEnds
+from ._sql import SqlFlows
+from ._sql_steps import Reconnect, Sql
+from ._sql_tail import load_older, load_tail
+from .protocol import Batch, Head, Tail
 
 __all__ = ["SqlStore"]
 
@@ -95,6 +98,17 @@ class SqlStore(SqlFlows):
 
     def load_after(self, head: Head) -> Batch | None:
         return self._run(self._load_after(head))
+
+    def load_tail(self, ends: LineEnds, reach: int) -> Tail | None:
+        """The newest records, as far as ``reach`` stored tokens (``SqlFlows._load_tail``)."""
+        tail = self._run(load_tail(self, ends, reach))
+        if tail is not None:
+            self._head = tail.head
+        return tail
+
+    def load_older(self, tail: Tail) -> list[tuple[int, bytes, bool]]:
+        """The message records ``tail`` left unread, read when the manager needs them."""
+        return self._run(load_older(self, tail))
 
     def sessions(self) -> list[str]:
         return self._run(self._sessions())

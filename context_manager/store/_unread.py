@@ -6,7 +6,9 @@ holds the others unread: how many there are and their stored tokens, which is al
 an add, ``token_count`` or ``len()`` need of them. What needs the messages themselves (the
 history, ``messages``, ``stats()``, a compaction, a request reaching that far) first reads them
 (``MessageContextManager._read_unread``), once, from the lines the open fetched: no I/O, so the
-sync and the async sessions share it.
+sync and the async sessions share it. A sync SQL store's open fetched none of them
+(``SqlFlows._load_tail``): the store the manager is attached to then reads them
+(``SqlStore.load_older``).
 
 The read is the open that reads every record, done late: the lines are replayed into a new
 manager built with the same options, then every message the manager holds is added after
@@ -19,8 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..errors import StoreError
 from ..host import ManagerHost
 from ._replay import replay
+from ._sqldb import SqlStore
+from .protocol import Tail
 from .replayer import Replayer, UnreadRun
 
 if TYPE_CHECKING:
@@ -36,13 +41,16 @@ class UnreadHistory:
         self._build = build
         self._journal = journal
         self._lines: list[tuple[int, bytes, bool]] = []
+        #: A SQL store's open fetched none of them: what its store reads them by.
+        self._tail: Tail | None = None
         #: Messages left unread, and their tokens as stored under the manager's counter.
         self.count = 0
         self.tokens = 0
 
     def take(self, run: UnreadRun) -> None:
         self._lines += run.lines
-        self.count += len(run.lines)
+        self._tail = run.tail
+        self.count += run.count
         self.tokens += run.tokens
 
     def read(self, manager: ManagerHost) -> ManagerHost:
@@ -51,7 +59,8 @@ class UnreadHistory:
         whole = self._build()
         journal = self._journal
         path = journal.target
-        replayer = Replayer.of_lines(path, self._lines, strict=False, defer_messages=True)
+        lines = self._lines if self._tail is None else _older(manager, self._tail)
+        replayer = Replayer.of_lines(path, lines, strict=False, defer_messages=True)
         tally = replayer.state
         replay(whole, replayer.sequence, strict=False, path=path, tally=tally, restored=tally)
         for item in manager.history():
@@ -62,5 +71,18 @@ class UnreadHistory:
         restored.history_gaps = tally.history_gaps + [g + shift for g in restored.history_gaps]
         # (a compaction written from now on names no starting point past an unreadable line)
         restored.skipped_lines = sorted({*tally.skipped_lines, *restored.skipped_lines})
-        self._lines = []
+        self._lines, self._tail = [], None
         return whole
+
+
+def _older(manager: ManagerHost, tail: Tail) -> list[tuple[int, bytes, bool]]:
+    """The message records a SQL store's open left in the database, read by the store the
+    manager is attached to now (a manager a session cache kept is attached to a new one)."""
+    store = getattr(getattr(manager.store, "log", None), "store", None)  # (journal, its log)
+    if not isinstance(store, SqlStore):
+        raise StoreError(
+            f"the {tail.cut - len(tail.older)} oldest messages of this session were left in "
+            "its database by the open, and the manager is no longer attached to its store: "
+            "read what needs them (history(), stats()) before closing the session"
+        )
+    return store.load_older(tail)

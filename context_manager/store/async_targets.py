@@ -153,7 +153,7 @@ class ThreadedStore:
         if isinstance(store, JsonlLog):
             store.strict = store.strict or strict
             return await in_thread(store.read, resume)
-        return await in_thread(StoreLog(store, strict=strict).read, resume)
+        return await in_thread(StoreLog(store, strict=strict, tail=False).read, resume)
 
     async def aclose(self) -> None:
         await in_thread(self._store.close)

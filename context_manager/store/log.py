@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from ._line_ends import LineEnds
+from ._sqldb import SqlStore
 from .protocol import Store
 from .records import RecordWriter
 from .replayer import Records, Replayer, RestoredLog, Resume
@@ -59,9 +61,13 @@ class SessionLog(Protocol):
 class StoreLog(RecordWriter):
     """Typed appends and replay over a backend store (SQLite, Redis, PostgreSQL)."""
 
-    def __init__(self, store: Store, *, strict: bool = False) -> None:
+    def __init__(self, store: Store, *, strict: bool = False, tail: bool = True) -> None:
         self._store = store
         self.strict = strict
+        # A SQL store may leave the oldest messages in the database until they are needed
+        # (``SqlFlows._load_tail``); not for a session read in a worker thread (async SQLite),
+        # whose later reads would block the event loop.
+        self._tail = tail and isinstance(store, SqlStore)
 
     @property
     def store(self) -> Store:
@@ -80,7 +86,15 @@ class StoreLog(RecordWriter):
         """Every record, for a manager to replay: it reads each message line itself (once), and
         ``_replay.replay`` reports one it cannot read as a corrupt line, by number (``resume``:
         from the latest compaction on, see ``Replayer.of_lines``)."""
-        lines = self._store.load(0).lines
+        store = self._store
+        if self._tail and resume is not None and resume.reach is not None and not self.strict:
+            assert isinstance(store, SqlStore)
+            tail = store.load_tail(LineEnds(resume.fingerprint), resume.reach)
+            if tail is not None:
+                read = Replayer.of_tail(self.target, tail, resume)
+                if read is not None:
+                    return read.state, read.sequence
+        lines = store.load(0).lines
         replayer = Replayer.of_rows(self.target, lines, strict=self.strict, resume=resume)
         return replayer.state, replayer.sequence
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from ..offload.area import BaseArea, Entry
 from ._drive import Flow
-from ._sql import Sql, SqlFlows
+from ._sql import SqlFlows
+from ._sql_steps import Sql
 
 __all__ = ["SqlOffload"]
 

@@ -37,7 +37,8 @@ from typing import Any
 from .._config import check_flag
 from ..errors import ConfigurationError, StoreError
 from ._drive import Flow, drive
-from ._sql import Sql, SqlFlows
+from ._sql import SqlFlows
+from ._sql_steps import Sql
 from ._sqldb import SqlStore
 from ._urls import postgres_url
 from .protocol import DEFAULT_SESSION
@@ -237,7 +238,7 @@ class PgDialect(SqlFlows):
         """
 
         def probe() -> Flow[bool]:
-            rows = yield Sql("SELECT to_regclass(%s)", (f"{self.prefix}records_rid",))
+            rows = yield Sql("SELECT to_regclass(%s)", (f"{self.prefix}records_meta",))
             return rows[0][0] is not None
 
         if (yield from self._transaction(probe, write=False)):

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from .._config import check_flag
 from ..errors import StoreError
 from ._drive import Failed, Flow, adrive
-from ._sql import Reconnect, Sql
+from ._sql_steps import Reconnect, Sql
 from ._urls import postgres_url
 from .postgres import (
     Close,

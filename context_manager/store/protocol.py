@@ -51,6 +51,7 @@ __all__ = [
     "DeletableStore",
     "Head",
     "Store",
+    "Tail",
     "check_session_id",
     "extends",
 ]
@@ -111,6 +112,21 @@ class Batch:
     lines: list[tuple[int, bytes]] = field(default_factory=list)
     #: JSONL only: the file ended in a line a killed writer left unfinished (ignored).
     torn_tail: bool = False
+
+
+@dataclass(slots=True)
+class Tail:
+    """What a SQL store's open that leaves the oldest messages unread returns
+    (``SqlFlows._load_tail``): the newest records as ``(number, line, complete)``, from
+    position ``cut`` on (0: every record), the records before ``cut`` that are no message as
+    ``(position, line, stored tokens of the messages before it)``, and the stored tokens of the
+    messages before ``cut``."""
+
+    head: Head
+    lines: list[tuple[int, bytes, bool]] = field(default_factory=list)
+    cut: int = 0
+    older: list[tuple[int, bytes, int]] = field(default_factory=list)
+    tokens: int = 0
 
 
 @runtime_checkable

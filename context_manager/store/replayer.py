@@ -15,6 +15,7 @@ from ..errors import ContextManagerError, InvalidMessageError
 from ..messages import codec
 from ._line_ends import COMPACTION_LINE, MESSAGE_LINE, METADATA_LINES, LineEnds
 from ._lines import corrupt_line
+from .protocol import Tail
 from .records import (
     ATTRS_KEY,
     CHECKPOINT,
@@ -65,10 +66,15 @@ class Resume(NamedTuple):
 @dataclass(slots=True)
 class UnreadRun:
     """Consecutive message lines an open left unread (older than what a request can reach),
-    with what the manager needs of them before it reads them: how many, and their tokens."""
+    with what the manager needs of them before it reads them: how many, and their tokens.
+
+    ``lines``: the lines, when the open fetched them; else the open was a SQL store's
+    ``tail``, and the session's store reads them (``SqlStore.load_older``)."""
 
     lines: list[tuple[int, bytes, bool]]
     tokens: int = 0
+    count: int = 0
+    tail: Tail | None = None
 
 
 #: What a read yields, in file order: messages, runs of message lines left unread, and metadata
@@ -233,31 +239,66 @@ class Replayer:
         (:func:`_replayable_alone`); each line left unread must be one the full read would take
         as it is (``_line_ends.LineEnds.tokens``).
         """
-        fingerprint, sequence = resume.fingerprint, self.sequence
-        ends = LineEnds(fingerprint)
+        ends = LineEnds(resume.fingerprint)
         cut = ends.tail_start(lines, resume.reach)
         if not cut:
             return False
-        run: UnreadRun | None = None
+        older: list[UnreadRun | tuple[int, bytes, bool]] = []
         for line in lines[:cut]:
             raw = line[1]
-            if not raw.startswith(METADATA_LINES):
-                tokens = ends.tokens(raw)
-                if tokens is None:
-                    return False
-                if run is None:
-                    run = UnreadRun([])
-                    sequence.append(run)
-                run.lines.append(line)
-                run.tokens += tokens
+            if raw.startswith(METADATA_LINES):
+                older.append(line)
                 continue
-            run = None
-            record = self.feed(*line)
+            tokens = ends.tokens(raw)
+            if tokens is None:
+                return False
+            run = older[-1] if older else None
+            if not isinstance(run, UnreadRun):
+                older.append(run := UnreadRun([]))
+            run.lines.append(line)
+            run.count += 1
+            run.tokens += tokens
+        return self._after_unread(older, lines[cut:], resume.fingerprint)
+
+    @classmethod
+    def of_tail(cls, path: str, tail: Tail, resume: Resume) -> Replayer | None:
+        """A SQL store's newest records (``SqlFlows._load_tail``) replayed with the message
+        records before them unread, as :meth:`_tail` replays a whole read; None: every record
+        must be read."""
+        if not tail.cut:
+            return cls.of_lines(path, tail.lines, strict=False, defer_messages=True, resume=resume)
+        replayer = cls(path, strict=False, defer_messages=True)
+        replayer.defer_reports = True
+        older: list[UnreadRun | tuple[int, bytes, bool]] = []
+        position = tokens = 0  # after the previous record that is no message
+        for at, raw, upto in [*tail.older, (tail.cut, b"", tail.tokens)]:
+            if at > position:
+                older.append(UnreadRun([], upto - tokens, at - position, tail))
+            if raw:
+                older.append((at + 1, raw, True))
+            position, tokens = at + 1, upto
+        if not replayer._after_unread(older, tail.lines, resume.fingerprint):
+            return None
+        return replayer
+
+    def _after_unread(
+        self,
+        older: list[UnreadRun | tuple[int, bytes, bool]],
+        tail: Sequence[tuple[int, bytes, bool]],
+        fingerprint: str,
+    ) -> bool:
+        """Replay the runs of message lines left unread and the lines between them, in order,
+        then the ``tail`` (False: a record among the older ones needs the messages)."""
+        for item in older:
+            if isinstance(item, UnreadRun):
+                self.sequence.append(item)
+                continue
+            record = self.feed(*item)
             if record is not None and (
                 record["role"] == COMPACTION or not _replayable_alone(record, fingerprint)
             ):
                 return False
-        for number, raw, complete in lines[cut:]:
+        for number, raw, complete in tail:
             self.feed(number, raw, complete)
         return True
 

@@ -1,0 +1,172 @@
+"""A SQL store opens a long session from its newest rows and leaves the older ones in the
+database: their count and stored tokens come from one row's running sums (``upto``,
+``counter``), and the rows themselves are read when the history is first needed.
+
+The laziness shows where a row damaged in the database is reported: an open that reads every
+row reports it at once; one that leaves it in the database reports it when it is first read.
+The oracle is the live manager and a ``strict=True`` open (which reads and checks every row).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from contextlib import closing
+from typing import Any
+
+import pytest
+
+from context_manager import MessageContextManager
+from context_manager.errors import StoreConflictError
+from context_manager.store import delete_session
+
+from .backends import Backend, user
+from .test_open_reads_the_newest import SMALL, build, observed, reopen
+
+#: Long enough that the open stops short of the oldest rows (its first pages are 64 and 256
+#: rows, about 2,000 and 8,000 tokens here, against a reach of 3,200).
+TURNS = 100
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Any) -> Backend:
+    from .backends import make_backend
+
+    return make_backend(request, tmp_path)
+
+
+def execute(backend: Backend, statement: str, params: tuple[Any, ...] = ()) -> None:
+    """Run ``statement`` on the session's tables as an operator would (``{p}``: the prefix)."""
+    statement = statement.replace("{p}", backend.options.get("prefix", "context_"))
+    if backend.name == "sqlite":
+        with closing(sqlite3.connect(backend.target.removeprefix("sqlite:///"))) as db:
+            db.execute(statement, params)
+            db.commit()
+    else:
+        psycopg = pytest.importorskip("psycopg")
+        with psycopg.connect(backend.target, autocommit=True) as db:
+            db.execute(statement.replace("?", "%s"), params)
+
+
+def damage_row(backend: Backend, position: int) -> None:
+    execute(
+        backend,
+        "UPDATE {p}records SET body = ? WHERE session = 's' AND position = ?",
+        ('{"role":"user","content":"cut sho', position),
+    )
+
+
+def test_an_open_reads_no_older_row_until_the_history_needs_it(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    live = reopen(backend)
+    build(live, TURNS)  # 400 messages, 100 usage reports, the system prompt
+    context = live.get_context()
+    live.store.close()
+    damage_row(backend, 6)  # an old user turn (5: a usage report, read by every open)
+
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        reopened = reopen(backend)
+        assert reopened.get_context() == context
+        reopened.add(user("one more"))
+        assert len(reopened) == 1 + 401
+        assert "corrupt" not in caplog.text  # never read
+        history = reopened.history()
+    assert "corrupt" in caplog.text  # read now, and reported
+    assert len(history) == 400  # one unreadable, one added
+    reopened.store.close()
+
+
+def test_rows_written_before_the_running_sums_existed_are_read_whole(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Tables of an earlier version lack the columns: the open adds them, and a generation
+    whose rows have none is read whole (the damaged row is reported at the open)."""
+    live = reopen(backend)
+    build(live, TURNS)
+    expected = observed(live)
+    live.store.close()
+    execute(backend, "DROP INDEX {p}records_meta")
+    for column in ("upto", "counter", "meta"):
+        execute(backend, f"ALTER TABLE {{p}}records DROP COLUMN {column}")
+
+    assert observed(reopen(backend)) == expected
+    assert observed(reopen(backend, strict=True)) == expected
+    reopened = reopen(backend)
+    build(reopened, 5)  # rows after them carry no sums either
+    expected = observed(reopened)
+    reopened.store.close()
+    assert observed(reopen(backend)) == expected
+    damage_row(backend, 6)
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        reopen(backend).store.close()
+    assert "corrupt" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        {"message": user("remember this " * 20), "pinned": True},
+        {"message": user("rank this " * 20), "priority": 3},
+        {"message": {"role": "system", "content": "answer in French"}},
+    ],
+)
+def test_an_old_row_a_reader_must_read_makes_the_open_read_every_row(
+    backend: Backend, first: dict[str, Any]
+) -> None:
+    attributes = dict(first)
+    live = reopen(backend)
+    live.add(attributes.pop("message"), **attributes)
+    build(live, TURNS)
+    expected = observed(live)
+    live.store.close()
+    assert observed(reopen(backend)) == expected
+    assert observed(reopen(backend, strict=True)) == expected
+
+
+def test_another_counter_reads_every_row(backend: Backend) -> None:
+    tiktoken = pytest.importorskip("tiktoken")
+    del tiktoken
+    live = reopen(backend)
+    build(live, TURNS)
+    live.store.close()
+    options = {"counter": "tiktoken:cl100k_base"}
+    assert observed(reopen(backend, **options)) == observed(reopen(backend, strict=True, **options))
+
+
+def test_a_session_deleted_after_a_partial_open_is_refused_not_read_as_another(
+    backend: Backend,
+) -> None:
+    live = reopen(backend)
+    build(live, TURNS)
+    live.store.close()
+    reopened = reopen(backend)
+    reopened.get_context()
+    assert delete_session(backend.target, session="s", **backend.options)
+    other = reopen(backend)  # the same id again, a new session
+    build(other, TURNS)
+    other.store.close()
+    with pytest.raises(StoreConflictError, match="deleted or rebuilt"):
+        reopened.history()
+    assert len(reopened) == 1 + 4 * TURNS  # still holds what it held
+    reopened.store.close()
+
+
+def test_a_manager_a_session_cache_kept_reads_its_older_rows_through_its_new_store(
+    backend: Backend,
+) -> None:
+    from context_manager.store import SessionCache, connect
+
+    with connect(backend.target, cache=SessionCache(), **backend.options) as handle:
+        live = MessageContextManager.open(handle, session="s", **SMALL)
+        build(live, TURNS)
+        expected = observed(live)
+        live.store.close()
+        handle.cache.clear()  # type: ignore[union-attr]
+        first = MessageContextManager.open(handle, session="s", **SMALL)
+        first.get_context()  # opened from the newest rows
+        first.store.close()  # parked in the cache
+        again = MessageContextManager.open(handle, session="s", **SMALL)
+        assert again is first
+        assert observed(again) == expected
+        again.store.close()
