@@ -24,23 +24,27 @@ def load_tail(db: SqlFlows, ends: LineEnds, reach: int) -> Flow[Tail | None]:
     """The newest records, from the plain user turn where they carry more than ``reach``
     stored tokens (``LineEnds.tail_start``), the records before it that are no message,
     and the running sums of the messages before it (``_line_ends.Running``, read from one
-    row). Pages of newest records grow fourfold until the turn is found. None: the open
-    must read every record (a compaction, a message that must be read, another counter);
-    a session shorter than that comes back whole (``Tail.cut`` 0)."""
+    row). Pages of newest records grow fourfold until the turn is found. Every record comes
+    back (``Tail.cut`` 0) when the session is shorter than that, or when a line among the
+    newest says the open must read them all (a compaction, a line without our count); None:
+    the running sums say so (a message before the turn must be read, another counter)."""
 
     def run() -> Flow[Tail | None]:
         generation, epoch = yield from db._current()
         where = "WHERE session = ? AND generation = ?"
         key: tuple[Any, ...] = (db._session, generation)
         lines: list[tuple[int, bytes, bool]] = []
-        limit, below = 64, ""
+        limit = 64
         while True:
+            # Bounded on position from the first page on: PostgreSQL then walks the primary
+            # key backwards even before its statistics know the table (without the bound it
+            # sorted every row of a freshly written session: 80 ms at 100k).
             page = yield Sql(
                 db._sql(
-                    f"SELECT position, body FROM {{p}}records {where}{below} "
+                    f"SELECT position, body FROM {{p}}records {where} AND position < ? "
                     "ORDER BY position DESC LIMIT ?"
                 ),
-                (*key, *([lines[0][0] - 1] if lines else []), limit),
+                (*key, lines[0][0] - 1 if lines else 2**62, limit),
             )
             lines[:0] = [(cell(pos) + 1, line_of(body), True) for pos, body in reversed(page)]
             if not lines:
@@ -49,11 +53,19 @@ def load_tail(db: SqlFlows, ends: LineEnds, reach: int) -> Flow[Tail | None]:
             if len(page) < limit:  # every record read
                 return Tail(head, lines)
             cut = ends.tail_start(lines, reach)
-            if cut is None:
-                return None
+            if cut is None:  # read every record, in this transaction: the rest at once
+                rest = yield Sql(
+                    db._sql(
+                        f"SELECT position, body FROM {{p}}records {where} AND position < ? "
+                        "ORDER BY position"
+                    ),
+                    (*key, lines[0][0] - 1),
+                )
+                lines[:0] = [(cell(pos) + 1, line_of(body), True) for pos, body in rest]
+                return Tail(head, lines)
             if cut:
                 break
-            limit, below = limit * 4, " AND position < ?"
+            limit *= 4
         start = lines[cut][0] - 1  # the position of the first record read whole
         found = yield Sql(
             db._sql(f"SELECT upto, counter FROM {{p}}records {where} AND position = ?"),
