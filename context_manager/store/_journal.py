@@ -44,7 +44,7 @@ from ._replay import (
     system_original,
 )
 from ._unread import UnreadHistory
-from .protocol import Head
+from .protocol import Head, Tail
 from .records import ATTRS_KEY, COMPACTION, COUNT_KEY, new_record_id, record_id
 from .replayer import Item, Records, Replayer, RestoredLog, StoredMessage, UnreadRun
 from .warm import Parked
@@ -366,6 +366,19 @@ class JournalCore:
                 f"{self.target}: this session's store is closed{where}; open the session again "
                 "to change it; nothing was changed"
             )
+
+    def read_older(self, tail: Tail) -> list[tuple[int, bytes, bool]]:
+        """The message records a SQL store's open left in the database (``store/_unread.py``),
+        read through this session's store: only while it is open."""
+        store = self.log.store
+        if self._closed or not hasattr(store, "load_older"):
+            raise StoreError(
+                f"{self.target}: the {tail.cut - len(tail.older)} oldest messages of this "
+                "session were left in the database by its open, to be read when first needed, "
+                "and its store is closed: read what needs them (history(), stats()) before "
+                "closing, or open the session again"
+            )
+        return store.load_older(tail)  # type: ignore[no-any-return]
 
     def _refuse_if_stale(self) -> None:
         self._refuse_if_closed()

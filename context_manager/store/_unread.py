@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 from ..errors import StoreError
 from ..host import ManagerHost
 from ._replay import replay
-from ._sqldb import SqlStore
 from .protocol import Tail
 from .replayer import Replayer, UnreadRun
 
@@ -76,13 +75,12 @@ class UnreadHistory:
 
 
 def _older(manager: ManagerHost, tail: Tail) -> list[tuple[int, bytes, bool]]:
-    """The message records a SQL store's open left in the database, read by the store the
-    manager is attached to now (a manager a session cache kept is attached to a new one)."""
-    store = getattr(getattr(manager.store, "log", None), "store", None)  # (journal, its log)
-    if not isinstance(store, SqlStore):
+    """The message records a SQL store's open left in the database, read by the journal the
+    manager is attached to now (a manager a session cache kept has a new one)."""
+    read = getattr(manager.store, "read_older", None)
+    if read is None:
         raise StoreError(
             f"the {tail.cut - len(tail.older)} oldest messages of this session were left in "
-            "its database by the open, and the manager is no longer attached to its store: "
-            "read what needs them (history(), stats()) before closing the session"
+            "its database by the open, and the manager is no longer attached to its store"
         )
-    return store.load_older(tail)
+    return read(tail)  # type: ignore[no-any-return]

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from context_manager import MessageContextManager
-from context_manager.errors import StoreConflictError
+from context_manager.errors import StoreConflictError, StoreError
 from context_manager.store import delete_session
 
 from .backends import Backend, user
@@ -170,3 +170,18 @@ def test_a_manager_a_session_cache_kept_reads_its_older_rows_through_its_new_sto
         assert again is first
         assert observed(again) == expected
         again.store.close()
+
+
+def test_the_older_rows_are_refused_once_the_session_is_closed(backend: Backend) -> None:
+    """They are read through the session's store: after ``close()`` the error says to read
+    them before closing; what was read before stays (nothing half-read)."""
+    live = reopen(backend)
+    build(live, TURNS)
+    live.store.close()
+    reopened = reopen(backend)
+    context = reopened.get_context()
+    reopened.store.close()
+    with pytest.raises(StoreError, match=r"before closing"):
+        reopened.history()
+    assert reopened.get_context() == context
+    assert len(reopen(backend).history()) == 4 * TURNS
