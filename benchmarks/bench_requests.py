@@ -17,8 +17,9 @@ JSONL, SQLite, a real Redis and PostgreSQL (started here, loopback, PostgreSQL w
   ``RedisSession`` on one ``redis.asyncio`` client, ``SQLAlchemySession`` on one asyncpg engine.
 
 Targets (``targets.py``): ``cached`` at 100k within 2x of 1k and at least as fast as the Agents
-SDK at 1k and 10k, on every backend; ``cold`` at 100k within 2x of 1k on SQLite and PostgreSQL. Also reported: ``test_extend``, 2,000 messages
-into a new session in one write (``extend`` inside a batch vs the SDK's ``add_items``).
+SDK at 1k and 10k, on every backend; ``cold`` at 100k within 2x of 1k on SQLite and
+PostgreSQL. Also reported: ``test_extend``, 2,000 messages into a new session in one write
+(``extend`` inside a batch vs the SDK's ``add_items``).
 """
 
 from __future__ import annotations
