@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import StoreConflictError
 from ._drive import Flow
-from ._line_ends import LineEnds, Running
+from ._line_ends import METADATA_LINES, LineEnds, Running
 from ._sql import SqlFlows
 from ._sql_steps import Sql, line_of
 from ._sql_tables import cell
@@ -38,13 +38,14 @@ def load_tail(db: SqlFlows, ends: LineEnds, reach: int) -> Flow[Tail | None]:
         while True:
             # Bounded on position from the first page on: PostgreSQL then walks the primary
             # key backwards even before its statistics know the table (without the bound it
-            # sorted every row of a freshly written session: 80 ms at 100k).
+            # sorted every row of a freshly written session: 80 ms at 100k). The first bound
+            # is ">= 0", which SQLite's text cells pass (a damaged one is reported, not left).
             page = yield Sql(
                 db._sql(
-                    f"SELECT position, body FROM {{p}}records {where} AND position < ? "
-                    "ORDER BY position DESC LIMIT ?"
+                    f"SELECT position, body FROM {{p}}records {where} AND "
+                    f"position {'<' if lines else '>='} ? ORDER BY position DESC LIMIT ?"
                 ),
-                (*key, lines[0][0] - 1 if lines else 2**62, limit),
+                (*key, lines[0][0] - 1 if lines else 0, limit),
             )
             lines[:0] = [(cell(pos) + 1, line_of(body), True) for pos, body in reversed(page)]
             if not lines:
@@ -82,8 +83,10 @@ def load_tail(db: SqlFlows, ends: LineEnds, reach: int) -> Flow[Tail | None]:
             (*key, start),
         )
         older = [(cell(pos), line_of(body), upto) for pos, body, upto in meta]
-        if running.tokens is None or any(type(upto) is not int for *_, upto in older):
-            return None
+        if running.tokens is None or any(
+            type(upto) is not int or not raw.startswith(METADATA_LINES) for _, raw, upto in older
+        ):
+            return None  # (a cell an edit or damage changed: the full read reports it)
         return Tail(head, lines[cut:], start, older, running.tokens)
 
     return (yield from db._read(run))

@@ -185,3 +185,24 @@ def test_the_older_rows_are_refused_once_the_session_is_closed(backend: Backend)
         reopened.history()
     assert reopened.get_context() == context
     assert len(reopen(backend).history()) == 4 * TURNS
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE {p}records SET upto = 'x'",  # SQLite keeps text in an integer column
+        "UPDATE {p}records SET counter = NULL",
+        "UPDATE {p}records SET meta = 1 WHERE position = 6",  # a message flagged as no message
+    ],
+)
+def test_running_sums_an_edit_changed_make_the_open_read_every_row(
+    backend: Backend, damage: str
+) -> None:
+    if "'x'" in damage and backend.name != "sqlite":
+        pytest.skip("PostgreSQL refuses text in a BIGINT column")
+    live = reopen(backend)
+    build(live, TURNS)
+    expected = observed(live)
+    live.store.close()
+    execute(backend, damage)
+    assert observed(reopen(backend)) == expected
