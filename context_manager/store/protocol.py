@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
 
@@ -50,6 +50,7 @@ __all__ = [
     "Batch",
     "DeletableStore",
     "Head",
+    "Skipped",
     "Store",
     "Tail",
     "check_session_id",
@@ -127,6 +128,15 @@ class Tail:
     cut: int = 0
     older: list[tuple[int, bytes, int]] = field(default_factory=list)
     tokens: int = 0
+    #: Read from the latest compaction on instead: the records it needs, the message records
+    #: it leaves out as :class:`Skipped` runs (``Replayer._resume``).
+    resumed: list[tuple[int, bytes, bool] | Skipped] | None = None
+
+
+class Skipped(NamedTuple):
+    """``messages`` consecutive message records a read from a compaction on leaves out."""
+
+    messages: int
 
 
 @runtime_checkable

@@ -15,7 +15,7 @@ from ..errors import ContextManagerError, InvalidMessageError
 from ..messages import codec
 from ._line_ends import COMPACTION_LINE, MESSAGE_LINE, METADATA_LINES, LineEnds
 from ._lines import corrupt_line
-from .protocol import Tail
+from .protocol import Skipped, Tail
 from .records import (
     ATTRS_KEY,
     CHECKPOINT,
@@ -193,7 +193,7 @@ class Replayer:
             replayer.feed(number, raw, complete)
         return replayer
 
-    def _resume(self, lines: Sequence[tuple[int, bytes, bool]], resume: Resume) -> bool:
+    def _resume(self, lines: Sequence[tuple[int, bytes, bool] | Skipped], resume: Resume) -> bool:
         """Replay ``lines`` from the latest compaction's resume point (:meth:`of_lines`); False
         when it cannot (this replayer is then spent).
 
@@ -201,12 +201,20 @@ class Replayer:
         each message read after a skipped one carries its history index. Up to that compaction,
         every metadata record must replay the same without the messages skipped
         (:func:`_replayable_alone`): those after the point too, since the state they are
-        replayed into lacks the messages skipped."""
-        skip, at, below = _resume_point(lines)
+        replayed into lacks the messages skipped. A SQL store's read leaves those out as
+        :class:`Skipped` runs (``_sql_tail.load_tail``)."""
+        skip, at, below = resume_point(lines)
         if not skip:
             return False
         fingerprint, sequence, seen = resume.fingerprint, self.sequence, 0
-        for k, (number, raw, complete) in enumerate(lines):
+        for k, line in enumerate(lines):
+            if isinstance(line, Skipped):
+                end = seen + line.messages
+                if end > skip or any(seen <= held < end for held in below):
+                    return False
+                seen = end
+                continue
+            number, raw, complete = line
             if seen < skip and raw.startswith(MESSAGE_LINE) and raw[9:10] != b"_":
                 ordinal, seen = seen, seen + 1  # a message line of ours: read if still held
                 if ordinal in below and not self._held(number, raw, complete, ordinal):
@@ -265,10 +273,12 @@ class Replayer:
         """A SQL store's newest records (``SqlFlows._load_tail``) replayed with the message
         records before them unread, as :meth:`_tail` replays a whole read; None: every record
         must be read."""
-        if not tail.cut:
-            return cls.of_lines(path, tail.lines, strict=False, defer_messages=True, resume=resume)
         replayer = cls(path, strict=False, defer_messages=True)
         replayer.defer_reports = True
+        if tail.resumed is not None:
+            return replayer if replayer._resume(tail.resumed, resume) else None
+        if not tail.cut:
+            return cls.of_lines(path, tail.lines, strict=False, defer_messages=True, resume=resume)
         older: list[UnreadRun | tuple[int, bytes, bool]] = []
         position = tokens = 0  # after the previous record that is no message
         for at, raw, upto in [*tail.older, (tail.cut, b"", tail.tokens)]:
@@ -394,12 +404,15 @@ def report_lines(path: str, lines: Iterable[tuple[int, str, bool]], *, strict: b
             )
 
 
-def _resume_point(lines: Sequence[tuple[int, bytes, bool]]) -> tuple[int, int, frozenset[int]]:
+def resume_point(
+    lines: Sequence[tuple[int, bytes, bool] | Skipped],
+) -> tuple[int, int, frozenset[int]]:
     """Where the latest compaction says a reader may start (0: nowhere), the index of its line
     in ``lines``, and the history indices of the messages held before that point."""
     for k in range(len(lines) - 1, -1, -1):
-        if lines[k][1].startswith(COMPACTION_LINE):
-            found = read_record(lines[k][1], check_message=False)
+        line = lines[k]
+        if not isinstance(line, Skipped) and line[1].startswith(COMPACTION_LINE):
+            found = read_record(line[1], check_message=False)
             history = _history(found) if isinstance(found, dict) else None
             kept = stored_kept(found) if isinstance(found, dict) else None
             if history is None or kept is None or len(history) != 3:

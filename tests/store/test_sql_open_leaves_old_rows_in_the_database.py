@@ -206,3 +206,47 @@ def test_running_sums_an_edit_changed_make_the_open_read_every_row(
     live.store.close()
     execute(backend, damage)
     assert observed(reopen(backend)) == expected
+
+
+def test_the_oldest_rows_removed_by_a_retention_job_reopen_as_a_full_read_does(
+    backend: Backend,
+) -> None:
+    live = reopen(backend)
+    build(live, TURNS)
+    live.store.close()
+    execute(backend, "DELETE FROM {p}records WHERE session = 's' AND position < 10")
+    assert observed(reopen(backend)) == observed(reopen(backend, strict=True))
+
+
+def test_rows_removed_in_the_middle_are_reported_when_the_history_is_read(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    live = reopen(backend)
+    build(live, TURNS)
+    live.store.close()
+    turn_1 = "position BETWEEN 6 AND 9"
+    execute(backend, f"DELETE FROM {{p}}records WHERE session = 's' AND {turn_1}")
+    full = reopen(backend, strict=True)
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        reopened = reopen(backend)
+        assert "missing" not in caplog.text
+        history = reopened.history()
+    assert "4 of the" in caplog.text
+    assert [h.message for h in history] == [h.message for h in full.history()]
+
+
+@pytest.mark.parametrize("turns_after", [3, TURNS])
+def test_a_compacted_session_reopens_from_the_compaction_as_the_live_one_was(
+    backend: Backend, turns_after: int
+) -> None:
+    """The open reads the compaction's held messages and the rows from its resume point on;
+    the message rows it compacted away are never fetched (``Skipped`` runs)."""
+    live = reopen(backend)
+    live.add(user("remember this " * 10), pinned=True)
+    build(live, TURNS)
+    live.apply_compaction(user("summary of it all"), len(live.history()) - 30)
+    build(live, turns_after)
+    expected = observed(live)
+    live.store.close()
+    damage_row(backend, 8)  # compacted away: never read
+    assert observed(reopen(backend)) == expected
