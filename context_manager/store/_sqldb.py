@@ -100,7 +100,7 @@ class SqlStore(SqlFlows):
         return self._run(self._load_after(head))
 
     def load_tail(self, ends: LineEnds, reach: int) -> Tail | None:
-        """The newest records, as far as ``reach`` stored tokens (``SqlFlows._load_tail``)."""
+        """The newest records, as far as ``reach`` stored tokens (``_sql_tail.load_tail``)."""
         tail = self._run(load_tail(self, ends, reach))
         if tail is not None:
             self._head = tail.head

@@ -7,7 +7,7 @@ an add, ``token_count`` or ``len()`` need of them. What needs the messages thems
 history, ``messages``, ``stats()``, a compaction, a request reaching that far) first reads them
 (``MessageContextManager._read_unread``), once, from the lines the open fetched: no I/O, so the
 sync and the async sessions share it. A sync SQL store's open fetched none of them
-(``SqlFlows._load_tail``): the store the manager is attached to then reads them
+(``_sql_tail.load_tail``): the store the manager is attached to then reads them
 (``SqlStore.load_older``).
 
 The read is the open that reads every record, done late: the lines are replayed into a new

@@ -65,7 +65,7 @@ class StoreLog(RecordWriter):
         self._store = store
         self.strict = strict
         # A SQL store may leave the oldest messages in the database until they are needed
-        # (``SqlFlows._load_tail``); not for a session read in a worker thread (async SQLite),
+        # (``_sql_tail.load_tail``); not for a session read in a worker thread (async SQLite),
         # whose later reads would block the event loop.
         self._tail = tail and isinstance(store, SqlStore)
 

@@ -69,7 +69,7 @@ class UnreadRun:
     with what the manager needs of them before it reads them: how many, and their tokens.
 
     ``lines``: the lines, when the open fetched them; else the open was a SQL store's
-    ``tail``, and the session's store reads them (``SqlStore.load_older``)."""
+    ``tail``, and the session's store reads them (``JournalCore.read_older``)."""
 
     lines: list[tuple[int, bytes, bool]]
     tokens: int = 0
@@ -270,9 +270,9 @@ class Replayer:
 
     @classmethod
     def of_tail(cls, path: str, tail: Tail, resume: Resume) -> Replayer | None:
-        """A SQL store's newest records (``SqlFlows._load_tail``) replayed with the message
-        records before them unread, as :meth:`_tail` replays a whole read; None: every record
-        must be read."""
+        """A SQL store's newest records (``_sql_tail.load_tail``) replayed with the message
+        records before them unread, as :meth:`_tail` replays a whole read, or from the latest
+        compaction on (``Tail.resumed``, :meth:`_resume`); None: every record must be read."""
         replayer = cls(path, strict=False, defer_messages=True)
         replayer.defer_reports = True
         if tail.resumed is not None:
