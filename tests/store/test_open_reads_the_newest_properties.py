@@ -13,7 +13,7 @@ import logging
 import tempfile
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_manager import MessageContextManager
@@ -68,6 +68,24 @@ def test_an_open_that_leaves_old_messages_unread_is_a_full_read(
     with tempfile.TemporaryDirectory() as directory:
         target = f"{directory}/sessions" if backend == "jsonl" else f"sqlite:///{directory}/s.db"
         session = LongSession(target, provider)
+        for step in [*steps, ("turn", 10)]:
+            session.apply(step)
+        session.check_reopens(observed)
+
+
+@settings(max_examples=100)  # long sessions: a fixed count in every profile
+@given(
+    st.lists(sessions(), min_size=3, max_size=4).map(lambda parts: [s for p in parts for s in p]),
+    st.sampled_from([None, "anthropic"]),
+)
+def test_a_long_sqlite_session_leaves_its_older_rows_in_the_database_as_a_full_read_would(
+    steps: list[tuple[Any, ...]], provider: str | None
+) -> None:
+    """Sessions of several hundred rows: SQLite's open stops short of the older rows (running
+    sums, ``store/_sql_tail.py``), or reads from the latest compaction on."""
+    logging.getLogger("context_manager.store").setLevel(logging.ERROR)
+    with tempfile.TemporaryDirectory() as directory:
+        session = LongSession(f"sqlite:///{directory}/s.db", provider)
         for step in [*steps, ("turn", 10)]:
             session.apply(step)
         session.check_reopens(observed)
