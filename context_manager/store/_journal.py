@@ -373,7 +373,7 @@ class JournalCore:
         store = self.log.store
         if self._closed or not hasattr(store, "load_older"):
             raise StoreError(
-                f"{self.target}: the {tail.cut - len(tail.older)} oldest messages of this "
+                f"{self.target}: the {tail.unread} oldest messages of this "
                 "session were left in the database by its open, to be read when first needed, "
                 "and its store is closed: read what needs them (history(), stats()) before "
                 "closing, or open the session again"

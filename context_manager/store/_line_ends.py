@@ -139,6 +139,7 @@ class LineEnds:
 
     def __init__(self, fingerprint: str) -> None:
         self._fingerprint = fingerprint
+        self._stored = fingerprint.encode()  # as a line carries it
         self._readable: dict[str, bool] = {}  # per stored object type
         self._first = True  # a leading system message would become the system prompt
 
@@ -157,7 +158,7 @@ class LineEnds:
                     return None
                 continue
             found = _ANY_COUNT(raw, len(raw) - _END)
-            if found is None or found[2] != self._fingerprint.encode():
+            if found is None or found[2] != self._stored:
                 return None
             total += int(found[1])
             if raw.startswith(_USER_TURN):

@@ -58,7 +58,8 @@ _ROLLBACK = Sql("ROLLBACK")
 
 _PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 
-Row = tuple[str, int | None, str | None]  # body, checkpoint id, record id
+#: A record to insert: its line (no newline) as bytes and as text, its checkpoint id, its id.
+Row = tuple[bytes, str, int | None, str | None]
 
 
 class SqlFlows(ABC):
@@ -149,8 +150,11 @@ class SqlFlows(ABC):
         """Create the tables, or add what an earlier version's tables lack (idempotent)."""
         for statement in schema(self.prefix, bigint=bigint, real=real):
             yield Sql(statement)
-        added = {"sessions": [("epoch", "TEXT")], "records": [("rid", "TEXT")]}
-        added["records"] += [("upto", bigint), ("counter", "TEXT"), ("meta", "SMALLINT")]
+        text, small = "TEXT", "SMALLINT"
+        added = {
+            "sessions": [("epoch", text)],
+            "records": [("rid", text), ("upto", bigint), ("counter", text), ("meta", small)],
+        }
         for table, columns in added.items():
             rows = yield Sql(self._sql(self.columns_query), (f"{self.prefix}{table}",))
             have = {str(row[0]) for row in rows}
@@ -303,8 +307,7 @@ class SqlFlows(ABC):
         (those of the row before them)."""
         positions = list(range(head.position, head.position + len(rows)))
         values = []
-        for pos, (body, checkpoint, rid) in zip(positions, rows, strict=True):
-            raw = body.encode()
+        for pos, (raw, body, checkpoint, rid) in zip(positions, rows, strict=True):
             running = running.then(raw)
             meta = 1 if raw.startswith(METADATA_LINES) else None
             values.append(
@@ -327,9 +330,9 @@ class SqlFlows(ABC):
     def _append(self, records: Sequence[Mapping[str, Any]]) -> Flow[list[int]]:
         rows: list[Row] = []
         for record in records:
-            body = dump_record(record)[:-1].decode("utf-8")
-            rows.append((body, indexed_checkpoint(record), record_id(record)))
-        first = rows[0][2] if rows else None
+            raw = dump_record(record)[:-1]
+            rows.append((raw, raw.decode("utf-8"), indexed_checkpoint(record), record_id(record)))
+        first = rows[0][3] if rows else None
 
         def run() -> Flow[tuple[Head, list[int]]]:
             locked = yield from self._locked_generation()
@@ -344,7 +347,7 @@ class SqlFlows(ABC):
             positions = yield from self._insert(head, running, rows)
             return Head(head.generation, head.position + len(rows), epoch=head.epoch), positions
 
-        rids = tuple(rid for _, _, rid in rows if rid is not None)
+        rids = tuple(rid for *_, rid in rows if rid is not None)
         self._head, positions = yield from self._write(run, rids)
         return positions
 
@@ -371,7 +374,7 @@ class SqlFlows(ABC):
             )
             checkpoint_id = cell(rows[0][0]) + 1 if rows else 0
             body = json.dumps({"role": CHECKPOINT, "id": checkpoint_id})
-            yield from self._insert(head, running, [(body, checkpoint_id, None)])
+            yield from self._insert(head, running, [(body.encode(), body, checkpoint_id, None)])
             return Head(head.generation, head.position + 1, epoch=head.epoch), checkpoint_id
 
         self._head, checkpoint_id = yield from self._write(run)

@@ -121,7 +121,7 @@ def load_older(db: SqlFlows, tail: Tail) -> Flow[list[tuple[int, bytes, bool]]]:
             ),
             (db._session, tail.head.generation, tail.cut),
         )
-        unread = tail.cut - len(tail.older)
+        unread = tail.unread
         if epoch != tail.head.epoch:
             raise StoreConflictError(
                 f"{db.target} session {db._session!r}: it was deleted or rebuilt since "

@@ -80,7 +80,7 @@ def _older(manager: ManagerHost, tail: Tail) -> list[tuple[int, bytes, bool]]:
     read = getattr(manager.store, "read_older", None)
     if read is None:
         raise StoreError(
-            f"the {tail.cut - len(tail.older)} oldest messages of this session were left in "
+            f"the {tail.unread} oldest messages of this session were left in "
             "its database by the open, and the manager is no longer attached to its store"
         )
     return read(tail)  # type: ignore[no-any-return]

@@ -67,7 +67,7 @@ class StoreLog(RecordWriter):
         # A SQL store may leave the oldest messages in the database until they are needed
         # (``_sql_tail.load_tail``); not for a session read in a worker thread (async SQLite),
         # whose later reads would block the event loop.
-        self._tail = tail and isinstance(store, SqlStore)
+        self._tail = store if tail and isinstance(store, SqlStore) else None
 
     @property
     def store(self) -> Store:
@@ -86,15 +86,14 @@ class StoreLog(RecordWriter):
         """Every record, for a manager to replay: it reads each message line itself (once), and
         ``_replay.replay`` reports one it cannot read as a corrupt line, by number (``resume``:
         from the latest compaction on, see ``Replayer.of_lines``)."""
-        store = self._store
-        if self._tail and resume is not None and resume.reach is not None and not self.strict:
-            assert isinstance(store, SqlStore)
-            tail = store.load_tail(LineEnds(resume.fingerprint), resume.reach)
+        sql = self._tail
+        if sql is not None and resume is not None and resume.reach is not None and not self.strict:
+            tail = sql.load_tail(LineEnds(resume.fingerprint), resume.reach)
             if tail is not None:
                 read = Replayer.of_tail(self.target, tail, resume)
                 if read is not None:
                     return read.state, read.sequence
-        lines = store.load(0).lines
+        lines = self._store.load(0).lines
         replayer = Replayer.of_rows(self.target, lines, strict=self.strict, resume=resume)
         return replayer.state, replayer.sequence
 

@@ -132,6 +132,11 @@ class Tail:
     #: it leaves out as :class:`Skipped` runs (``Replayer._resume``).
     resumed: list[tuple[int, bytes, bool] | Skipped] | None = None
 
+    @property
+    def unread(self) -> int:
+        """How many message records before ``cut`` the open left unread."""
+        return self.cut - len(self.older)
+
 
 class Skipped(NamedTuple):
     """``messages`` consecutive message records a read from a compaction on leaves out."""
