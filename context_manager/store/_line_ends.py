@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from .._config import SAFE_INT
@@ -26,6 +26,7 @@ __all__ = [
     "Plain",
     "Running",
     "plain",
+    "running_sums",
 ]
 
 #: How a message line we wrote starts (compact JSON, role first); a record's role starts with
@@ -130,6 +131,15 @@ class Running(NamedTuple):
 
 
 _MUST_READ = Running(None)
+
+
+def running_sums(running: Running, lines: Iterable[bytes]) -> Iterator[tuple[Running, bool]]:
+    """What a store writes with each of ``lines`` (continued from ``running``, the sums of the
+    line before them): the running sums after it, and whether it is no message (a metadata
+    line, which an open reads even when it leaves the messages around it unread)."""
+    for raw in lines:
+        running = running.then(raw)
+        yield running, raw.startswith(METADATA_LINES)
 
 
 class LineEnds:

@@ -44,7 +44,7 @@ from ..errors import (
     StoreOutcomeUnknownError,
 )
 from ._drive import Failed, Flow
-from ._line_ends import METADATA_LINES, Running
+from ._line_ends import Running, running_sums
 from ._sql_steps import RECONNECT, ConnectionLost, Sql, line_of
 from ._sql_tables import cell, schema
 from .protocol import Batch, Head, check_session_id, extends
@@ -306,13 +306,12 @@ class SqlFlows(ABC):
         """Insert ``rows`` at ``head``, each with the running sums continued from ``running``
         (those of the row before them)."""
         positions = list(range(head.position, head.position + len(rows)))
-        values = []
-        for pos, (raw, body, checkpoint, rid) in zip(positions, rows, strict=True):
-            running = running.then(raw)
-            meta = 1 if raw.startswith(METADATA_LINES) else None
-            values.append(
-                (self._session, head.generation, pos, checkpoint, body, rid, *running, meta)
+        values = [
+            (self._session, head.generation, pos, checkpoint, body, rid, *sums, 1 if meta else None)
+            for pos, (_, body, checkpoint, rid), (sums, meta) in zip(
+                positions, rows, running_sums(running, (raw for raw, *_ in rows)), strict=True
             )
+        ]
         yield Sql(
             self._sql(
                 "INSERT INTO {p}records (session, generation, position, checkpoint, body, rid, "

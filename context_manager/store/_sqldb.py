@@ -16,7 +16,8 @@ from ._drive import Failed, Flow, drive
 from ._line_ends import LineEnds
 from ._sql import SqlFlows
 from ._sql_steps import Reconnect, Sql
-from ._sql_tail import load_older, load_tail
+from ._sql_tail import SqlRows
+from ._tail_read import load_older, load_tail
 from .protocol import Batch, Head, Tail
 
 __all__ = ["SqlStore"]
@@ -100,15 +101,15 @@ class SqlStore(SqlFlows):
         return self._run(self._load_after(head))
 
     def load_tail(self, ends: LineEnds, reach: int) -> Tail | None:
-        """The newest records, as far as ``reach`` stored tokens (``_sql_tail.load_tail``)."""
-        tail = self._run(load_tail(self, ends, reach))
+        """The newest records, as far as ``reach`` stored tokens (``_tail_read.load_tail``)."""
+        tail = self._run(self._read(lambda: load_tail(SqlRows(self), ends, reach)))
         if tail is not None:
             self._head = tail.head
         return tail
 
     def load_older(self, tail: Tail) -> list[tuple[int, bytes, bool]]:
         """The message records ``tail`` left unread, read when the manager needs them."""
-        return self._run(load_older(self, tail))
+        return self._run(self._read(lambda: load_older(SqlRows(self, tail.head), tail)))
 
     def sessions(self) -> list[str]:
         return self._run(self._sessions())
