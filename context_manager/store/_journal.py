@@ -368,13 +368,13 @@ class JournalCore:
             )
 
     def read_older(self, tail: Tail) -> list[tuple[int, bytes, bool]]:
-        """The message records a SQL store's open left in the database (``store/_unread.py``),
+        """The message records a SQL or Redis store's open left in the store (``_unread.py``),
         read through this session's store: only while it is open."""
         store = self.log.store
         if self._closed or not hasattr(store, "load_older"):
             raise StoreError(
                 f"{self.target}: the {tail.unread} oldest messages of this "
-                "session were left in the database by its open, to be read when first needed, "
+                "session were left in the store by its open, to be read when first needed, "
                 "and its store is closed: read what needs them (history(), stats()) before "
                 "closing, or open the session again"
             )

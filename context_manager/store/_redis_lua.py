@@ -35,10 +35,18 @@ end
 # ``off:keys``, see offload_redis.py) with its own, when they exist: the history names their
 # handles, so a session kept alive by writes must not lose the results its stubs point to.
 
+# Beside each generation's list ``g:<N>``, ``s:<N>`` holds each record's running sums as the
+# writer computed them (``_redis_tail.sums_text``: what an open reads instead of the older
+# records) and ``m:<N>`` the positions of the records that are no message. The sums hold only
+# while ``s:<N>`` is as long as ``g:<N>``: a write whose view the script did not check (blind)
+# pushes none, so the generation's sums stay short and every open reads it whole.
+
 # ARGV: base, index, session, expect_gen ('' = blind), expect_pos, ttl, now, mode,
-# expect_epoch, new_epoch, first record id ('' = none), then (body, checkpoint id or '') pairs.
-# Returns {status, generation, next position, checkpoint id, epoch}: status 1 written, 0 stale
-# view (nothing written), 2 the first id is already stored (a retry: nothing written).
+# expect_epoch, new_epoch, first record id ('' = none), then (body, checkpoint id or '', sums)
+# triples; a checkpoint's ARGV[12] is its sums. Returns {status, generation, next position,
+# checkpoint id, epoch}: status 1 written, 0 stale view (nothing written), 2 the first id is
+# already stored (a retry: nothing written). A sums text starting with "m" marks a record that
+# is no message.
 APPEND = (
     GENERATION
     + """
@@ -49,8 +57,10 @@ local epoch = redis.call('GET', base .. 'epoch')
 local list = base .. 'g:' .. gen
 local ck = base .. 'ck:' .. gen
 local ids = base .. 'id:' .. gen
+local slist = base .. 's:' .. gen
+local mlist = base .. 'm:' .. gen
 local len = redis.call('LLEN', list)
-local count = (#ARGV - 11) / 2
+local count = (#ARGV - 11) / 3
 if ARGV[11] ~= '' then
   local at = redis.call('HGET', ids, ARGV[11])
   if at then return {2, gen, tonumber(at) + count, -1, epoch or ''} end
@@ -65,16 +75,23 @@ end
 if not epoch then epoch = ARGV[10] end
 local pos = len
 local made = -1
+local sums = ARGV[4] ~= '' and redis.call('LLEN', slist) == len
 if ARGV[8] == 'checkpoint' then
   made = tonumber(redis.call('HGET', ck, 'next') or '0')
   redis.call('RPUSH', list, '{"role": "_checkpoint", "id": ' .. made .. '}')
   redis.call('HSET', ck, tostring(made), pos, 'next', made + 1)
+  if sums then
+    redis.call('RPUSH', slist, ARGV[12])
+    redis.call('RPUSH', mlist, pos)
+  end
   pos = pos + 1
 else
   if ARGV[11] ~= '' then redis.call('HSET', ids, ARGV[11], pos) end
-  local bodies = {}
-  for i = 12, #ARGV, 2 do
+  local bodies, running, metas = {}, {}, {}
+  for i = 12, #ARGV, 3 do
     bodies[#bodies + 1] = ARGV[i]
+    running[#running + 1] = ARGV[i + 2]
+    if string.byte(ARGV[i + 2], 1) == 109 then metas[#metas + 1] = pos end
     if ARGV[i + 1] ~= '' then
       local id = tonumber(ARGV[i + 1])
       redis.call('HSET', ck, ARGV[i + 1], pos)
@@ -86,14 +103,20 @@ else
   end
   for j = 1, #bodies, 1000 do
     redis.call('RPUSH', list, unpack(bodies, j, math.min(j + 999, #bodies)))
+    if sums then
+      redis.call('RPUSH', slist, unpack(running, j, math.min(j + 999, #running)))
+    end
+  end
+  for j = 1, #metas, 1000 do
+    if sums then redis.call('RPUSH', mlist, unpack(metas, j, math.min(j + 999, #metas))) end
   end
 end
 redis.call('SET', base .. 'gen', gen)
 redis.call('SET', base .. 'epoch', epoch)
 local ttl = tonumber(ARGV[6])
 if ttl > 0 then
-  for _, key in ipairs({base .. 'gen', base .. 'epoch', list, ck, ids, base .. 'off:data',
-                        base .. 'off:live', base .. 'off:keys'}) do
+  for _, key in ipairs({base .. 'gen', base .. 'epoch', list, ck, ids, slist, mlist,
+                        base .. 'off:data', base .. 'off:live', base .. 'off:keys'}) do
     if redis.call('EXISTS', key) == 1 then redis.call('EXPIRE', key, ttl) end
   end
 end
@@ -102,7 +125,9 @@ return {1, gen, pos, made, epoch}
 )
 
 # ARGV: base, index, session, checkpoint id ('' = clear), ttl, now, new_epoch.
-# Returns {ok, new generation, next position, checkpoints in the old generation, epoch}.
+# Returns {ok, new generation, next position, checkpoints in the old generation, epoch, the
+# running sums of the last record kept (false: none kept, or the old generation's sums did not
+# hold)}; the new generation keeps the sums and no-message positions of the records it keeps.
 ROTATE = (
     GENERATION
     + """
@@ -117,19 +142,41 @@ local ng = gen + 1
 local nlist = base .. 'g:' .. ng
 local nck = base .. 'ck:' .. ng
 local nids = base .. 'id:' .. ng
+local slist = base .. 's:' .. gen
+local mlist = base .. 'm:' .. gen
+local nslist = base .. 's:' .. ng
+local nmlist = base .. 'm:' .. ng
 local cut = 0
+local sums = false
 if ARGV[4] ~= '' then
   local found = redis.call('HGET', ck, ARGV[4])
   if not found then
     return {0, gen, 0, tonumber(redis.call('HGET', ck, 'next') or '0'), epoch}
   end
   cut = checked(found)
-  if not cut or cut > redis.call('LLEN', list) then return {'damaged', ck} end
+  local len = redis.call('LLEN', list)
+  if not cut or cut > len then return {'damaged', ck} end
+  local valid = redis.call('LLEN', slist) == len
   local i = 0
   while i < cut do
     local items = redis.call('LRANGE', list, i, math.min(i + 999, cut - 1))
     redis.call('RPUSH', nlist, unpack(items))
+    if valid then
+      local part = redis.call('LRANGE', slist, i, math.min(i + 999, cut - 1))
+      redis.call('RPUSH', nslist, unpack(part))
+    end
     i = i + 1000
+  end
+  if valid and cut > 0 then
+    sums = redis.call('LINDEX', slist, cut - 1)
+    local kept = {}
+    for _, p in ipairs(redis.call('LRANGE', mlist, 0, -1)) do
+      local n = tonumber(p)
+      if n and n < cut then kept[#kept + 1] = p end
+    end
+    for j = 1, #kept, 1000 do
+      redis.call('RPUSH', nmlist, unpack(kept, j, math.min(j + 999, #kept)))
+    end
   end
   local all = redis.call('HGETALL', ck)
   for k = 1, #all, 2 do
@@ -147,16 +194,18 @@ redis.call('SET', base .. 'gen', ng)
 redis.call('SET', base .. 'epoch', epoch)
 local ttl = tonumber(ARGV[5])
 if ttl > 0 then
-  for _, key in ipairs({base .. 'gen', base .. 'epoch', nlist, nck, nids, list, ck, ids,
-                        base .. 'off:data', base .. 'off:live', base .. 'off:keys'}) do
+  for _, key in ipairs({base .. 'gen', base .. 'epoch', nlist, nck, nids, nslist, nmlist, list,
+                        ck, ids, slist, mlist, base .. 'off:data', base .. 'off:live',
+                        base .. 'off:keys'}) do
     if redis.call('EXISTS', key) == 1 then redis.call('EXPIRE', key, ttl) end
   end
 end
-return {1, ng, cut, 0, epoch}
+return {1, ng, cut, 0, epoch, sums}
 """
 )
 
-# ARGV: base, start. Returns {generation, length, epoch, lines...}.
+# ARGV: base, start (below 0: that many from the end). Returns {generation, length, epoch, the
+# running sums of the last record (false: none, or they do not hold), lines...}.
 LOAD = (
     GENERATION
     + """
@@ -164,7 +213,11 @@ local base = ARGV[1]
 local gen = generation(base)
 if not gen then return {'damaged', base .. 'gen'} end
 local list = base .. 'g:' .. gen
-local out = {gen, redis.call('LLEN', list), redis.call('GET', base .. 'epoch') or ''}
+local slist = base .. 's:' .. gen
+local len = redis.call('LLEN', list)
+local sums = false
+if len > 0 and redis.call('LLEN', slist) == len then sums = redis.call('LINDEX', slist, -1) end
+local out = {gen, len, redis.call('GET', base .. 'epoch') or '', sums}
 for _, item in ipairs(redis.call('LRANGE', list, tonumber(ARGV[2]), -1)) do
   out[#out + 1] = item
 end
@@ -196,6 +249,8 @@ if gen then
     keys[#keys + 1] = base .. 'g:' .. g
     keys[#keys + 1] = base .. 'ck:' .. g
     keys[#keys + 1] = base .. 'id:' .. g
+    keys[#keys + 1] = base .. 's:' .. g
+    keys[#keys + 1] = base .. 'm:' .. g
   end
 end
 local n = 0
@@ -206,7 +261,62 @@ return n
 """
 )
 
-SCRIPTS = {"append": APPEND, "rotate": ROTATE, "load": LOAD, "delete": DELETE}
+# The reads of an open that leaves the oldest records in Redis (``_redis_tail.RedisRows``): each
+# checks the session's epoch first ({0}: deleted or rebuilt since the open's first read); a
+# generation's records below its length never change, so reads of one open need no more.
+SAME_EPOCH = """
+local base = ARGV[1]
+if (redis.call('GET', base .. 'epoch') or '') ~= ARGV[2] then return {0} end
+local list = base .. 'g:' .. ARGV[3]
+"""
+
+# ARGV: base, epoch, generation, then (first, last) position pairs. Returns {1, position, line,
+# ...} for the records in each range.
+ROWS = (
+    SAME_EPOCH
+    + """
+local out = {1}
+for i = 4, #ARGV, 2 do
+  local first = tonumber(ARGV[i])
+  for k, item in ipairs(redis.call('LRANGE', list, first, tonumber(ARGV[i + 1]))) do
+    out[#out + 1] = first + k - 1
+    out[#out + 1] = item
+  end
+end
+return out
+"""
+)
+
+# ARGV: base, epoch, generation, start (> 0). Returns {1, the running sums of the record before
+# start, then (position, line, sums) for each record before start that is no message}; {2}: the
+# generation's sums do not hold (written blind, or by an earlier version).
+BEFORE = (
+    SAME_EPOCH
+    + """
+local slist = base .. 's:' .. ARGV[3]
+local start = tonumber(ARGV[4])
+if redis.call('LLEN', slist) ~= redis.call('LLEN', list) then return {2} end
+local out = {1, redis.call('LINDEX', slist, start - 1)}
+for _, p in ipairs(redis.call('LRANGE', base .. 'm:' .. ARGV[3], 0, -1)) do
+  local n = tonumber(p)
+  if n and n < start then
+    out[#out + 1] = n
+    out[#out + 1] = redis.call('LINDEX', list, n)
+    out[#out + 1] = redis.call('LINDEX', slist, n)
+  end
+end
+return out
+"""
+)
+
+SCRIPTS = {
+    "append": APPEND,
+    "rotate": ROTATE,
+    "load": LOAD,
+    "delete": DELETE,
+    "rows": ROWS,
+    "before": BEFORE,
+}
 # What the server files each script under (SHA-1 of its text; the scripts are ASCII, so every
 # client encoding sends the same bytes).
 SHAS = {name: hashlib.sha1(lua.encode()).hexdigest() for name, lua in SCRIPTS.items()}

@@ -28,7 +28,7 @@ Schema (``<prefix>`` defaults to ``context_``)::
     CREATE INDEX <prefix>records_meta ON <prefix>records (session, generation, position)
         WHERE meta IS NOT NULL;
 
-``upto`` and ``counter`` let an open read only the newest records (``_sql_tail.load_tail``): the
+``upto`` and ``counter`` let an open read only the newest records (``_tail_read.load_tail``): the
 stored tokens of the message records up to a row, and under which counter, are read from one
 row instead of from every record's end; ``meta`` finds the records that are no message (they
 are all read). A row written before those columns existed has none, and neither has any row

@@ -6,9 +6,9 @@ holds the others unread: how many there are and their stored tokens, which is al
 an add, ``token_count`` or ``len()`` need of them. What needs the messages themselves (the
 history, ``messages``, ``stats()``, a compaction, a request reaching that far) first reads them
 (``MessageContextManager._read_unread``), once, from the lines the open fetched: no I/O, so the
-sync and the async sessions share it. A sync SQL store's open fetched none of them
-(``_sql_tail.load_tail``): the store the manager is attached to then reads them
-(``SqlStore.load_older``).
+sync and the async sessions share it. A sync SQL or Redis store's open fetched none of them
+(``_tail_read.load_tail``): the store the manager is attached to then reads them
+(``load_older`` of a ``protocol.NewestFirst`` store).
 
 The read is the open that reads every record, done late: the lines are replayed into a new
 manager built with the same options, then every message the manager holds is added after
@@ -75,12 +75,12 @@ class UnreadHistory:
 
 
 def _older(manager: ManagerHost, tail: Tail) -> list[tuple[int, bytes, bool]]:
-    """The message records a SQL store's open left in the database, read by the journal the
-    manager is attached to now (a manager a session cache kept has a new one)."""
+    """The message records a SQL or Redis store's open left in the store, read by the journal
+    the manager is attached to now (a manager a session cache kept has a new one)."""
     read = getattr(manager.store, "read_older", None)
     if read is None:
         raise StoreError(
             f"the {tail.unread} oldest messages of this session were left in "
-            "its database by the open, and the manager is no longer attached to its store"
+            "its store by the open, and the manager is no longer attached to its store"
         )
     return read(tail)  # type: ignore[no-any-return]

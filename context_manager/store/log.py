@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ._line_ends import LineEnds
-from ._sqldb import SqlStore
-from .protocol import Store
+from .protocol import NewestFirst, Store
 from .records import RecordWriter
 from .replayer import Records, Replayer, RestoredLog, Resume
 
@@ -64,10 +63,10 @@ class StoreLog(RecordWriter):
     def __init__(self, store: Store, *, strict: bool = False, tail: bool = True) -> None:
         self._store = store
         self.strict = strict
-        # A SQL store may leave the oldest messages in the database until they are needed
-        # (``_sql_tail.load_tail``); not for a session read in a worker thread (async SQLite),
-        # whose later reads would block the event loop.
-        self._tail = store if tail and isinstance(store, SqlStore) else None
+        # A SQL or Redis store may leave the oldest messages where they are until they are
+        # needed (``_tail_read.load_tail``); not for a session read in a worker thread (async
+        # SQLite), whose later reads would block the event loop.
+        self._tail = store if tail and isinstance(store, NewestFirst) else None
 
     @property
     def store(self) -> Store:
@@ -86,9 +85,9 @@ class StoreLog(RecordWriter):
         """Every record, for a manager to replay: it reads each message line itself (once), and
         ``_replay.replay`` reports one it cannot read as a corrupt line, by number (``resume``:
         from the latest compaction on, see ``Replayer.of_lines``)."""
-        sql = self._tail
-        if sql is not None and resume is not None and resume.reach is not None and not self.strict:
-            tail = sql.load_tail(LineEnds(resume.fingerprint), resume.reach)
+        store = None if self.strict else self._tail
+        if store is not None and resume is not None and resume.reach is not None:
+            tail = store.load_tail(LineEnds(resume.fingerprint), resume.reach)
             if tail is not None:
                 read = Replayer.of_tail(self.target, tail, resume)
                 if read is not None:

@@ -39,9 +39,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from ._line_ends import LineEnds
 
 __all__ = [
     "DEFAULT_SESSION",
@@ -50,6 +53,7 @@ __all__ = [
     "Batch",
     "DeletableStore",
     "Head",
+    "NewestFirst",
     "Skipped",
     "Store",
     "Tail",
@@ -118,7 +122,7 @@ class Batch:
 @dataclass(slots=True)
 class Tail:
     """What a SQL store's open that leaves the oldest messages unread returns
-    (``_sql_tail.load_tail``): the newest records as ``(number, line, complete)``, from
+    (``_tail_read.load_tail``): the newest records as ``(number, line, complete)``, from
     position ``cut`` on (0: every record), the records before ``cut`` that are no message as
     ``(position, line, stored tokens of the messages before it)``, and the stored tokens of the
     messages before ``cut``."""
@@ -203,6 +207,22 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class NewestFirst(Protocol):
+    """A sync :class:`Store` whose open may leave the oldest message records where they are
+    (SQLite, PostgreSQL, Redis: ``_tail_read.py``); an async store reads them all at its open,
+    as a later read would block the event loop."""
+
+    def load_tail(self, ends: LineEnds, reach: int) -> Tail | None:
+        """The newest records, as far as ``reach`` stored tokens, and what the older ones
+        hold; None: the open must read every record (:meth:`Store.load`)."""
+        ...
+
+    def load_older(self, tail: Tail) -> list[tuple[int, bytes, bool]]:
+        """The message records ``tail`` left unread, read when the manager needs them."""
+        ...
 
 
 @runtime_checkable

@@ -4,10 +4,13 @@
 of JSON lines, ``<prefix>{<session>}:g:<N>``; ``<prefix>{<session>}:gen`` holds the current
 generation, ``<prefix>{<session>}:epoch`` a random value drawn when the session's keys are made
 (so a session rebuilt after expiring is told apart from the one a stale writer saw),
-``<prefix>{<session>}:ck:<N>`` maps checkpoint ids to positions and ``<prefix>{<session>}:id:<N>``
-the first record id of each write to its position (exactly-once retries); the sorted set
-``<prefix>sessions`` lists sessions by last write. All of a session's keys share the hash tag
-``{<session>}``, so they live in one cluster slot, and ``delete`` removes them in one script.
+``<prefix>{<session>}:ck:<N>`` maps checkpoint ids to positions, ``<prefix>{<session>}:id:<N>``
+the first record id of each write to its position (exactly-once retries), and the lists
+``s:<N>`` and ``m:<N>`` hold each record's running sums and the positions of the records that
+are no message (what an open reads instead of the older records, ``_redis_tail.py``); the
+sorted set ``<prefix>sessions`` lists sessions by last write. All of a session's keys share
+the hash tag ``{<session>}``, so they live in one cluster slot, and ``delete`` removes them in
+one script.
 
 Every write is one Lua script (Redis runs scripts atomically): it checks the writer's view,
 pushes the records and refreshes the TTL, so appends from many workers never interleave and a
@@ -45,10 +48,13 @@ from ..errors import (
 )
 from . import _redis_keys, _redis_lua
 from ._drive import Failed, Flow, drive
+from ._line_ends import LineEnds, Running, running_sums
 from ._redis_client import HandleShare, make_client, redis_module
 from ._redis_keys import text as _text
+from ._redis_tail import RedisRows, head_sums, sums_text
+from ._tail_read import load_older, load_tail
 from ._urls import redis_url
-from .protocol import DEFAULT_SESSION, Batch, Head, check_session_id, extends
+from .protocol import DEFAULT_SESSION, Batch, Head, Tail, check_session_id, extends
 from .records import dump_record, indexed_checkpoint, record_id
 
 __all__ = ["RedisFlows", "RedisStore"]
@@ -134,6 +140,8 @@ class RedisFlows:
         self._base = f"{prefix}{{{self._session}}}:"
         self._index = f"{prefix}sessions"
         self._head: Head | None = None
+        # The running sums at the head (``_redis_tail``), which this store's next records continue.
+        self._running = Running(None)
         self._persistence_checked = self._reached = self._listed = False
         # What the stores of one handle share (None: a store of its own).
         self._shared = shared
@@ -260,8 +268,9 @@ class RedisFlows:
         )
 
     def _run_append(
-        self, mode: str, pairs: list[str], rids: tuple[str, ...] = ()
+        self, mode: str, per_record: list[str], rids: tuple[str, ...], running: Running
     ) -> Flow[tuple[int, int, int]]:
+        """Run APPEND with ``per_record``; ``running``: the sums after it, this store's after."""
         if not self._persistence_checked:
             yield from self._check_persistence()
         view = self._head
@@ -277,7 +286,7 @@ class RedisFlows:
             "" if view is None else view.epoch,
             secrets.token_hex(8),
             rids[0] if rids else "",
-            *pairs,
+            *per_record,
         ]
         step = Script("append", args)
         try:
@@ -298,27 +307,36 @@ class RedisFlows:
                 "nothing was written: reload the session and retry"
             )
         self._head = Head(int(generation), int(position), epoch=epoch)
+        # (a blind write's records carry no sums: the script pushed none)
+        self._running = running if view is not None else Running(None)
         yield from self._indexed()
         return int(generation), int(position), int(made)
 
     def _append(self, records: Sequence[Mapping[str, Any]]) -> Flow[list[int]]:
-        pairs: list[str] = []
+        lines = [dump_record(record)[:-1] for record in records]
+        sums = list(running_sums(self._running, lines))
+        args: list[str] = []
         rids: list[str] = []
-        for record in records:
-            pairs.append(dump_record(record)[:-1].decode("utf-8"))
+        for record, raw, (running, meta) in zip(records, lines, sums, strict=True):
             checkpoint = indexed_checkpoint(record)
-            pairs.append("" if checkpoint is None else str(checkpoint))
+            args += (raw.decode("utf-8"), "" if checkpoint is None else str(checkpoint))
+            args.append(sums_text(running, meta))
             rid = record_id(record)
             if rid is not None:
                 rids.append(rid)
         # The script indexes a batch by its first record's id (records of a batch are
         # contiguous), which is what a retry of the same batch looks up.
         first = record_id(records[0]) if records else None
-        _, end, _ = yield from self._run_append("append", pairs, tuple(rids) if first else ())
+        rids_sent = tuple(rids) if first else ()
+        after = sums[-1][0] if sums else self._running
+        _, end, _ = yield from self._run_append("append", args, rids_sent, after)
         return list(range(end - len(records), end))
 
     def _checkpoint(self) -> Flow[int]:
-        return (yield from self._run_append("checkpoint", []))[2]
+        running = self._running  # (a checkpoint is no message: the sums stay)
+        return (yield from self._run_append("checkpoint", [sums_text(running, True)], (), running))[
+            2
+        ]
 
     def _indexed(self) -> Flow[None]:
         """List the session in ``<prefix>sessions`` after this store's first write.
@@ -350,13 +368,16 @@ class RedisFlows:
             time.time(),
             secrets.token_hex(8),
         ]
-        ok, generation, position, count, epoch = yield from self._call(Script("rotate", args), ())
+        ok, generation, position, count, epoch, *sums = yield from self._call(
+            Script("rotate", args), ()
+        )
         if not ok:
             raise CheckpointNotFoundError(
                 f"{self.target} session {self._session!r}: checkpoint {checkpoint_id} does not "
                 f"exist (the session has {count} checkpoints, ids from 0); pick an existing id"
             )
         self._head = Head(int(generation), int(position), epoch=_text(epoch))
+        self._running = head_sums(self._head.position, sums[0])
         yield from self._indexed()
         return self._head
 
@@ -368,7 +389,7 @@ class RedisFlows:
         (start,) = yield from self._call(Command("mget", (self._keys,)))  # None if no string
         found = yield from self._call(Scan(_redis_keys.pattern(self._base)))
         deleted = yield from self._call(Script("delete", [self._base, start or b"", *found]), ())
-        self._head, self._listed = Head(0, 0), False
+        self._head, self._listed, self._running = Head(0, 0), False, Running()
         if self._shared is not None:
             self._shared.listed.pop(self._session, None)
         try:  # a failure here deletes nothing less: sessions() skips a listed session gone
@@ -380,13 +401,19 @@ class RedisFlows:
         return bool(deleted)
 
     def _load(self, start: int = 0) -> Flow[Batch]:
-        reply = yield from self._call(Script("load", [self._base, max(0, int(start))]))
+        """The records from ``start`` on (below 0: that many newest ones)."""
+        reply = yield from self._call(Script("load", [self._base, int(start)]))
         self._head = Head(int(reply[0]), int(reply[1]), epoch=_text(reply[2]))
-        first = self._head.position - (len(reply) - 3)
+        self._running = head_sums(self._head.position, reply[3])
+        first = self._head.position - (len(reply) - 4)
         return Batch(
             self._head,
-            [(first + i, bytes(line) + b"\n") for i, line in enumerate(reply[3:])],
+            [(first + i, bytes(line) + b"\n") for i, line in enumerate(reply[4:])],
         )
+
+    def _read_script(self, name: str, args: list[Any]) -> Flow[Any]:
+        """Run read script ``name`` (``_redis_lua.ROWS``, ``BEFORE``) on this session."""
+        return (yield from self._call(Script(name, [self._base, *args])))
 
     def _load_after(self, head: Head) -> Flow[Batch | None]:
         batch = yield from self._load(head.position)
@@ -461,10 +488,18 @@ class RedisStore(RedisFlows):
         return self._run(self._delete())
 
     def load(self, start: int = 0) -> Batch:
-        return self._run(self._load(start))
+        return self._run(self._load(max(0, int(start))))
 
     def load_after(self, head: Head) -> Batch | None:
         return self._run(self._load_after(head))
+
+    def load_tail(self, ends: LineEnds, reach: int) -> Tail | None:
+        """The newest records, as far as ``reach`` stored tokens (``_tail_read.load_tail``)."""
+        return self._run(load_tail(RedisRows(self), ends, reach))
+
+    def load_older(self, tail: Tail) -> list[tuple[int, bytes, bool]]:
+        """The message records ``tail`` left unread, read when the manager needs them."""
+        return self._run(load_older(RedisRows(self, tail.head), tail))
 
     def sessions(self) -> list[str]:
         return self._run(self._sessions())

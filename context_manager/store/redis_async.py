@@ -109,7 +109,7 @@ class AsyncRedisStore(RedisFlows):
         return await self._run(self._delete())
 
     async def load(self, start: int = 0) -> Batch:
-        return await self._run(self._load(start))
+        return await self._run(self._load(max(0, int(start))))
 
     async def load_after(self, head: Head) -> Batch | None:
         return await self._run(self._load_after(head))

@@ -202,7 +202,7 @@ class Replayer:
         every metadata record must replay the same without the messages skipped
         (:func:`_replayable_alone`): those after the point too, since the state they are
         replayed into lacks the messages skipped. A SQL store's read leaves those out as
-        :class:`Skipped` runs (``_sql_tail.load_tail``)."""
+        :class:`Skipped` runs (``_tail_read.load_tail``)."""
         skip, at, below = resume_point(lines)
         if not skip:
             return False
@@ -270,9 +270,10 @@ class Replayer:
 
     @classmethod
     def of_tail(cls, path: str, tail: Tail, resume: Resume) -> Replayer | None:
-        """A SQL store's newest records (``_sql_tail.load_tail``) replayed with the message
-        records before them unread, as :meth:`_tail` replays a whole read, or from the latest
-        compaction on (``Tail.resumed``, :meth:`_resume`); None: every record must be read."""
+        """A SQL or Redis store's newest records (``_tail_read.load_tail``) replayed with the
+        message records before them unread, as :meth:`_tail` replays a whole read, or from the
+        latest compaction on (``Tail.resumed``, :meth:`_resume`); None: every record must be
+        read."""
         replayer = cls(path, strict=False, defer_messages=True)
         replayer.defer_reports = True
         if tail.resumed is not None:

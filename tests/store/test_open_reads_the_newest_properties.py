@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_manager import MessageContextManager
+from context_manager.store import delete_session
 
 from .test_open_from_compaction_properties import Session
 from .test_open_reads_the_newest import observed
@@ -82,10 +83,30 @@ def test_a_long_sqlite_session_leaves_its_older_rows_in_the_database_as_a_full_r
     steps: list[tuple[Any, ...]], provider: str | None
 ) -> None:
     """Sessions of several hundred rows: SQLite's open stops short of the older rows (running
-    sums, ``store/_sql_tail.py``), or reads from the latest compaction on."""
+    sums, ``store/_tail_read.py``), or reads from the latest compaction on."""
     logging.getLogger("context_manager.store").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory() as directory:
         session = LongSession(f"sqlite:///{directory}/s.db", provider)
         for step in [*steps, ("turn", 10)]:
             session.apply(step)
         session.check_reopens(observed)
+
+
+@settings(max_examples=50)  # long sessions on a real server: a fixed count in every profile
+@given(
+    steps=st.lists(sessions(), min_size=3, max_size=4).map(
+        lambda parts: [s for p in parts for s in p]
+    ),
+    provider=st.sampled_from([None, "anthropic"]),
+)
+def test_a_long_redis_session_leaves_its_older_records_in_redis_as_a_full_read_would(
+    redis_url: str, steps: list[tuple[Any, ...]], provider: str | None
+) -> None:
+    """The same on Redis, whose writer computes the sums from those of its head
+    (``store/_redis_tail.py``): through reopens, reverts to checkpoints and clears."""
+    logging.getLogger("context_manager.store").setLevel(logging.ERROR)
+    delete_session(redis_url, session="s")
+    session = LongSession(redis_url, provider)
+    for step in [*steps, ("turn", 10)]:
+        session.apply(step)
+    session.check_reopens(observed)

@@ -116,6 +116,39 @@ def test_a_node_restart_keeps_the_acknowledged_records_of_its_sessions(
         reopened.store.close()
 
 
+def test_long_sessions_open_from_their_newest_records_on_every_node(
+    redis_cluster_nodes: RedisCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The reads of an open that leaves the older records in Redis run on the session's node;
+    a record damaged there is reported only when the history first needs it."""
+    import logging
+
+    from redis.cluster import RedisCluster as Client
+
+    url, prefix = redis_cluster_nodes.url, f"t{uuid.uuid4().hex[:8]}:"
+    sessions = [f"long-{i}" for i in range(12)]
+    assert slot_owners(redis_cluster_nodes, prefix, sessions) == set(redis_cluster_nodes.ports)
+    options = {"max_tokens": 2_000, "store_options": {"cluster": True, "prefix": prefix}}
+    for session in sessions:
+        writer = MessageContextManager.open(url, session=session, **options)
+        writer.extend(user(f"{session} turn {i} " + "word " * 40) for i in range(300))
+        writer.store.close()
+    client = Client.from_url(url)
+    for session in sessions:
+        client.lset(f"{prefix}{{{session}}}:g:0", 5, '{"role":"user","content":"cut sho')
+    client.close()
+    for session in sessions:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+            reopened = MessageContextManager.open(url, session=session, **options)
+            assert reopened.get_context()[-1] == user(f"{session} turn 299 " + "word " * 40)
+            assert "corrupt" not in caplog.text  # left on its node by the open
+            history = reopened.history()
+        assert "corrupt" in caplog.text
+        assert len(history) == 299
+        reopened.store.close()
+
+
 def test_async_sessions_spread_over_every_node_work_end_to_end(
     redis_cluster_nodes: RedisCluster,
 ) -> None:

@@ -1,6 +1,7 @@
-"""A SQL store opens a long session from its newest rows and leaves the older ones in the
-database: their count and stored tokens come from one row's running sums (``upto``,
-``counter``), and the rows themselves are read when the history is first needed.
+"""A SQL or Redis store opens a long session from its newest records and leaves the older ones
+where they are: their count and stored tokens come from one record's running sums (SQL: the
+``upto`` and ``counter`` columns; Redis: the ``s:<N>`` list beside each generation), and the
+records themselves are read when the history is first needed.
 
 The laziness shows where a row damaged in the database is reported: an open that reads every
 row reports it at once; one that leaves it in the database reports it when it is first read.
@@ -28,11 +29,17 @@ from .test_open_reads_the_newest import SMALL, build, observed, reopen
 TURNS = 100
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
 def backend(request: pytest.FixtureRequest, tmp_path: Any) -> Backend:
     from .backends import make_backend
 
     return make_backend(request, tmp_path)
+
+
+def redis_keys(backend: Backend) -> tuple[Any, str]:
+    """A client of the session's server and the prefix of its keys, as an operator sees them."""
+    redis = pytest.importorskip("redis")
+    return redis.Redis.from_url(backend.target), f"{backend.options['prefix']}{{s}}:"
 
 
 def execute(backend: Backend, statement: str, params: tuple[Any, ...] = ()) -> None:
@@ -48,12 +55,30 @@ def execute(backend: Backend, statement: str, params: tuple[Any, ...] = ()) -> N
             db.execute(statement.replace("?", "%s"), params)
 
 
-def damage_row(backend: Backend, position: int) -> None:
+def damage_row(backend: Backend, position: int, generation: int = 0) -> None:
+    """Cut the record at ``position`` short (SQL: in every generation)."""
+    cut_short = '{"role":"user","content":"cut sho'
+    if backend.name == "redis":
+        client, keys = redis_keys(backend)
+        client.lset(f"{keys}g:{generation}", position, cut_short)
+        return
     execute(
         backend,
         "UPDATE {p}records SET body = ? WHERE session = 's' AND position = ?",
-        ('{"role":"user","content":"cut sho', position),
+        (cut_short, position),
     )
+
+
+def forget_sums(backend: Backend) -> None:
+    """Make the session look written by an earlier version: SQL tables without the columns,
+    Redis without the lists beside the generation."""
+    if backend.name == "redis":
+        client, keys = redis_keys(backend)
+        client.delete(f"{keys}s:0", f"{keys}m:0")
+        return
+    execute(backend, "DROP INDEX {p}records_meta")
+    for column in ("upto", "counter", "meta"):
+        execute(backend, f"ALTER TABLE {{p}}records DROP COLUMN {column}")
 
 
 def test_an_open_reads_no_older_row_until_the_history_needs_it(
@@ -80,15 +105,14 @@ def test_an_open_reads_no_older_row_until_the_history_needs_it(
 def test_rows_written_before_the_running_sums_existed_are_read_whole(
     backend: Backend, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Tables of an earlier version lack the columns: the open adds them, and a generation
-    whose rows have none is read whole (the damaged row is reported at the open)."""
+    """Tables of an earlier version lack the columns (the open adds them), Redis sessions the
+    lists: a generation whose records have no sums is read whole (the damaged record is
+    reported at the open), and so are the records written after them."""
     live = reopen(backend)
     build(live, TURNS)
     expected = observed(live)
     live.store.close()
-    execute(backend, "DROP INDEX {p}records_meta")
-    for column in ("upto", "counter", "meta"):
-        execute(backend, f"ALTER TABLE {{p}}records DROP COLUMN {column}")
+    forget_sums(backend)
 
     assert observed(reopen(backend)) == expected
     assert observed(reopen(backend, strict=True)) == expected
@@ -187,24 +211,45 @@ def test_the_older_rows_are_refused_once_the_session_is_closed(backend: Backend)
     assert len(reopen(backend).history()) == 4 * TURNS
 
 
-@pytest.mark.parametrize(
-    "damage",
-    [
-        "UPDATE {p}records SET upto = 'x'",  # SQLite keeps text in an integer column
+def _redis_sums(backend: Backend, edit: Any) -> None:
+    client, keys = redis_keys(backend)
+    entries = [edit(entry) for entry in client.lrange(f"{keys}s:0", 0, -1)]
+    client.delete(f"{keys}s:0")
+    client.rpush(f"{keys}s:0", *entries)
+
+
+#: Edits of the running sums: (SQL statement, Redis edit of the session's keys).
+SUMS_EDITS = {
+    "tokens not a number": (  # SQLite keeps text in an integer column
+        "UPDATE {p}records SET upto = 'x'",
+        lambda b: _redis_sums(b, lambda e: b"x " + e.partition(b" ")[2]),
+    ),
+    "no counter": (
         "UPDATE {p}records SET counter = NULL",
-        "UPDATE {p}records SET meta = 1 WHERE position = 6",  # a message flagged as no message
-    ],
-)
+        lambda b: _redis_sums(b, lambda e: e.partition(b" ")[0]),
+    ),
+    "a message flagged as no message": (
+        "UPDATE {p}records SET meta = 1 WHERE position = 6",
+        lambda b: redis_keys(b)[0].rpush(f"{redis_keys(b)[1]}m:0", 6),
+    ),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(SUMS_EDITS))
 def test_running_sums_an_edit_changed_make_the_open_read_every_row(
-    backend: Backend, damage: str
+    backend: Backend, edit: str
 ) -> None:
-    if "'x'" in damage and backend.name != "sqlite":
+    if edit == "tokens not a number" and backend.name == "postgres":
         pytest.skip("PostgreSQL refuses text in a BIGINT column")
     live = reopen(backend)
     build(live, TURNS)
     expected = observed(live)
     live.store.close()
-    execute(backend, damage)
+    statement, redis_edit = SUMS_EDITS[edit]
+    if backend.name == "redis":
+        redis_edit(backend)
+    else:
+        execute(backend, statement)
     assert observed(reopen(backend)) == expected
 
 
@@ -214,13 +259,19 @@ def test_the_oldest_rows_removed_by_a_retention_job_reopen_as_a_full_read_does(
     live = reopen(backend)
     build(live, TURNS)
     live.store.close()
-    execute(backend, "DELETE FROM {p}records WHERE session = 's' AND position < 10")
+    if backend.name == "redis":  # (the later records move down: the sums no longer fit)
+        client, keys = redis_keys(backend)
+        client.ltrim(f"{keys}g:0", 10, -1)
+    else:
+        execute(backend, "DELETE FROM {p}records WHERE session = 's' AND position < 10")
     assert observed(reopen(backend)) == observed(reopen(backend, strict=True))
 
 
 def test_rows_removed_in_the_middle_are_reported_when_the_history_is_read(
     backend: Backend, caplog: pytest.LogCaptureFixture
 ) -> None:
+    if backend.name == "redis":
+        pytest.skip("a Redis list has no holes (removing records moves the later ones down)")
     live = reopen(backend)
     build(live, TURNS)
     live.store.close()
@@ -250,3 +301,47 @@ def test_a_compacted_session_reopens_from_the_compaction_as_the_live_one_was(
     live.store.close()
     damage_row(backend, 8)  # compacted away: never read
     assert observed(reopen(backend)) == expected
+
+
+def test_a_write_that_read_nothing_first_continues_the_sums_or_makes_the_open_read_all(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A store that appends before any load (a blind append): a SQL write continues the sums
+    in its transaction; a Redis script cannot compute them, so that generation is then read
+    whole at every open. Either way the open has what a full read has."""
+    from context_manager.store import connect
+
+    live = reopen(backend)
+    build(live, TURNS)
+    live.store.close()
+    with connect(backend.target, **backend.options) as handle:
+        blind = handle.session("s")
+        blind.checkpoint()  # (a record no reader must read: it cannot poison the sums itself)
+        blind.close()
+    assert observed(reopen(backend)) == observed(reopen(backend, strict=True))
+    damage_row(backend, 6)
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        reopened = reopen(backend)
+        reopened.get_context()
+    assert ("corrupt" in caplog.text) == (backend.name == "redis")  # read at the open
+
+
+def test_a_revert_keeps_the_sums_of_the_records_it_keeps(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    live = reopen(backend)
+    build(live, TURNS)
+    checkpoint = live.checkpoint()
+    build(live, 3)
+    live.revert_to(checkpoint)
+    build(live, 2)
+    expected = observed(live)
+    live.store.close()
+    assert observed(reopen(backend)) == expected
+    damage_row(backend, 6, generation=1)  # a kept record of the new generation
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        reopened = reopen(backend)
+        reopened.get_context()
+        assert "corrupt" not in caplog.text  # left unread by the open
+        reopened.history()
+    assert "corrupt" in caplog.text

@@ -1,0 +1,121 @@
+"""Redis's records as the open that leaves the oldest messages in Redis reads them
+(``_tail_read.Rows``), and the running sums the writer keeps beside each generation's list.
+
+Each record's sums (``_line_ends.Running``, the same rule the SQL stores keep in a column) are
+computed by the writer, which knows the sums of its head: a load, a revert and an append return
+them, and the append script takes new ones only when it checked the writer's view
+(``_redis_lua.APPEND``). Redis runs each read of an open as its own script, so each checks the
+session's epoch (:class:`~._tail_read.Moved`: deleted or rebuilt since); a generation's records
+below its length never change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._config import SAFE_INT
+from ._drive import Flow
+from ._line_ends import Running
+from ._tail_read import Moved, Row
+from .protocol import Head
+
+if TYPE_CHECKING:
+    from .redis import RedisFlows
+
+__all__ = ["RedisRows", "sums_of", "sums_text"]
+
+#: The running sums of a record a reader must read (``Running.tokens`` None).
+_MUST_READ = Running(None)
+
+
+def sums_text(running: Running, meta: bool) -> str:
+    """A record's running sums as ``s:<N>`` holds them: ``m`` first for a record that is no
+    message (``m:<N>`` lists its position), the tokens (``-``: a reader must read the
+    messages up to it), a space, the counter's fingerprint and object types."""
+    tokens = "-" if running.tokens is None else str(running.tokens)
+    return f"{'m' if meta else ''}{tokens} {running.counter}"
+
+
+def sums_of(stored: object) -> Running:
+    """The running sums a ``s:<N>`` entry holds; none, or one an edit damaged: must read."""
+    if not isinstance(stored, bytes):
+        return _MUST_READ
+    try:
+        text = stored.decode()
+    except UnicodeDecodeError:
+        return _MUST_READ
+    tokens, sep, counter = text.removeprefix("m").partition(" ")
+    if not sep or not tokens.isdigit() or not tokens.isascii() or int(tokens) > SAFE_INT:
+        return _MUST_READ
+    return Running(int(tokens), counter)
+
+
+def head_sums(position: int, stored: object) -> Running:
+    """The running sums at a head at ``position`` (a script's reply ``stored``): an empty
+    generation's are known."""
+    return Running() if position == 0 else sums_of(stored)
+
+
+class RedisRows:
+    """One session's records in one generation: the current one, read by the first
+    :meth:`newest`, or that of ``head``, an open's (read while the session's epoch is
+    still the one ``head`` carries)."""
+
+    def __init__(self, store: RedisFlows, head: Head | None = None) -> None:
+        self._store = store
+        self._head = head or Head(0, 0)
+
+    @property
+    def head(self) -> Head:
+        return self._head
+
+    @property
+    def target(self) -> str:
+        return self._store.target
+
+    @property
+    def session(self) -> str:
+        return self._store.session
+
+    def _read(self, name: str, args: Sequence[Any]) -> Flow[list[Any]]:
+        head = self._head
+        reply = yield from self._store._read_script(name, [head.epoch, head.generation, *args])
+        if reply[0] == 0:
+            raise Moved
+        return list(reply)
+
+    def _ranges(self, ranges: Sequence[tuple[int, int]]) -> Flow[list[Row]]:
+        wanted = [n for first, last in ranges if first <= last for n in (first, last)]
+        if not wanted:
+            return []
+        reply = yield from self._read("rows", wanted)
+        return [(int(reply[k]), bytes(reply[k + 1]) + b"\n") for k in range(1, len(reply) - 1, 2)]
+
+    def newest(self, below: int | None, limit: int) -> Flow[list[Row]]:
+        if below is None:
+            batch = yield from self._store._load(-limit)
+            self._head = batch.head
+            return batch.lines
+        return (yield from self._ranges([(max(0, below - limit), below - 1)]))
+
+    def between(self, start: int | None, end: int) -> Flow[list[Row]]:
+        return (yield from self._ranges([(start or 0, end - 1)]))
+
+    def at(self, positions: Sequence[int]) -> Flow[list[Row]]:
+        return (yield from self._ranges([(p, p) for p in positions]))
+
+    def before(self, start: int) -> Flow[tuple[list[tuple[int, bytes, object]], Running] | None]:
+        reply = yield from self._read("before", [start])
+        if reply[0] != 1:
+            return None
+        older: list[tuple[int, bytes, object]] = []
+        for k in range(2, len(reply) - 2, 3):
+            line, sums = reply[k + 1], sums_of(reply[k + 2])
+            if not isinstance(line, bytes):
+                return None  # (a position an edit left beyond the list)
+            older.append((int(reply[k]), line + b"\n", sums.tokens))
+        return older, sums_of(reply[1])
+
+    def messages(self, cut: int) -> Flow[list[Row]]:
+        return (yield from self._ranges([(0, cut - 1)]))
