@@ -47,9 +47,21 @@ def sessions(draw: st.DrawFn) -> list[tuple[Any, ...]]:
 
 
 class LongSession(Session):
+    #: Pinned messages a session takes at most: more would leave the latest turn no room in
+    #: this small budget (ContextOverflowError on the writer, before any reopen).
+    PINS = 3
+
     def __init__(self, target: str, provider: str | None = None) -> None:
         self.provider = provider
+        self.pins = 0
         super().__init__(target)
+
+    def apply(self, step: tuple[Any, ...]) -> None:
+        if step[0] == "pinned":
+            if self.pins == self.PINS:
+                return
+            self.pins += 1
+        super().apply(step)
 
     def open(self, **options: Any) -> MessageContextManager:
         return MessageContextManager.open(
