@@ -266,29 +266,38 @@ class SqlFlows(ABC):
         """The session's epoch as a head carries it (the stored one; SQLite adds its file)."""
         return str(stored or "")
 
-    def _end(self, generation: int) -> Flow[tuple[int, Running]]:
-        """The next position of ``generation`` and the running sums of its last row (what the
-        next rows' sums continue), in one probe of the primary key's last entry: PostgreSQL
-        scanned every row of the session for COALESCE(MAX(position) + 1, 0) (3 ms at 10k
-        records, on every append)."""
+    def _end(
+        self, generation: int, rid: str | None = None
+    ) -> Flow[tuple[int, Running, int | None]]:
+        """The next position of ``generation``, the running sums of its last row (what the
+        next rows' sums continue) and the position of the record with id ``rid`` (None: not
+        stored; a batch's records are contiguous from its first one), in one probe of the
+        primary key's last entry: PostgreSQL scanned every row of the session for
+        COALESCE(MAX(position) + 1, 0) (3 ms at 10k records, on every append)."""
+        key = (self._session, generation)
+        stored = ", (SELECT position FROM {p}records WHERE session = ? AND generation = ? AND "
         rows = yield Sql(
             self._sql(
-                "SELECT position, upto, counter FROM {p}records WHERE session = ? "
-                "AND generation = ? ORDER BY position DESC LIMIT 1"
+                f"SELECT position, upto, counter{stored + 'rid = ?) AS at' if rid else ''} FROM "
+                "{p}records WHERE session = ? AND generation = ? ORDER BY position DESC LIMIT 1"
             ),
-            (self._session, generation),
+            (*key, rid, *key) if rid else key,
         )
         if not rows:
-            return 0, Running()
-        return cell(rows[0][0]) + 1, Running.of_row(rows[0][1:])
+            return 0, Running(), None
+        at = rows[0][3] if rid else None
+        return cell(rows[0][0]) + 1, Running.of_row(rows[0][1:3]), None if at is None else cell(at)
 
-    def _checked(self, locked: tuple[int, str] | None = None) -> Flow[tuple[Head, Running]]:
-        """The session's head (its row locked, or already ``locked`` by this transaction) and
-        its last row's running sums, or ``StoreConflictError`` when it is not this store's
-        view."""
-        generation, epoch = locked or (yield from self._locked_generation())
-        end, running = yield from self._end(generation)
+    def _checked(self, rid: str | None = None) -> Flow[tuple[Head, Running, int | None]]:
+        """The session's head (its row locked) and its last row's running sums, or
+        ``StoreConflictError`` when it is not this store's view; and the position of the
+        record with id ``rid``: a retry of a write that committed, whose view is not checked
+        (nothing is written)."""
+        generation, epoch = yield from self._locked_generation()
+        end, running, at = yield from self._end(generation, rid)
         head = Head(generation, end, epoch=epoch)
+        if at is not None:
+            return head, running, at
         view = self._head
         if view is not None and view == Head(0, 0) and head == Head(0, 0, epoch=epoch):
             view = head  # read before the session existed; it still holds nothing
@@ -300,7 +309,7 @@ class SqlFlows(ABC):
                 f"{'' if head.epoch == view.epoch else ', recreated'}); nothing was written: "
                 "reload the session and retry"
             )
-        return head, running
+        return head, running, None
 
     def _insert(self, head: Head, running: Running, rows: list[Row]) -> Flow[list[int]]:
         """Insert ``rows`` at ``head``, each with the running sums continued from ``running``
@@ -334,15 +343,11 @@ class SqlFlows(ABC):
         first = rows[0][3] if rows else None
 
         def run() -> Flow[tuple[Head, list[int]]]:
-            locked = yield from self._locked_generation()
-            if first is not None:
-                at = yield from self._stored_at(first, locked[0])
-                if at is not None:  # a retry of a write that did commit: nothing to write
-                    generation, epoch = locked
-                    return Head(generation, at + len(rows), epoch=epoch), list(
-                        range(at, at + len(rows))
-                    )
-            head, running = yield from self._checked(locked)
+            head, running, at = yield from self._checked(first)
+            if at is not None:  # a retry of a write that did commit: nothing to write
+                return Head(head.generation, at + len(rows), epoch=head.epoch), list(
+                    range(at, at + len(rows))
+                )
             positions = yield from self._insert(head, running, rows)
             return Head(head.generation, head.position + len(rows), epoch=head.epoch), positions
 
@@ -350,20 +355,9 @@ class SqlFlows(ABC):
         self._head, positions = yield from self._write(run, rids)
         return positions
 
-    def _stored_at(self, rid: str, generation: int) -> Flow[int | None]:
-        """The position of the record with id ``rid`` in ``generation`` (the current one, its
-        row locked), or None. A batch's records are contiguous from its first one."""
-        rows = yield Sql(
-            self._sql(
-                "SELECT position FROM {p}records WHERE session = ? AND generation = ? AND rid = ?"
-            ),
-            (self._session, generation, rid),
-        )
-        return None if not rows else cell(rows[0][0])
-
     def _checkpoint(self) -> Flow[int]:
         def run() -> Flow[tuple[Head, int]]:
-            head, running = yield from self._checked()
+            head, running, _ = yield from self._checked()
             rows = yield Sql(
                 self._sql(
                     "SELECT checkpoint FROM {p}records WHERE session = ? AND generation = ? "

@@ -81,25 +81,26 @@ class SqlRows:
         return (yield from self._rows(f"position IN ({marks})", positions))
 
     def before(self, start: int) -> Flow[tuple[list[tuple[int, bytes, object]], Running] | None]:
-        oldest = yield Sql(
-            self._db._sql(f"SELECT position FROM {{p}}records {_WHERE} ORDER BY position LIMIT 1"),
-            self._key,
-        )
-        if cell(oldest[0][0]):  # the oldest rows were removed (a retention job): counted
-            return None  # from the positions, they would be held as if still there
-        meta = yield Sql(
-            self._db._sql(
-                f"SELECT position, body, upto FROM {{p}}records {_WHERE} AND meta IS NOT NULL "
-                "AND position < ? ORDER BY position"
-            ),
-            (*self._key, start),
-        )
+        # One statement (a round trip, not three): the oldest row, the rows before ``start``
+        # that are no message (the partial index ``records_meta``), the row before ``start``.
         found = yield Sql(
-            self._db._sql(f"SELECT upto, counter FROM {{p}}records {_WHERE} AND position = ?"),
-            (*self._key, start - 1),
+            self._db._sql(
+                "SELECT 0, position, NULL, upto, counter FROM (SELECT position, upto, counter "
+                f"FROM {{p}}records {_WHERE} ORDER BY position LIMIT 1) AS oldest UNION ALL "
+                f"SELECT 1, position, body, upto, counter FROM {{p}}records {_WHERE} "
+                "AND meta IS NOT NULL AND position < ? UNION ALL "
+                f"SELECT 2, position, NULL, upto, counter FROM {{p}}records {_WHERE} "
+                "AND position = ? ORDER BY 1, 2"
+            ),
+            (*self._key, *self._key, start, *self._key, start - 1),
         )
-        older = [(cell(pos), line_of(body), upto) for pos, body, upto in meta]
-        return older, Running.of_row(found[0] if found else None)
+        if cell(found[0][1]):  # the oldest rows were removed (a retention job): counted
+            return None  # from the positions, they would be held as if still there
+        older = [
+            (cell(pos), line_of(body), upto) for kind, pos, body, upto, _ in found if kind == 1
+        ]
+        last = [row[3:] for row in found if row[0] == 2]
+        return older, Running.of_row(last[0] if last else None)
 
     def messages(self, cut: int) -> Flow[list[Row]]:
         _, now = yield from self._db._current()
