@@ -23,6 +23,15 @@ local function generation(base)
 end
 """
 
+# Whether a generation's running sums (``s:<N>``, ``m:<N>``) cover its ``len`` records: a list
+# of another length, or a key of another type (an edit, damage), does not.
+SUMS = """
+local function sums_hold(slist, mlist, len)
+  local n, m = redis.pcall('LLEN', slist), redis.pcall('LLEN', mlist)
+  return type(n) == 'number' and n == len and type(m) == 'number'
+end
+"""
+
 # Each script is declared with one key, ``<prefix>{<session>}:gen`` (KEYS[1]), and touches only
 # keys with the session's hash tag, so on Redis Cluster it runs on the node that owns the
 # session's slot; the sessions index (another slot) is written apart (:meth:`_indexed`).
@@ -49,6 +58,7 @@ end
 # is no message.
 APPEND = (
     GENERATION
+    + SUMS
     + """
 local base = ARGV[1]
 local gen = generation(base)
@@ -75,7 +85,11 @@ end
 if not epoch then epoch = ARGV[10] end
 local pos = len
 local made = -1
-local sums = ARGV[4] ~= '' and redis.call('LLEN', slist) == len
+-- An empty generation starts its sums afresh; sums that stopped covering the records never
+-- hold again (records removed, then as many written, would leave them shifted).
+local sums = len == 0 or sums_hold(slist, mlist, len)
+if len == 0 or not sums then redis.call('DEL', slist, mlist) end
+sums = sums and ARGV[4] ~= ''
 if ARGV[8] == 'checkpoint' then
   made = tonumber(redis.call('HGET', ck, 'next') or '0')
   redis.call('RPUSH', list, '{"role": "_checkpoint", "id": ' .. made .. '}')
@@ -130,6 +144,7 @@ return {1, gen, pos, made, epoch}
 # hold)}; the new generation keeps the sums and no-message positions of the records it keeps.
 ROTATE = (
     GENERATION
+    + SUMS
     + """
 local base = ARGV[1]
 local gen = generation(base)
@@ -156,7 +171,8 @@ if ARGV[4] ~= '' then
   cut = checked(found)
   local len = redis.call('LLEN', list)
   if not cut or cut > len then return {'damaged', ck} end
-  local valid = redis.call('LLEN', slist) == len
+  local valid = sums_hold(slist, mlist, len)
+  redis.call('DEL', nslist, nmlist)
   local i = 0
   while i < cut do
     local items = redis.call('LRANGE', list, i, math.min(i + 999, cut - 1))
@@ -180,14 +196,16 @@ if ARGV[4] ~= '' then
   end
   local all = redis.call('HGETALL', ck)
   for k = 1, #all, 2 do
-    if all[k] ~= 'next' and tonumber(all[k + 1]) < cut then
+    local at = tonumber(all[k + 1])
+    if all[k] ~= 'next' and at and at < cut then
       redis.call('HSET', nck, all[k], all[k + 1])
     end
   end
   redis.call('HSET', nck, 'next', ARGV[4])
   local known = redis.call('HGETALL', ids)
   for k = 1, #known, 2 do
-    if tonumber(known[k + 1]) < cut then redis.call('HSET', nids, known[k], known[k + 1]) end
+    local at = tonumber(known[k + 1])
+    if at and at < cut then redis.call('HSET', nids, known[k], known[k + 1]) end
   end
 end
 redis.call('SET', base .. 'gen', ng)
@@ -208,6 +226,7 @@ return {1, ng, cut, 0, epoch, sums}
 # running sums of the last record (false: none, or they do not hold), lines...}.
 LOAD = (
     GENERATION
+    + SUMS
     + """
 local base = ARGV[1]
 local gen = generation(base)
@@ -216,7 +235,9 @@ local list = base .. 'g:' .. gen
 local slist = base .. 's:' .. gen
 local len = redis.call('LLEN', list)
 local sums = false
-if len > 0 and redis.call('LLEN', slist) == len then sums = redis.call('LINDEX', slist, -1) end
+if len > 0 and sums_hold(slist, base .. 'm:' .. gen, len) then
+  sums = redis.call('LINDEX', slist, -1)
+end
 local out = {gen, len, redis.call('GET', base .. 'epoch') or '', sums}
 for _, item in ipairs(redis.call('LRANGE', list, tonumber(ARGV[2]), -1)) do
   out[#out + 1] = item
@@ -271,10 +292,14 @@ local list = base .. 'g:' .. ARGV[3]
 """
 
 # ARGV: base, epoch, generation, then (first, last) position pairs. Returns {1, position, line,
-# ...} for the records in each range.
+# ...} for the records in each range; {0} also when the generation no longer holds them (an old
+# generation expired while the session lived on).
 ROWS = (
     SAME_EPOCH
     + """
+local need = 0
+for i = 5, #ARGV, 2 do need = math.max(need, tonumber(ARGV[i]) + 1) end
+if redis.call('LLEN', list) < need then return {0} end
 local out = {1}
 for i = 4, #ARGV, 2 do
   local first = tonumber(ARGV[i])
@@ -288,16 +313,21 @@ return out
 )
 
 # ARGV: base, epoch, generation, start (> 0). Returns {1, the running sums of the record before
-# start, then (position, line, sums) for each record before start that is no message}; {2}: the
-# generation's sums do not hold (written blind, or by an earlier version).
+# start, then (position, line, sums) for each position ``m:<N>`` lists before start}; {2}: the
+# generation's sums do not hold (written blind, or by an earlier version); {0} also when the
+# generation holds fewer than start records.
 BEFORE = (
     SAME_EPOCH
+    + SUMS
     + """
 local slist = base .. 's:' .. ARGV[3]
+local mlist = base .. 'm:' .. ARGV[3]
 local start = tonumber(ARGV[4])
-if redis.call('LLEN', slist) ~= redis.call('LLEN', list) then return {2} end
+local len = redis.call('LLEN', list)
+if len < start then return {0} end
+if not sums_hold(slist, mlist, len) then return {2} end
 local out = {1, redis.call('LINDEX', slist, start - 1)}
-for _, p in ipairs(redis.call('LRANGE', base .. 'm:' .. ARGV[3], 0, -1)) do
+for _, p in ipairs(redis.call('LRANGE', mlist, 0, -1)) do
   local n = tonumber(p)
   if n and n < start then
     out[#out + 1] = n

@@ -12,49 +12,63 @@ below its length never change.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._config import SAFE_INT
 from ._drive import Flow
-from ._line_ends import Running
+from ._line_ends import Running, running_sums
 from ._tail_read import Moved, Row
 from .protocol import Head
 
 if TYPE_CHECKING:
     from .redis import RedisFlows
 
-__all__ = ["RedisRows", "sums_of", "sums_text"]
-
-#: The running sums of a record a reader must read (``Running.tokens`` None).
-_MUST_READ = Running(None)
+__all__ = ["UNKNOWN", "RedisRows", "Sums", "continued", "head_sums", "sums_of"]
 
 
-def sums_text(running: Running, meta: bool) -> str:
-    """A record's running sums as ``s:<N>`` holds them: ``m`` first for a record that is no
-    message (``m:<N>`` lists its position), the tokens (``-``: a reader must read the
-    messages up to it), a space, the counter's fingerprint and object types."""
-    tokens = "-" if running.tokens is None else str(running.tokens)
-    return f"{'m' if meta else ''}{tokens} {running.counter}"
+class Sums(NamedTuple):
+    """What a Redis record's entry in ``s:<N>`` holds: the running sums up to it and how many
+    records up to it are no message (``m:<N>`` lists their positions: an open checks that
+    list against this count, so an edited or evicted one is not taken)."""
+
+    running: Running
+    metas: int
 
 
-def sums_of(stored: object) -> Running:
-    """The running sums a ``s:<N>`` entry holds; none, or one an edit damaged: must read."""
-    if not isinstance(stored, bytes):
-        return _MUST_READ
-    try:
-        text = stored.decode()
-    except UnicodeDecodeError:
-        return _MUST_READ
-    tokens, sep, counter = text.removeprefix("m").partition(" ")
-    if not sep or not tokens.isdigit() or not tokens.isascii() or int(tokens) > SAFE_INT:
-        return _MUST_READ
-    return Running(int(tokens), counter)
+#: The sums of a head a writer does not know (a reader must read every record).
+UNKNOWN = Sums(Running(None), 0)
 
 
-def head_sums(position: int, stored: object) -> Running:
-    """The running sums at a head at ``position`` (a script's reply ``stored``): an empty
+def continued(head: Sums, lines: Sequence[bytes]) -> tuple[list[str], Sums]:
+    """The ``s:<N>`` entries of ``lines`` written after ``head`` and the sums after them: ``m``
+    first for a record that is no message (``m:<N>`` lists its position), the tokens (``-``:
+    a reader must read the messages up to it), the count of records that are no message, the
+    counter's fingerprint and object types, each after a space."""
+    out, metas, running = [], head.metas, head.running
+    for running, meta in running_sums(head.running, lines):
+        metas += meta
+        tokens = "-" if running.tokens is None else str(running.tokens)
+        out.append(f"{'m' if meta else ''}{tokens} {metas} {running.counter}")
+    return out, Sums(running, metas)
+
+
+def sums_of(stored: object) -> Sums | None:
+    """The sums an ``s:<N>`` entry holds; None: none, or one an edit damaged."""
+    if not isinstance(stored, bytes) or not stored.isascii():
+        return None
+    tokens, metas, counter = [*stored.decode().removeprefix("m").split(" ", 2), "", ""][:3]
+    if not metas.isdigit() or not (tokens == "-" or tokens.isdigit()):
+        return None
+    running = Running(None if tokens == "-" else int(tokens), counter)
+    if running.tokens is not None and running.tokens > SAFE_INT:
+        return None
+    return Sums(running, int(metas))
+
+
+def head_sums(position: int, stored: object) -> Sums:
+    """The sums at a head at ``position`` (a script's reply ``stored``): an empty
     generation's are known."""
-    return Running() if position == 0 else sums_of(stored)
+    return Sums(Running(), 0) if position == 0 else sums_of(stored) or UNKNOWN
 
 
 class RedisRows:
@@ -107,15 +121,18 @@ class RedisRows:
 
     def before(self, start: int) -> Flow[tuple[list[tuple[int, bytes, object]], Running] | None]:
         reply = yield from self._read("before", [start])
-        if reply[0] != 1:
+        last = sums_of(reply[1]) if reply[0] == 1 else None
+        if last is None:
             return None
         older: list[tuple[int, bytes, object]] = []
         for k in range(2, len(reply) - 2, 3):
-            line, sums = reply[k + 1], sums_of(reply[k + 2])
-            if not isinstance(line, bytes):
-                return None  # (a position an edit left beyond the list)
-            older.append((int(reply[k]), line + b"\n", sums.tokens))
-        return older, sums_of(reply[1])
+            pos, line, sums = int(reply[k]), reply[k + 1], sums_of(reply[k + 2])
+            if not isinstance(line, bytes) or sums is None or (older and pos <= older[-1][0]):
+                return None  # (an edited or evicted m:<N>, a position beyond the list)
+            older.append((pos, line + b"\n", sums.running.tokens))
+        if len(older) != last.metas or (older and older[0][0] < 0):
+            return None
+        return older, last.running
 
     def messages(self, cut: int) -> Flow[list[Row]]:
         return (yield from self._ranges([(0, cut - 1)]))

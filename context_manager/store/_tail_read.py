@@ -134,9 +134,9 @@ def load_older(rows: Rows, tail: Tail) -> Flow[list[tuple[int, bytes, bool]]]:
         found = yield from rows.messages(tail.cut)
     except Moved:
         raise StoreConflictError(
-            f"{rows.target} session {rows.session!r}: it was deleted or rebuilt since "
-            f"it was opened, so the {unread} oldest messages the open left unread are "
-            "gone; reopen the session"
+            f"{rows.target} session {rows.session!r}: it was deleted or rebuilt (or the "
+            f"generation it read expired) since it was opened, so the {unread} oldest "
+            "messages the open left unread are gone; reopen the session"
         ) from None
     kept = [(pos + 1, raw, True) for pos, raw in found if not _meta(raw)]
     if len(kept) != unread:  # rows removed outside the library: say so, keep the rest

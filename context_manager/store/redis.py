@@ -48,10 +48,10 @@ from ..errors import (
 )
 from . import _redis_keys, _redis_lua
 from ._drive import Failed, Flow, drive
-from ._line_ends import LineEnds, Running, running_sums
+from ._line_ends import LineEnds
 from ._redis_client import HandleShare, make_client, redis_module
 from ._redis_keys import text as _text
-from ._redis_tail import RedisRows, head_sums, sums_text
+from ._redis_tail import UNKNOWN, RedisRows, Sums, continued, head_sums
 from ._tail_read import load_older, load_tail
 from ._urls import redis_url
 from .protocol import DEFAULT_SESSION, Batch, Head, Tail, check_session_id, extends
@@ -68,6 +68,9 @@ logger = logging.getLogger("context_manager.store")
 # ask the server again.
 _CHECKED: set[str] = set()
 _CHECKED_LOCK = threading.Lock()
+
+#: How the checkpoint line APPEND writes starts: what its running sums are continued with.
+_CHECKPOINT = b'{"role": "_checkpoint"}'
 
 #: What the steps call on a client.
 _CLIENT_METHODS = ("evalsha", "eval", "pipeline", "scan_iter", "close")
@@ -140,8 +143,8 @@ class RedisFlows:
         self._base = f"{prefix}{{{self._session}}}:"
         self._index = f"{prefix}sessions"
         self._head: Head | None = None
-        # The running sums at the head (``_redis_tail``), which this store's next records continue.
-        self._running = Running(None)
+        # The sums at the head (``_redis_tail``), which this store's next records continue.
+        self._sums = UNKNOWN
         self._persistence_checked = self._reached = self._listed = False
         # What the stores of one handle share (None: a store of its own).
         self._shared = shared
@@ -268,9 +271,9 @@ class RedisFlows:
         )
 
     def _run_append(
-        self, mode: str, per_record: list[str], rids: tuple[str, ...], running: Running
+        self, mode: str, per_record: list[str], rids: tuple[str, ...], sums: Sums
     ) -> Flow[tuple[int, int, int]]:
-        """Run APPEND with ``per_record``; ``running``: the sums after it, this store's after."""
+        """Run APPEND with ``per_record``; ``sums``: the sums after it, this store's after."""
         if not self._persistence_checked:
             yield from self._check_persistence()
         view = self._head
@@ -308,19 +311,18 @@ class RedisFlows:
             )
         self._head = Head(int(generation), int(position), epoch=epoch)
         # (a blind write's records carry no sums: the script pushed none)
-        self._running = running if view is not None else Running(None)
+        self._sums = sums if view is not None else UNKNOWN
         yield from self._indexed()
         return int(generation), int(position), int(made)
 
     def _append(self, records: Sequence[Mapping[str, Any]]) -> Flow[list[int]]:
         lines = [dump_record(record)[:-1] for record in records]
-        sums = list(running_sums(self._running, lines))
+        entries, after = continued(self._sums, lines)
         args: list[str] = []
         rids: list[str] = []
-        for record, raw, (running, meta) in zip(records, lines, sums, strict=True):
+        for record, raw, entry in zip(records, lines, entries, strict=True):
             checkpoint = indexed_checkpoint(record)
-            args += (raw.decode("utf-8"), "" if checkpoint is None else str(checkpoint))
-            args.append(sums_text(running, meta))
+            args += (raw.decode("utf-8"), "" if checkpoint is None else str(checkpoint), entry)
             rid = record_id(record)
             if rid is not None:
                 rids.append(rid)
@@ -328,15 +330,12 @@ class RedisFlows:
         # contiguous), which is what a retry of the same batch looks up.
         first = record_id(records[0]) if records else None
         rids_sent = tuple(rids) if first else ()
-        after = sums[-1][0] if sums else self._running
         _, end, _ = yield from self._run_append("append", args, rids_sent, after)
         return list(range(end - len(records), end))
 
     def _checkpoint(self) -> Flow[int]:
-        running = self._running  # (a checkpoint is no message: the sums stay)
-        return (yield from self._run_append("checkpoint", [sums_text(running, True)], (), running))[
-            2
-        ]
+        entries, after = continued(self._sums, [_CHECKPOINT])  # (the script writes the line)
+        return (yield from self._run_append("checkpoint", entries, (), after))[2]
 
     def _indexed(self) -> Flow[None]:
         """List the session in ``<prefix>sessions`` after this store's first write.
@@ -377,7 +376,7 @@ class RedisFlows:
                 f"exist (the session has {count} checkpoints, ids from 0); pick an existing id"
             )
         self._head = Head(int(generation), int(position), epoch=_text(epoch))
-        self._running = head_sums(self._head.position, sums[0])
+        self._sums = head_sums(self._head.position, sums[0])
         yield from self._indexed()
         return self._head
 
@@ -389,7 +388,7 @@ class RedisFlows:
         (start,) = yield from self._call(Command("mget", (self._keys,)))  # None if no string
         found = yield from self._call(Scan(_redis_keys.pattern(self._base)))
         deleted = yield from self._call(Script("delete", [self._base, start or b"", *found]), ())
-        self._head, self._listed, self._running = Head(0, 0), False, Running()
+        self._head, self._listed, self._sums = Head(0, 0), False, head_sums(0, None)
         if self._shared is not None:
             self._shared.listed.pop(self._session, None)
         try:  # a failure here deletes nothing less: sessions() skips a listed session gone
@@ -404,7 +403,7 @@ class RedisFlows:
         """The records from ``start`` on (below 0: that many newest ones)."""
         reply = yield from self._call(Script("load", [self._base, int(start)]))
         self._head = Head(int(reply[0]), int(reply[1]), epoch=_text(reply[2]))
-        self._running = head_sums(self._head.position, reply[3])
+        self._sums = head_sums(self._head.position, reply[3])
         first = self._head.position - (len(reply) - 4)
         return Batch(
             self._head,

@@ -345,3 +345,139 @@ def test_a_revert_keeps_the_sums_of_the_records_it_keeps(
         assert "corrupt" not in caplog.text  # left unread by the open
         reopened.history()
     assert "corrupt" in caplog.text
+
+
+@pytest.fixture
+def redis_backend(redis_url: str) -> Backend:
+    import uuid
+
+    return Backend("redis", redis_url, {"prefix": f"t{uuid.uuid4().hex[:10]}:"})
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "rpop a reply",  # the last record removed, then as many written: the sums would shift
+        "ltrim the oldest",
+        "del m",  # an eviction policy (allkeys-lru) may drop one key of the session
+        "m not a number",
+        "m repeated",
+        "m reversed",
+        "m wrong type",
+        "s wrong type",
+        "id not a number",  # (what a revert copies: it skips the entry)
+    ],
+)
+def test_redis_lists_an_operator_edited_make_the_open_read_every_record(
+    redis_backend: Backend, edit: str
+) -> None:
+    """Records removed from a generation (then as many written), or the lists beside it
+    edited, evicted or of another type: the open reads every record, as a full read has it
+    (the system prompt, the usage reports, every message), and writes and reverts go on."""
+    backend = redis_backend
+    live = reopen(backend)
+    build(live, TURNS)
+    live.add(user("a bad reply " + "y " * 400))
+    live.store.close()
+    client, keys = redis_keys(backend)
+    metas = [int(n) for n in client.lrange(f"{keys}m:0", 0, -1)]
+    if edit == "rpop a reply":
+        client.rpop(f"{keys}g:0")
+    elif edit == "ltrim the oldest":
+        client.ltrim(f"{keys}g:0", 10, -1)
+    elif edit == "del m":
+        client.delete(f"{keys}m:0")
+    elif edit == "m not a number":
+        client.lset(f"{keys}m:0", 0, "abc")
+    elif edit == "m repeated":
+        client.rpush(f"{keys}m:0", metas[3])
+    elif edit == "m reversed":
+        client.delete(f"{keys}m:0")
+        client.rpush(f"{keys}m:0", *reversed(metas))
+    elif edit == "id not a number":
+        client.hset(f"{keys}id:0", "edited", "abc")
+    else:
+        name = f"{keys}{edit[0]}:0"
+        client.delete(name)
+        client.hset(name, "damaged", "1")
+    again = reopen(backend)  # (after "rpop": one record, and g:0 is as long as s:0 again)
+    again.add(user("a good reply"))
+    again.store.close()
+    writer = reopen(backend)
+    build(writer, 40)  # (the open then starts after the edit: it would take the sums there)
+    expected = observed(writer)
+    writer.store.close()
+    assert observed(reopen(backend)) == expected
+    assert observed(reopen(backend, strict=True)) == expected
+    reverted = reopen(backend)
+    reverted.revert_to(reverted.checkpoint())  # a new generation from the edited one
+    reverted.store.close()
+
+
+def test_an_old_redis_generation_that_expired_is_refused_not_read_as_missing_records(
+    redis_backend: Backend,
+) -> None:
+    """With ``ttl=``, a generation another writer left (``clear()``) expires while the session
+    lives on: a manager that opened it reads none of its records, not some."""
+    import time
+
+    options = {"store_options": {"prefix": redis_backend.options["prefix"], "ttl": 1}}
+    live = MessageContextManager.open(redis_backend.target, session="s", **SMALL, **options)
+    build(live, TURNS)
+    live.store.close()
+    reader = MessageContextManager.open(redis_backend.target, session="s", **SMALL, **options)
+    reader.get_context()
+    other = MessageContextManager.open(redis_backend.target, session="s", **SMALL, **options)
+    other.clear()
+    client, keys = redis_keys(redis_backend)
+    for i in range(40):  # the session lives on; its generation 0 expires
+        other.add(user(f"keep alive {i}"))
+        if not client.exists(f"{keys}g:0"):
+            break
+        time.sleep(0.1)
+    assert not client.exists(f"{keys}g:0")
+    with pytest.raises(StoreConflictError, match="expired"):
+        reader.history()
+    assert len(reader) == 1 + 4 * TURNS
+    reader.store.close()
+    other.store.close()
+
+
+def test_redis_writers_with_and_without_a_ttl_leave_no_stale_list_to_a_rebuilt_session(
+    redis_backend: Backend,
+) -> None:
+    """A writer without a ttl makes ``m:0`` (and keeps the session's ``gen``) while the others
+    expire: the session rebuilt on them opens as a full read has it."""
+    import time
+
+    from .test_open_reads_the_newest import exchange
+
+    prefix, target = redis_backend.options["prefix"], redis_backend.target
+
+    def open_(ttl: int | None = 1, **options: Any) -> MessageContextManager:
+        store = {"prefix": prefix, **({"ttl": ttl} if ttl else {})}
+        return MessageContextManager.open(
+            target, session="s", max_tokens=800, store_options=store, **options
+        )
+
+    first = open_()
+    for i in range(31):
+        first.extend(exchange(i))
+    first.store.close()
+    without = open_(ttl=None)
+    without.record_usage(3_000)  # the first record that is no message: m:0 without a ttl
+    without.store.close()
+    client, keys = redis_keys(redis_backend)
+    for _ in range(50):
+        if not client.exists(f"{keys}g:0"):
+            break
+        time.sleep(0.1)
+    assert client.exists(f"{keys}m:0") and not client.exists(f"{keys}g:0")
+    rebuilt = open_()
+    for i in range(100, 160):
+        rebuilt.extend(exchange(i))
+        rebuilt.record_usage(rebuilt.context_tokens() * 11 // 10)
+    expected = observed(rebuilt)
+    rebuilt.store.close()
+    assert observed(open_()) == expected
+    assert observed(open_(strict=True)) == expected
