@@ -21,7 +21,16 @@ local function generation(base)
   if not raw then return 0 end
   return checked(raw)
 end
+local function keep_set(key, value)
+  local left = redis.call('PTTL', key)
+  redis.call('SET', key, value)
+  if left > 0 then redis.call('PEXPIRE', key, left) end
+end
 """
+
+# ``keep_set`` sets the gen and epoch keys keeping their time to live: a writer without a ttl
+# must not make them outlive the records another writer's ttl expires, or the session rebuilt
+# on them would keep the old epoch (a stale writer's view would match it again).
 
 # Whether a generation's running sums (``s:<N>``, ``m:<N>``) cover its ``len`` records: a list
 # of another length, or a key of another type (an edit, damage), does not.
@@ -125,8 +134,8 @@ else
     if sums then redis.call('RPUSH', mlist, unpack(metas, j, math.min(j + 999, #metas))) end
   end
 end
-redis.call('SET', base .. 'gen', gen)
-redis.call('SET', base .. 'epoch', epoch)
+keep_set(base .. 'gen', gen)
+keep_set(base .. 'epoch', epoch)
 local ttl = tonumber(ARGV[6])
 if ttl > 0 then
   for _, key in ipairs({base .. 'gen', base .. 'epoch', list, ck, ids, slist, mlist,
@@ -163,6 +172,8 @@ local nslist = base .. 's:' .. ng
 local nmlist = base .. 'm:' .. ng
 local cut = 0
 local sums = false
+-- the new generation starts empty (keys a writer without a ttl left behind are stale)
+redis.call('DEL', nlist, nck, nids, nslist, nmlist)
 if ARGV[4] ~= '' then
   local found = redis.call('HGET', ck, ARGV[4])
   if not found then
@@ -172,7 +183,6 @@ if ARGV[4] ~= '' then
   local len = redis.call('LLEN', list)
   if not cut or cut > len then return {'damaged', ck} end
   local valid = sums_hold(slist, mlist, len)
-  redis.call('DEL', nslist, nmlist)
   local i = 0
   while i < cut do
     local items = redis.call('LRANGE', list, i, math.min(i + 999, cut - 1))
@@ -187,7 +197,7 @@ if ARGV[4] ~= '' then
     sums = redis.call('LINDEX', slist, cut - 1)
     local kept = {}
     for _, p in ipairs(redis.call('LRANGE', mlist, 0, -1)) do
-      local n = tonumber(p)
+      local n = checked(p)
       if n and n < cut then kept[#kept + 1] = p end
     end
     for j = 1, #kept, 1000 do
@@ -208,8 +218,8 @@ if ARGV[4] ~= '' then
     if at and at < cut then redis.call('HSET', nids, known[k], known[k + 1]) end
   end
 end
-redis.call('SET', base .. 'gen', ng)
-redis.call('SET', base .. 'epoch', epoch)
+keep_set(base .. 'gen', ng)
+keep_set(base .. 'epoch', epoch)
 local ttl = tonumber(ARGV[5])
 if ttl > 0 then
   for _, key in ipairs({base .. 'gen', base .. 'epoch', nlist, nck, nids, nslist, nmlist, list,
@@ -328,7 +338,7 @@ if len < start then return {0} end
 if not sums_hold(slist, mlist, len) then return {2} end
 local out = {1, redis.call('LINDEX', slist, start - 1)}
 for _, p in ipairs(redis.call('LRANGE', mlist, 0, -1)) do
-  local n = tonumber(p)
+  local n = type(p) == 'string' and #p <= 14 and string.match(p, '^%d+$') and tonumber(p)
   if n and n < start then
     out[#out + 1] = n
     out[#out + 1] = redis.call('LINDEX', list, n)

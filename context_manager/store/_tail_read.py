@@ -164,6 +164,8 @@ def _from_compaction(
     if found is None:
         return None
     metas = [(pos, raw) for pos, raw, _ in found[0]]
+    if not all(_meta(raw) for _, raw in metas):
+        return None  # (a list of them an edit changed)
     skip, _, below = resume_point([*((p + 1, raw, True) for p, raw in metas), *lines])
     if not skip:
         return None

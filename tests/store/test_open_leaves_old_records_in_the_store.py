@@ -361,6 +361,7 @@ def redis_backend(redis_url: str) -> Backend:
         "ltrim the oldest",
         "del m",  # an eviction policy (allkeys-lru) may drop one key of the session
         "m not a number",
+        "m not an integer",
         "m repeated",
         "m reversed",
         "m wrong type",
@@ -389,6 +390,8 @@ def test_redis_lists_an_operator_edited_make_the_open_read_every_record(
         client.delete(f"{keys}m:0")
     elif edit == "m not a number":
         client.lset(f"{keys}m:0", 0, "abc")
+    elif edit == "m not an integer":
+        client.lset(f"{keys}m:0", 2, "4.5")
     elif edit == "m repeated":
         client.rpush(f"{keys}m:0", metas[3])
     elif edit == "m reversed":
@@ -481,3 +484,61 @@ def test_redis_writers_with_and_without_a_ttl_leave_no_stale_list_to_a_rebuilt_s
     rebuilt.store.close()
     assert observed(open_()) == expected
     assert observed(open_(strict=True)) == expected
+
+
+def test_a_redis_position_list_edited_on_a_compacted_session_makes_the_open_read_it_whole(
+    redis_backend: Backend,
+) -> None:
+    """A listed position moved onto a message: the open from the latest compaction does not
+    take that message for a record that is no message."""
+    live = reopen(redis_backend)
+    build(live, TURNS)
+    live.apply_compaction(user("summary of it all"), len(live.history()) - 30)
+    build(live, 3)
+    expected = observed(live)
+    live.store.close()
+    client, keys = redis_keys(redis_backend)
+    first = int(client.lindex(f"{keys}m:0", 0))  # the system prompt's record
+    assert not client.lindex(f"{keys}g:0", first + 1).startswith(b'{"role": "_')
+    client.lset(f"{keys}m:0", 0, first + 1)
+    assert observed(reopen(redis_backend)) == expected
+
+
+def test_a_redis_writer_without_a_ttl_lets_the_session_expire_whole(
+    redis_backend: Backend,
+) -> None:
+    """It keeps the expiry another writer's ``ttl=`` set on the session's keys: when the
+    records expire the session's epoch goes with them, so a manager opened before reads none
+    of the session rebuilt after, and a stale writer conflicts."""
+    import time
+
+    prefix, target = redis_backend.options["prefix"], redis_backend.target
+
+    def open_(ttl: int | None = None) -> MessageContextManager:
+        store = {"prefix": prefix, **({"ttl": ttl} if ttl else {})}
+        return MessageContextManager.open(
+            target, session="s", max_tokens=2_000, store_options=store
+        )
+
+    live = open_(ttl=1)
+    build(live, TURNS)
+    live.store.close()
+    without = open_()
+    without.add(user("a writer without a ttl"))
+    without.store.close()
+    reader = open_(ttl=1)
+    stale = open_(ttl=1)
+    client, keys = redis_keys(redis_backend)
+    for _ in range(50):
+        if not client.exists(f"{keys}g:0"):
+            break
+        time.sleep(0.1)
+    assert not client.exists(f"{keys}epoch")  # gone with the records
+    rebuilt = open_()
+    for i in range(2 * TURNS):
+        rebuilt.add(user(f"rebuilt {i} " + "w " * 30))
+    rebuilt.store.close()
+    with pytest.raises(StoreConflictError):
+        reader.history()
+    with pytest.raises(StoreConflictError):
+        stale.add(user("from a stale view"))
