@@ -94,8 +94,8 @@ class SqlRows:
             ),
             (*self._key, *self._key, start, *self._key, start - 1),
         )
-        if cell(found[0][1]):  # the oldest rows were removed (a retention job): counted
-            return None  # from the positions, they would be held as if still there
+        if not found or found[0][0] != 0 or cell(found[0][1]):  # the oldest rows were
+            return None  # removed (a retention job): they would be held as if still there
         older = [
             (cell(pos), line_of(body), upto) for kind, pos, body, upto, _ in found if kind == 1
         ]
