@@ -26,11 +26,20 @@ local function keep_set(key, value)
   redis.call('SET', key, value)
   if left > 0 then redis.call('PEXPIRE', key, left) end
 end
+local function follow_ttl(base, keys)
+  local left = redis.call('PTTL', base .. 'gen')
+  if left > 0 then
+    for _, key in ipairs(keys) do
+      if redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, left) end
+    end
+  end
+end
 """
 
-# ``keep_set`` sets the gen and epoch keys keeping their time to live: a writer without a ttl
-# must not make them outlive the records another writer's ttl expires, or the session rebuilt
-# on them would keep the old epoch (a stale writer's view would match it again).
+# ``keep_set`` sets the gen and epoch keys keeping their time to live, and ``follow_ttl`` gives
+# the keys a writer without a ttl made the session's: it must not make some of the session's
+# keys outlive the others (a session rebuilt on a surviving epoch would match a stale
+# writer's view again; records in keys that never expire would be stranded).
 
 # Whether a generation's running sums (``s:<N>``, ``m:<N>``) cover its ``len`` records: a list
 # of another length, or a key of another type (an edit, damage), does not.
@@ -54,10 +63,12 @@ end
 # handles, so a session kept alive by writes must not lose the results its stubs point to.
 
 # Beside each generation's list ``g:<N>``, ``s:<N>`` holds each record's running sums as the
-# writer computed them (``_redis_tail.sums_text``: what an open reads instead of the older
-# records) and ``m:<N>`` the positions of the records that are no message. The sums hold only
-# while ``s:<N>`` is as long as ``g:<N>``: a write whose view the script did not check (blind)
-# pushes none, so the generation's sums stay short and every open reads it whole.
+# writer computed them (``_redis_tail.continued``: what an open reads instead of the older
+# records) and ``m:<N>`` each record that is no message as its position, its sums and its
+# line, one per line (an open reads them in one LRANGE: a LINDEX per record walks the list).
+# The sums hold only while ``s:<N>`` is as long as ``g:<N>``: a write whose view the script did
+# not check (blind) pushes none, so the generation's sums stay short and every open reads it
+# whole.
 
 # ARGV: base, index, session, expect_gen ('' = blind), expect_pos, ttl, now, mode,
 # expect_epoch, new_epoch, first record id ('' = none), then (body, checkpoint id or '', sums)
@@ -81,8 +92,14 @@ local mlist = base .. 'm:' .. gen
 local len = redis.call('LLEN', list)
 local count = (#ARGV - 11) / 3
 if ARGV[11] ~= '' then
-  local at = redis.call('HGET', ids, ARGV[11])
-  if at then return {2, gen, tonumber(at) + count, -1, epoch or ''} end
+  local at = checked(redis.call('HGET', ids, ARGV[11]))
+  if at then  -- with the sums after the stored batch: the writer's head is there now
+    local held = false
+    if at + count > 0 and sums_hold(slist, mlist, len) then
+      held = redis.call('LINDEX', slist, at + count - 1)
+    end
+    return {2, gen, at + count, -1, epoch or '', held}
+  end
 end
 if ARGV[4] ~= '' then
   local same = tonumber(ARGV[4]) == gen and tonumber(ARGV[5]) == len
@@ -101,11 +118,14 @@ if len == 0 or not sums then redis.call('DEL', slist, mlist) end
 sums = sums and ARGV[4] ~= ''
 if ARGV[8] == 'checkpoint' then
   made = tonumber(redis.call('HGET', ck, 'next') or '0')
-  redis.call('RPUSH', list, '{"role": "_checkpoint", "id": ' .. made .. '}')
+  local line = '{"role": "_checkpoint", "id": ' .. made .. '}'
+  redis.call('RPUSH', list, line)
   redis.call('HSET', ck, tostring(made), pos, 'next', made + 1)
   if sums then
     redis.call('RPUSH', slist, ARGV[12])
-    redis.call('RPUSH', mlist, pos)
+    if string.byte(ARGV[12], 1) == 109 then
+      redis.call('RPUSH', mlist, pos .. '\\n' .. ARGV[12] .. '\\n' .. line)
+    end
   end
   pos = pos + 1
 else
@@ -114,7 +134,9 @@ else
   for i = 12, #ARGV, 3 do
     bodies[#bodies + 1] = ARGV[i]
     running[#running + 1] = ARGV[i + 2]
-    if string.byte(ARGV[i + 2], 1) == 109 then metas[#metas + 1] = pos end
+    if string.byte(ARGV[i + 2], 1) == 109 then
+      metas[#metas + 1] = pos .. '\\n' .. ARGV[i + 2] .. '\\n' .. ARGV[i]
+    end
     if ARGV[i + 1] ~= '' then
       local id = tonumber(ARGV[i + 1])
       redis.call('HSET', ck, ARGV[i + 1], pos)
@@ -142,6 +164,8 @@ if ttl > 0 then
                         base .. 'off:data', base .. 'off:live', base .. 'off:keys'}) do
     if redis.call('EXISTS', key) == 1 then redis.call('EXPIRE', key, ttl) end
   end
+else
+  follow_ttl(base, {list, ck, ids, slist, mlist})
 end
 return {1, gen, pos, made, epoch}
 """
@@ -196,9 +220,9 @@ if ARGV[4] ~= '' then
   if valid and cut > 0 then
     sums = redis.call('LINDEX', slist, cut - 1)
     local kept = {}
-    for _, p in ipairs(redis.call('LRANGE', mlist, 0, -1)) do
-      local n = checked(p)
-      if n and n < cut then kept[#kept + 1] = p end
+    for _, entry in ipairs(redis.call('LRANGE', mlist, 0, -1)) do
+      local n = checked(string.match(entry, '^(%d+)\\n'))
+      if n and n < cut then kept[#kept + 1] = entry end
     end
     for j = 1, #kept, 1000 do
       redis.call('RPUSH', nmlist, unpack(kept, j, math.min(j + 999, #kept)))
@@ -206,7 +230,7 @@ if ARGV[4] ~= '' then
   end
   local all = redis.call('HGETALL', ck)
   for k = 1, #all, 2 do
-    local at = tonumber(all[k + 1])
+    local at = checked(all[k + 1])
     if all[k] ~= 'next' and at and at < cut then
       redis.call('HSET', nck, all[k], all[k + 1])
     end
@@ -214,7 +238,7 @@ if ARGV[4] ~= '' then
   redis.call('HSET', nck, 'next', ARGV[4])
   local known = redis.call('HGETALL', ids)
   for k = 1, #known, 2 do
-    local at = tonumber(known[k + 1])
+    local at = checked(known[k + 1])
     if at and at < cut then redis.call('HSET', nids, known[k], known[k + 1]) end
   end
 end
@@ -227,6 +251,8 @@ if ttl > 0 then
                         base .. 'off:keys'}) do
     if redis.call('EXISTS', key) == 1 then redis.call('EXPIRE', key, ttl) end
   end
+else
+  follow_ttl(base, {nlist, nck, nids, nslist, nmlist})
 end
 return {1, ng, cut, 0, epoch, sums}
 """
@@ -323,11 +349,12 @@ return out
 )
 
 # ARGV: base, epoch, generation, start (> 0). Returns {1, the running sums of the record before
-# start, then (position, line, sums) for each position ``m:<N>`` lists before start}; {2}: the
+# start, then the ``m:<N>`` entry of each record before start that is no message}; {2}: the
 # generation's sums do not hold (written blind, or by an earlier version); {0} also when the
 # generation holds fewer than start records.
 BEFORE = (
     SAME_EPOCH
+    + GENERATION
     + SUMS
     + """
 local slist = base .. 's:' .. ARGV[3]
@@ -337,13 +364,9 @@ local len = redis.call('LLEN', list)
 if len < start then return {0} end
 if not sums_hold(slist, mlist, len) then return {2} end
 local out = {1, redis.call('LINDEX', slist, start - 1)}
-for _, p in ipairs(redis.call('LRANGE', mlist, 0, -1)) do
-  local n = type(p) == 'string' and #p <= 14 and string.match(p, '^%d+$') and tonumber(p)
-  if n and n < start then
-    out[#out + 1] = n
-    out[#out + 1] = redis.call('LINDEX', list, n)
-    out[#out + 1] = redis.call('LINDEX', slist, n)
-  end
+for _, entry in ipairs(redis.call('LRANGE', mlist, 0, -1)) do
+  local n = checked(string.match(entry, '^(%d+)\\n'))
+  if n and n < start then out[#out + 1] = entry end
 end
 return out
 """

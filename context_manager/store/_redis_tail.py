@@ -125,12 +125,14 @@ class RedisRows:
         if last is None:
             return None
         older: list[tuple[int, bytes, object]] = []
-        for k in range(2, len(reply) - 2, 3):
-            pos, line, sums = int(reply[k]), reply[k + 1], sums_of(reply[k + 2])
-            if not isinstance(line, bytes) or sums is None or (older and pos <= older[-1][0]):
-                return None  # (an edited or evicted m:<N>, a position beyond the list)
-            older.append((pos, line + b"\n", sums.running.tokens))
-        if len(older) != last.metas or (older and older[0][0] < 0):
+        for entry in reply[2:]:  # its position, its sums and its line, one per line
+            head, _, line = bytes(entry).rpartition(b"\n")
+            pos, _, stored = head.partition(b"\n")
+            sums = sums_of(stored)
+            if sums is None or not pos.isdigit() or (older and int(pos) <= older[-1][0]):
+                return None  # (an edited or evicted m:<N>)
+            older.append((int(pos), line + b"\n", sums.running.tokens))
+        if len(older) != last.metas:
             return None
         return older, last.running
 

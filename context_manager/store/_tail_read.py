@@ -80,9 +80,9 @@ def load_tail(rows: Rows, ends: LineEnds, reach: int) -> Flow[Tail | None]:
     stored tokens (``LineEnds.tail_start``), the records before it that are no message,
     and the running sums of the messages before it. Pages of newest records grow fourfold
     until the turn is found. Every record comes back (``Tail.cut`` 0) when the session is
-    shorter than that, or when a line among the newest says the open must read them all (a
-    compaction, a line without our count); None: the open must read every record (the sums
-    say a message before the turn must be read, another counter, or the session moved)."""
+    shorter than that, or when the lines or the sums say the open must read them all (a line
+    without our count, a message before the turn a reader must read, another counter); None:
+    a compaction names no resume point, or the session moved (read it again, whole)."""
     try:
         return (yield from _newest(rows, ends, reach))
     except Moved:
@@ -96,7 +96,7 @@ def _newest(rows: Rows, ends: LineEnds, reach: int) -> Flow[Tail | None]:
         page = yield from rows.newest(lines[0][0] - 1 if lines else None, limit)
         lines[:0] = [(pos + 1, raw, True) for pos, raw in page]
         head = rows.head
-        if len(page) < limit:  # every record read
+        if len(page) < limit or lines[0][0] == 1:  # every record read
             return Tail(head, lines)
         cut = ends.tail_start(lines, reach)
         if cut is None:  # read every record or, with a compaction among them, from its resume
@@ -104,25 +104,28 @@ def _newest(rows: Rows, ends: LineEnds, reach: int) -> Flow[Tail | None]:
             resumed = yield from _from_compaction(rows, lines)
             if resumed is not None:
                 return Tail(head, resumed=resumed)
-            rest = yield from rows.between(None, lines[0][0] - 1)
-            return Tail(head, [*((pos + 1, raw, True) for pos, raw in rest), *lines])
+            return (yield from _whole(rows, head, lines))
         if cut:
             break
         limit *= 4
     start = lines[cut][0] - 1  # the position of the first record read whole
     found = yield from rows.before(start)
-    if found is None:
-        return None
-    older, running = found
-    if any(raw.startswith(COMPACTION_LINE) for _, raw, _ in older):
+    if found is not None and any(raw.startswith(COMPACTION_LINE) for _, raw, _ in found[0]):
         resumed = yield from _from_compaction(rows, lines)  # from it on, as a file
         return None if resumed is None else Tail(head, resumed=resumed)
-    if running.tokens is None or not running.admitted(ends):
-        return None
+    older, running = found or ([], Running(None))
     metas = [(p, raw, n) for p, raw, n in older if type(n) is int and _meta(raw)]
-    if len(metas) != len(older):
-        return None  # (a cell an edit or damage changed: the full read reports it)
+    if running.tokens is None or not running.admitted(ends) or len(metas) != len(older):
+        # (a message before the start must be read, another counter, a cell an edit or
+        # damage changed, or the store cannot tell): what was read, and the rest
+        return (yield from _whole(rows, head, lines))
     return Tail(head, lines[cut:], start, metas, running.tokens)
+
+
+def _whole(rows: Rows, head: Head, lines: list[tuple[int, bytes, bool]]) -> Flow[Tail]:
+    """Every record: the newest ``lines`` read so far, and the rest before them."""
+    rest = yield from rows.between(None, lines[0][0] - 1)
+    return Tail(head, [*((pos + 1, raw, True) for pos, raw in rest), *lines])
 
 
 def load_older(rows: Rows, tail: Tail) -> Flow[list[tuple[int, bytes, bool]]]:

@@ -121,7 +121,7 @@ class Batch:
 
 @dataclass(slots=True)
 class Tail:
-    """What a SQL store's open that leaves the oldest messages unread returns
+    """What a SQL or Redis store's open that leaves the oldest messages unread returns
     (``_tail_read.load_tail``): the newest records as ``(number, line, complete)``, from
     position ``cut`` on (0: every record), the records before ``cut`` that are no message as
     ``(position, line, stored tokens of the messages before it)``, and the stored tokens of the

@@ -30,6 +30,7 @@ a flow runs one as ``EVALSHA``, and as ``EVAL`` when the server no longer has it
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import threading
@@ -55,7 +56,7 @@ from ._redis_tail import UNKNOWN, RedisRows, Sums, continued, head_sums
 from ._tail_read import load_older, load_tail
 from ._urls import redis_url
 from .protocol import DEFAULT_SESSION, Batch, Head, Tail, check_session_id, extends
-from .records import dump_record, indexed_checkpoint, record_id
+from .records import CHECKPOINT, dump_record, indexed_checkpoint, record_id
 
 __all__ = ["RedisFlows", "RedisStore"]
 
@@ -69,8 +70,7 @@ logger = logging.getLogger("context_manager.store")
 _CHECKED: set[str] = set()
 _CHECKED_LOCK = threading.Lock()
 
-#: How the checkpoint line APPEND writes starts: what its running sums are continued with.
-_CHECKPOINT = b'{"role": "_checkpoint"}'
+_CHECKPOINT = json.dumps({"role": CHECKPOINT, "id": 0}).encode()  # a line as APPEND writes
 
 #: What the steps call on a client.
 _CLIENT_METHODS = ("evalsha", "eval", "pipeline", "scan_iter", "close")
@@ -293,13 +293,13 @@ class RedisFlows:
         ]
         step = Script("append", args)
         try:
-            status, generation, position, made, epoch = yield from self._call(step, rids)
+            status, generation, position, made, epoch, *held = yield from self._call(step, rids)
         except StoreOutcomeUnknownError:
             if not rids:
                 raise
             # The script may have run; its records carry ids, so running it again is safe: it
             # finds the first id and writes nothing (the client reconnects on its own).
-            status, generation, position, made, epoch = yield from self._call(step, rids)
+            status, generation, position, made, epoch, *held = yield from self._call(step, rids)
         epoch = _text(epoch)
         if not status:
             assert view is not None
@@ -310,8 +310,9 @@ class RedisFlows:
                 "nothing was written: reload the session and retry"
             )
         self._head = Head(int(generation), int(position), epoch=epoch)
-        # (a blind write's records carry no sums: the script pushed none)
-        self._sums = sums if view is not None else UNKNOWN
+        # (a retry's sums are those stored after the batch it found; a blind write has none)
+        stored = head_sums(self._head.position, held[0]) if status == 2 else None
+        self._sums = stored or (sums if view is not None else UNKNOWN)
         yield from self._indexed()
         return int(generation), int(position), int(made)
 

@@ -201,7 +201,7 @@ class Replayer:
         each message read after a skipped one carries its history index. Up to that compaction,
         every metadata record must replay the same without the messages skipped
         (:func:`_replayable_alone`): those after the point too, since the state they are
-        replayed into lacks the messages skipped. A SQL store's read leaves those out as
+        replayed into lacks the messages skipped. A SQL or Redis read leaves those out as
         :class:`Skipped` runs (``_tail_read.load_tail``)."""
         skip, at, below = resume_point(lines)
         if not skip:

@@ -218,6 +218,15 @@ def _redis_sums(backend: Backend, edit: Any) -> None:
     client.rpush(f"{keys}s:0", *entries)
 
 
+def _redis_message_as_meta(backend: Backend, position: int) -> None:
+    """List the record at ``position`` (a message) in ``m:0`` as if it were no message: its
+    position, the sums entry of its place and its line, one per line."""
+    client, keys = redis_keys(backend)
+    line = client.lindex(f"{keys}g:0", position)
+    sums = client.lindex(f"{keys}s:0", position)
+    client.rpush(f"{keys}m:0", b"%d\n%s\n%s" % (position, b"m" + sums, line))
+
+
 #: Edits of the running sums: (SQL statement, Redis edit of the session's keys).
 SUMS_EDITS = {
     "tokens not a number": (  # SQLite keeps text in an integer column
@@ -230,7 +239,7 @@ SUMS_EDITS = {
     ),
     "a message flagged as no message": (
         "UPDATE {p}records SET meta = 1 WHERE position = 6",
-        lambda b: redis_keys(b)[0].rpush(f"{redis_keys(b)[1]}m:0", 6),
+        lambda b: _redis_message_as_meta(b, 6),
     ),
 }
 
@@ -381,7 +390,7 @@ def test_redis_lists_an_operator_edited_make_the_open_read_every_record(
     live.add(user("a bad reply " + "y " * 400))
     live.store.close()
     client, keys = redis_keys(backend)
-    metas = [int(n) for n in client.lrange(f"{keys}m:0", 0, -1)]
+    metas = client.lrange(f"{keys}m:0", 0, -1)  # each: position, sums, line
     if edit == "rpop a reply":
         client.rpop(f"{keys}g:0")
     elif edit == "ltrim the oldest":
@@ -449,8 +458,8 @@ def test_an_old_redis_generation_that_expired_is_refused_not_read_as_missing_rec
 def test_redis_writers_with_and_without_a_ttl_leave_no_stale_list_to_a_rebuilt_session(
     redis_backend: Backend,
 ) -> None:
-    """A writer without a ttl makes ``m:0`` (and keeps the session's ``gen``) while the others
-    expire: the session rebuilt on them opens as a full read has it."""
+    """A writer without a ttl makes ``m:0``: it takes the session's expiry, so the session
+    rebuilt after the others expire finds nothing stale, and opens as a full read has it."""
     import time
 
     from .test_open_reads_the_newest import exchange
@@ -475,7 +484,7 @@ def test_redis_writers_with_and_without_a_ttl_leave_no_stale_list_to_a_rebuilt_s
         if not client.exists(f"{keys}g:0"):
             break
         time.sleep(0.1)
-    assert client.exists(f"{keys}m:0") and not client.exists(f"{keys}g:0")
+    assert not client.keys(f"{keys}*")  # m:0 expired with the rest
     rebuilt = open_()
     for i in range(100, 160):
         rebuilt.extend(exchange(i))
@@ -498,9 +507,10 @@ def test_a_redis_position_list_edited_on_a_compacted_session_makes_the_open_read
     expected = observed(live)
     live.store.close()
     client, keys = redis_keys(redis_backend)
-    first = int(client.lindex(f"{keys}m:0", 0))  # the system prompt's record
-    assert not client.lindex(f"{keys}g:0", first + 1).startswith(b'{"role": "_')
-    client.lset(f"{keys}m:0", 0, first + 1)
+    first, sums, _ = client.lindex(f"{keys}m:0", 0).split(b"\n", 2)  # the system prompt's
+    message = client.lindex(f"{keys}g:0", int(first) + 1)
+    assert not message.startswith(b'{"role": "_')
+    client.lset(f"{keys}m:0", 0, b"%d\n%s\n%s" % (int(first) + 1, sums, message))
     assert observed(reopen(redis_backend)) == expected
 
 
@@ -542,3 +552,59 @@ def test_a_redis_writer_without_a_ttl_lets_the_session_expire_whole(
         reader.history()
     with pytest.raises(StoreConflictError):
         stale.add(user("from a stale view"))
+
+
+def test_a_redis_retry_of_a_stored_batch_continues_the_sums_stored_after_it(
+    redis_backend: Backend,
+) -> None:
+    """A batch sent again with the same record ids (a retry after a lost reply) writes
+    nothing; the writer's next records continue the sums stored after that batch, not its
+    own view's sums plus the batch a second time."""
+    import json
+
+    from context_manager.store import connect
+
+    live = reopen(redis_backend)
+    build(live, TURNS)
+    live.extend(user(f"the last batch {i} " + "w " * 20) for i in range(4))
+    live.store.close()
+    with connect(redis_backend.target, **redis_backend.options) as handle:
+        store = handle.session("s")
+        last = [json.loads(line) for _, line in store.load().lines[-4:]]
+        store.append(last)  # the last batch, already stored: found by its first id
+        store.checkpoint()  # continues from the stored sums
+        store.close()
+    writer = reopen(redis_backend)
+    build(writer, 40)
+    expected = observed(writer)
+    writer.store.close()
+    assert observed(reopen(redis_backend)) == expected
+    assert observed(reopen(redis_backend, strict=True)) == expected
+
+
+def test_keys_a_redis_writer_without_a_ttl_makes_expire_with_the_session(
+    redis_backend: Backend,
+) -> None:
+    """Its records, revert and clear included, take the expiry another writer's ``ttl=``
+    gave the session: none is stranded in a key that never expires."""
+    prefix, target = redis_backend.options["prefix"], redis_backend.target
+    with_ttl = MessageContextManager.open(
+        target, session="s", max_tokens=2_000, store_options={"prefix": prefix, "ttl": 100}
+    )
+    with_ttl.add(user("from a writer with a ttl"))
+    with_ttl.store.close()
+    without = MessageContextManager.open(
+        target, session="s", max_tokens=2_000, store_options={"prefix": prefix}
+    )
+    without.add(user("one"))
+    checkpoint = without.checkpoint()
+    without.add(user("two"))
+    without.revert_to(checkpoint)
+    without.add(user("three"))
+    without.clear()
+    without.add(user("four"))
+    without.store.close()
+    client, keys = redis_keys(redis_backend)
+    lives = {key: client.ttl(key) for key in client.scan_iter(f"{keys}*")}
+    assert len(lives) > 8
+    assert all(0 < left <= 100 for left in lives.values()), lives
