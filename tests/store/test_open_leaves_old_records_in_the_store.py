@@ -69,6 +69,16 @@ def damage_row(backend: Backend, position: int, generation: int = 0) -> None:
     )
 
 
+def assert_read_whole_at_open(backend: Backend, caplog: pytest.LogCaptureFixture) -> None:
+    """That an open reads every record: one old record damaged is reported at the open, not
+    when the history is first needed."""
+    damage_row(backend, 6)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="context_manager.store"):
+        reopen(backend).store.close()
+    assert "corrupt" in caplog.text
+
+
 def forget_sums(backend: Backend) -> None:
     """Make the session look written by an earlier version: SQL tables without the columns,
     Redis without the lists beside the generation."""
@@ -246,7 +256,7 @@ SUMS_EDITS = {
 
 @pytest.mark.parametrize("edit", sorted(SUMS_EDITS))
 def test_running_sums_an_edit_changed_make_the_open_read_every_row(
-    backend: Backend, edit: str
+    backend: Backend, edit: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     if edit == "tokens not a number" and backend.name == "postgres":
         pytest.skip("PostgreSQL refuses text in a BIGINT column")
@@ -260,6 +270,7 @@ def test_running_sums_an_edit_changed_make_the_open_read_every_row(
     else:
         execute(backend, statement)
     assert observed(reopen(backend)) == expected
+    assert_read_whole_at_open(backend, caplog)
 
 
 def test_the_oldest_rows_removed_by_a_retention_job_reopen_as_a_full_read_does(
@@ -379,7 +390,7 @@ def redis_backend(redis_url: str) -> Backend:
     ],
 )
 def test_redis_lists_an_operator_edited_make_the_open_read_every_record(
-    redis_backend: Backend, edit: str
+    redis_backend: Backend, edit: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Records removed from a generation (then as many written), or the lists beside it
     edited, evicted or of another type: the open reads every record, as a full read has it
@@ -421,6 +432,8 @@ def test_redis_lists_an_operator_edited_make_the_open_read_every_record(
     writer.store.close()
     assert observed(reopen(backend)) == expected
     assert observed(reopen(backend, strict=True)) == expected
+    if edit != "id not a number":  # (what only a revert reads)
+        assert_read_whole_at_open(backend, caplog)
     reverted = reopen(backend)
     reverted.revert_to(reverted.checkpoint())  # a new generation from the edited one
     reverted.store.close()
