@@ -174,7 +174,7 @@ return {1, gen, pos, made, epoch}
 # ARGV: base, index, session, checkpoint id ('' = clear), ttl, now, new_epoch.
 # Returns {ok, new generation, next position, checkpoints in the old generation, epoch, the
 # running sums of the last record kept (false: none kept, or the old generation's sums did not
-# hold)}; the new generation keeps the sums and no-message positions of the records it keeps.
+# hold)}; the new generation keeps the sums and ``m:<N>`` entries of the records it keeps.
 ROTATE = (
     GENERATION
     + SUMS

@@ -6,8 +6,8 @@ generation, ``<prefix>{<session>}:epoch`` a random value drawn when the session'
 (so a session rebuilt after expiring is told apart from the one a stale writer saw),
 ``<prefix>{<session>}:ck:<N>`` maps checkpoint ids to positions, ``<prefix>{<session>}:id:<N>``
 the first record id of each write to its position (exactly-once retries), and the lists
-``s:<N>`` and ``m:<N>`` hold each record's running sums and the positions of the records that
-are no message (what an open reads instead of the older records, ``_redis_tail.py``); the
+``s:<N>`` and ``m:<N>`` hold each record's running sums and each record that is no message
+(what an open reads instead of the older records, ``_redis_tail.py``); the
 sorted set ``<prefix>sessions`` lists sessions by last write. All of a session's keys share
 the hash tag ``{<session>}``, so they live in one cluster slot, and ``delete`` removes them in
 one script.
