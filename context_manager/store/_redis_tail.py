@@ -78,22 +78,11 @@ class RedisRows:
 
     def __init__(self, store: RedisFlows, head: Head | None = None) -> None:
         self._store = store
-        self._head = head or Head(0, 0)
-
-    @property
-    def head(self) -> Head:
-        return self._head
-
-    @property
-    def target(self) -> str:
-        return self._store.target
-
-    @property
-    def session(self) -> str:
-        return self._store.session
+        self.head = head or Head(0, 0)
+        self.where = f"{store.target} session {store.session!r}"
 
     def _read(self, name: str, args: Sequence[Any]) -> Flow[list[Any]]:
-        head = self._head
+        head = self.head
         reply = yield from self._store._read_script(name, [head.epoch, head.generation, *args])
         if reply[0] == 0:
             raise Moved
@@ -109,7 +98,7 @@ class RedisRows:
     def newest(self, below: int | None, limit: int) -> Flow[list[Row]]:
         if below is None:
             batch = yield from self._store._load(-limit)
-            self._head = batch.head
+            self.head = batch.head
             return batch.lines
         return (yield from self._ranges([(max(0, below - limit), below - 1)]))
 

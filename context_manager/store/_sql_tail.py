@@ -30,20 +30,9 @@ class SqlRows:
 
     def __init__(self, db: SqlFlows, head: Head | None = None) -> None:
         self._db = db
-        self._head = head or Head(0, 0)
-        self._key: tuple[Any, ...] = (db.session, self._head.generation)
-
-    @property
-    def head(self) -> Head:
-        return self._head
-
-    @property
-    def target(self) -> str:
-        return self._db.target
-
-    @property
-    def session(self) -> str:
-        return self._db.session
+        self.head = head or Head(0, 0)
+        self.where = f"{db.target} session {db.session!r}"
+        self._key: tuple[Any, ...] = (db.session, self.head.generation)
 
     def _rows(self, condition: str, params: Sequence[Any], order: str = "") -> Flow[list[Row]]:
         found = yield Sql(
@@ -68,7 +57,7 @@ class SqlRows:
         )
         page.reverse()
         if below is None:
-            self._head = Head(generation, page[-1][0] + 1 if page else 0, epoch=epoch)
+            self.head = Head(generation, page[-1][0] + 1 if page else 0, epoch=epoch)
         return page
 
     def between(self, start: int | None, end: int) -> Flow[list[Row]]:
@@ -105,6 +94,6 @@ class SqlRows:
     def messages(self, cut: int) -> Flow[list[Row]]:
         _, now = yield from self._db._current()
         rows = yield from self._rows("meta IS NULL AND position < ?", (cut,))
-        if now != self._head.epoch:
+        if now != self.head.epoch:
             raise Moved
         return rows

@@ -39,16 +39,10 @@ class Rows(Protocol):
     """What the open asks of a store, in one generation of one session, as flows. Positions
     count from 0; every list is in ascending position."""
 
-    @property
-    def head(self) -> Head:
-        """The session's head, as the first :meth:`newest` read it."""
-        ...
-
-    @property
-    def target(self) -> str: ...
-
-    @property
-    def session(self) -> str: ...
+    #: The session's head, as the first :meth:`newest` read it.
+    head: Head
+    #: The session, for messages: its target (no credentials) and id.
+    where: str
 
     def newest(self, below: int | None, limit: int) -> Flow[list[Row]]:
         """Up to ``limit`` records before position ``below`` (None: the newest; this first
@@ -137,17 +131,16 @@ def load_older(rows: Rows, tail: Tail) -> Flow[list[tuple[int, bytes, bool]]]:
         found = yield from rows.messages(tail.cut)
     except Moved:
         raise StoreConflictError(
-            f"{rows.target} session {rows.session!r}: it was deleted or rebuilt (or the "
+            f"{rows.where}: it was deleted or rebuilt (or the "
             f"generation it read expired) since it was opened, so the {unread} oldest "
             "messages the open left unread are gone; reopen the session"
         ) from None
     kept = [(pos + 1, raw, True) for pos, raw in found if not _meta(raw)]
     if len(kept) != unread:  # rows removed outside the library: say so, keep the rest
         logger.warning(
-            "%s session %r: %d of the %d oldest message records are missing (removed "
+            "%s: %d of the %d oldest message records are missing (removed "
             "outside the library); the history holds the others",
-            rows.target,
-            rows.session,
+            rows.where,
             unread - len(kept),
             unread,
         )

@@ -311,8 +311,8 @@ class RedisFlows:
             )
         self._head = Head(int(generation), int(position), epoch=epoch)
         # (a retry's sums are those stored after the batch it found; a blind write has none)
-        stored = head_sums(self._head.position, held[0]) if status == 2 else None
-        self._sums = stored or (sums if view is not None else UNKNOWN)
+        retried = head_sums(self._head.position, held[0]) if status == 2 else None
+        self._sums = retried if retried is not None else sums if view is not None else UNKNOWN
         yield from self._indexed()
         return int(generation), int(position), int(made)
 
